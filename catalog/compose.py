@@ -1,0 +1,228 @@
+"""Compose the `vllm serve` command from a recipe.
+
+Order, later flags of the same name replacing earlier ones: base args, variant args (and the
+variant's hardware overrides), strategy (tensor parallel size, strategy overrides), the recipe's
+hardware overrides, then enabled features (all minus opt-in unless asked), then caller extras.
+Hardware override keys match a card's brand (vendor), generation or id, in that order.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from catalog.errors import CatalogError
+from catalog.hardware import Hardware
+from catalog.recipe import Args, Env, Feature, Recipe
+
+XPU_DOCKER_OPTIONS = [
+    "--device", "/dev/dri",
+    "-v", "/dev/dri/by-path:/dev/dri/by-path",
+    "--shm-size=16g", "--privileged", "--ipc=host",
+]
+CUDA_DOCKER_OPTIONS = ["--gpus", "all", "--ipc=host"]
+HF_CACHE_MOUNT = ["-v", "$HOME/.cache/huggingface:/root/.cache/huggingface"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    variant: str = "default"
+    hardware: Hardware | None = None
+    tensor_parallel_size: int | None = None
+    strategy: str | None = None
+    features: Sequence[str] | None = None
+    modes: Mapping[str, str] = field(default_factory=dict)
+    extra_args: Sequence[str] = ()
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LaunchCommand:
+    model_id: str
+    args: list[str]
+    env: dict[str, str]
+    docker_image: str | None = None
+    platform: str | None = None
+
+    def argv(self, program: Sequence[str] = ("vllm", "serve")) -> list[str]:
+        return [*program, self.model_id, *self.args]
+
+    def shell(self) -> str:
+        env = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        return " ".join([*env, _shell_join(self.argv())])
+
+    def shell_multiline(self) -> str:
+        """One flag per line, for reading and copying."""
+        env = [f"{k}={shlex.quote(v)} \\" for k, v in sorted(self.env.items())]
+        lines = [f"vllm serve {shlex.quote(self.model_id)}"]
+        lines += [f"  {_shell_join(group)}" for group in flag_groups(self.args)]
+        return "\n".join([*env, " \\\n".join(lines)])
+
+    def docker_argv(self) -> list[str] | None:
+        if self.docker_image is None:
+            return None
+        options = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
+        env = [token for k, v in sorted(self.env.items()) for token in ("-e", f"{k}={v}")]
+        return [
+            "docker", "run", "--rm", *options, "-p", "8000:8000", *HF_CACHE_MOUNT, *env,
+            self.docker_image, self.model_id, *self.args,
+        ]
+
+    def docker_shell(self) -> str | None:
+        argv = self.docker_argv()
+        return None if argv is None else _shell_join(argv)
+
+
+def _shell_join(argv: Iterable[str]) -> str:
+    # $HOME stays expandable; everything else is quoted for a POSIX shell.
+    return " ".join(f'"{a}"' if a.startswith("$HOME/") else shlex.quote(a) for a in argv)
+
+
+def _is_flag(token: str) -> bool:
+    if not token.startswith("-") or token == "-":
+        return False
+    try:
+        float(token)
+    except ValueError:
+        return True
+    return False
+
+
+def flag_name(token: str) -> str:
+    """`--no-x`, `--x` and `--x=1` all name the flag `--x`."""
+    name = token.split("=", 1)[0].split(" ", 1)[0]
+    return "--" + name[5:] if name.startswith("--no-") else name
+
+
+def flag_groups(args: Sequence[str]) -> list[list[str]]:
+    groups: list[list[str]] = []
+    for token in args:
+        if _is_flag(token) or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def merge_args(args: Sequence[str]) -> list[str]:
+    """Keep the last occurrence of every flag (with its values), in the order of those last ones."""
+    groups = flag_groups(args)
+    last = {flag_name(g[0]): i for i, g in enumerate(groups) if _is_flag(g[0])}
+    return [
+        token
+        for i, group in enumerate(groups)
+        if not _is_flag(group[0]) or last[flag_name(group[0])] == i
+        for token in group
+    ]
+
+
+def override_keys(hardware: Hardware | None) -> list[str]:
+    if hardware is None:
+        return []
+    return [hardware.vendor.lower(), hardware.generation, hardware.id]
+
+
+class _Layers:
+    def __init__(self) -> None:
+        self.args: Args = []
+        self.env: Env = {}
+
+    def add(self, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+        self.args.extend(args)
+        self.env.update(env or {})
+
+
+def compose(recipe: Recipe, selection: Selection, *, source: str = "recipe") -> LaunchCommand:
+    if selection.variant not in recipe.variants:
+        raise CatalogError(
+            f"unknown variant {selection.variant!r} (choose from {', '.join(recipe.variants)})",
+            file=source,
+            field="variants",
+        )
+    variant = recipe.variants[selection.variant]
+    keys = override_keys(selection.hardware)
+    layers = _Layers()
+    layers.add(recipe.model.base_args, recipe.model.base_env)
+    layers.add(variant.extra_args, variant.extra_env)
+    for key in keys:
+        if key in variant.hardware_overrides:
+            override = variant.hardware_overrides[key]
+            layers.add(override.extra_args, override.extra_env)
+    tp = selection.tensor_parallel_size or variant.tp or 1
+    if tp > 1:
+        layers.add(["--tensor-parallel-size", str(tp)])
+    strategy = selection.strategy or recipe.default_strategy
+    if strategy and strategy in recipe.strategy_overrides:
+        so = recipe.strategy_overrides[strategy]
+        layers.add([*so.extra_args, *so.args], {**so.env, **so.extra_env})
+    for key in keys:
+        if key in recipe.hardware_overrides:
+            override = recipe.hardware_overrides[key]
+            layers.add(override.extra_args, override.extra_env)
+    for name in _enabled_features(recipe, selection, source):
+        _add_feature(layers, recipe.features[name], name, selection, strategy, keys, source)
+    layers.add(selection.extra_args, selection.extra_env)
+    return LaunchCommand(
+        model_id=recipe.variant_model_id(selection.variant),
+        args=merge_args(layers.args),
+        env=layers.env,
+        docker_image=_docker_image(recipe, selection),
+        platform=selection.hardware.platform if selection.hardware else None,
+    )
+
+
+def _enabled_features(recipe: Recipe, selection: Selection, source: str) -> list[str]:
+    wanted = recipe.default_features() if selection.features is None else list(selection.features)
+    for name in wanted:
+        if name not in recipe.features:
+            raise CatalogError(
+                f"unknown feature {name!r} (choose from {', '.join(recipe.features)})", file=source, field="features"
+            )
+    return [name for name in recipe.features if name in wanted]
+
+
+def _add_feature(
+    layers: _Layers,
+    feature: Feature,
+    name: str,
+    selection: Selection,
+    strategy: str | None,
+    keys: list[str],
+    source: str,
+) -> None:
+    if feature.variants and selection.variant not in feature.variants:
+        return
+    if feature.strategies and strategy and strategy not in feature.strategies:
+        return
+    layers.add(feature.args, feature.env)
+    if feature.modes:
+        mode_name = selection.modes.get(name) or feature.default_mode or next(iter(feature.modes))
+        if mode_name not in feature.modes:
+            raise CatalogError(f"feature {name!r} has no mode {mode_name!r}", file=source, field=f"features.{name}.modes")
+        mode = feature.modes[mode_name]
+        if not mode.variants or selection.variant in mode.variants:
+            layers.add(mode.args, mode.env)
+            for key in keys:
+                if key in mode.hardware_overrides:
+                    layers.add(mode.hardware_overrides[key].args, mode.hardware_overrides[key].env)
+    for key in keys:
+        if key in feature.hardware_overrides:
+            layers.add(feature.hardware_overrides[key].args, feature.hardware_overrides[key].env)
+
+
+def _docker_image(recipe: Recipe, selection: Selection) -> str | None:
+    hardware = selection.hardware
+    if hardware is None:
+        return None
+    declared = recipe.variants[selection.variant].docker_image or recipe.model.docker_image
+    if isinstance(declared, str):
+        return declared
+    if isinstance(declared, dict):
+        for key in override_keys(hardware):
+            image = declared.get(key)
+            if isinstance(image, str):
+                return image
+            if isinstance(image, dict) and image:
+                return next(iter(image.values()))
+    return hardware.docker_image

@@ -1,0 +1,61 @@
+"""User-facing errors: one line naming the file, the line where known, and the field."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+
+class CatalogError(Exception):
+    """A problem a user can fix in an input file; printed without a traceback."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        field: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.field = field
+        self.line = line
+
+    def __str__(self) -> str:
+        where = self.file or ""
+        if where and self.line is not None:
+            where += f":{self.line}"
+        parts = [p for p in (where, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+
+class CatalogErrors(CatalogError):
+    """Several independent problems found in one pass (each still names its file)."""
+
+    def __init__(self, errors: list[CatalogError]) -> None:
+        super().__init__(f"{len(errors)} problems")
+        self.errors = errors
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
+def exit_on_catalog_error(main: Callable[[], int | None]) -> Callable[[], NoReturn]:
+    """Wrap a CLI entry point so a CatalogError prints as plain lines and exits 1."""
+
+    def wrapped() -> NoReturn:
+        try:
+            code = main() or 0
+        except CatalogError as error:
+            print(f"error: {error}".replace("\n", "\nerror: "), file=sys.stderr)
+            code = 1
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            code = 130
+        sys.exit(code)
+
+    return wrapped

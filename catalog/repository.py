@@ -1,0 +1,168 @@
+"""Load and cross-check everything in `data/` and `packets/`: the first step of every command."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from catalog.errors import CatalogError, CatalogErrors
+from catalog.evidence import evidence_problems
+from catalog.hardware import Hardware, HardwareFile
+from catalog.loading import load_file
+from catalog.packet import Packet
+from catalog.packet_io import read_packet
+from catalog.recipe import Recipe
+from catalog.suite import CanarySet, Suite
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    recipes: dict[str, Recipe]
+    hardware: dict[str, Hardware]
+    suites: dict[str, Suite]
+    canary_sets: dict[str, CanarySet]
+    packets: dict[str, Packet]
+    packet_paths: dict[str, Path] = field(default_factory=dict)
+
+    def packets_of(self, slug: str) -> list[Packet]:
+        return sorted(
+            (p for p in self.packets.values() if p.identity.model.slug == slug), key=lambda p: p.id
+        )
+
+
+class _Collector:
+    """Gathers independent problems so one run reports them all, each naming its file."""
+
+    def __init__(self) -> None:
+        self.errors: list[CatalogError] = []
+
+    def attempt(self, load: Callable[[], T]) -> T | None:
+        try:
+            return load()
+        except CatalogErrors as many:
+            self.errors.extend(many.errors)
+        except CatalogError as error:
+            self.errors.append(error)
+        return None
+
+    def add(self, message: str, *, file: Path, field: str) -> None:
+        self.errors.append(CatalogError(message, file=file, field=field))
+
+    def raise_if_any(self) -> None:
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise CatalogErrors(self.errors)
+
+
+def load_catalog(data_dir: Path, packets_dir: Path) -> Catalog:
+    found = _Collector()
+    hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
+    hardware = hardware_file.by_id() if hardware_file else {}
+    recipes = _load_recipes(data_dir / "models", found)
+    suites, canary_sets = _load_suites(data_dir / "suites", found)
+    packets: dict[str, Packet] = {}
+    paths: dict[str, Path] = {}
+    for path in sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []:
+        packet = found.attempt(lambda path=path: read_packet(path))  # type: ignore[misc]
+        if packet is None:
+            continue
+        if packet.id in packets:
+            found.add(f"same packet as {paths[packet.id].name}", file=path, field="id")
+            continue
+        packets[packet.id] = packet
+        paths[packet.id] = path
+        _cross_check(packet, path, recipes, hardware, suites, canary_sets, found)
+    for packet_id, packet in packets.items():
+        if packet.reproduces and packet.reproduces not in packets:
+            found.add(f"names unknown packet {packet.reproduces!r}", file=paths[packet_id], field="reproduces")
+    found.raise_if_any()
+    return Catalog(recipes, hardware, suites, canary_sets, packets, paths)
+
+
+def _load_recipes(directory: Path, found: _Collector) -> dict[str, Recipe]:
+    recipes: dict[str, Recipe] = {}
+    origin: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        recipe = found.attempt(lambda path=path: load_file(Recipe, path))  # type: ignore[misc]
+        if recipe is None:
+            continue
+        slug = recipe.meta.slug
+        if slug != path.stem:
+            found.add(f"slug {slug!r} must match the file name {path.stem!r}", file=path, field="meta.slug")
+        elif slug in recipes:
+            found.add(f"duplicate slug, also in {origin[slug].name}", file=path, field="meta.slug")
+        else:
+            recipes[slug] = recipe
+            origin[slug] = path
+    return recipes
+
+
+def _load_suites(directory: Path, found: _Collector) -> tuple[dict[str, Suite], dict[str, CanarySet]]:
+    suites: dict[str, Suite] = {}
+    canary_sets: dict[str, CanarySet] = {}
+    for path in sorted(directory.glob("*.json")):
+        if path.stem.startswith("canaries-"):
+            canaries = found.attempt(lambda path=path: load_file(CanarySet, path))  # type: ignore[misc]
+            if canaries is not None:
+                _file_named_by_id(canaries.id, path, found)
+                canary_sets[canaries.id] = canaries
+        else:
+            suite = found.attempt(lambda path=path: load_file(Suite, path))  # type: ignore[misc]
+            if suite is not None:
+                _file_named_by_id(suite.id, path, found)
+                suites[suite.id] = suite
+    return suites, canary_sets
+
+
+def _file_named_by_id(item_id: str, path: Path, found: _Collector) -> None:
+    if item_id != path.stem:
+        found.add(f"id {item_id!r} must match the file name {path.stem!r}", file=path, field="id")
+
+
+def _cross_check(
+    packet: Packet,
+    path: Path,
+    recipes: dict[str, Recipe],
+    hardware: dict[str, Hardware],
+    suites: dict[str, Suite],
+    canary_sets: dict[str, CanarySet],
+    found: _Collector,
+) -> None:
+    model = packet.identity.model
+    recipe = recipes.get(model.slug)
+    if recipe is None:
+        found.add(f"model {model.slug!r} has no recipe in data/models", file=path, field="identity.model.slug")
+    elif model.variant not in recipe.variants:
+        found.add(f"recipe {model.slug!r} has no variant {model.variant!r}", file=path, field="identity.model.variant")
+    if packet.identity.host.hardware not in hardware:
+        found.add(
+            f"hardware {packet.identity.host.hardware!r} is not in data/hardware.yaml",
+            file=path,
+            field="identity.host.hardware",
+        )
+    if packet.provenance.kind == "measured":
+        _check_workload(packet, path, suites, canary_sets, found)
+        for problem_field, message in evidence_problems(packet):
+            found.add(message, file=path, field=problem_field)
+
+
+def _check_workload(
+    packet: Packet, path: Path, suites: dict[str, Suite], canary_sets: dict[str, CanarySet], found: _Collector
+) -> None:
+    workload = packet.workload
+    suite = suites.get(workload.suite_id)
+    if suite is None:
+        found.add(f"suite {workload.suite_id!r} is not in data/suites", file=path, field="workload.suite_id")
+    elif workload.suite_sha256 != suite.sha256:
+        found.add("suite hash differs from data/suites: the suite changed", file=path, field="workload.suite_sha256")
+    if workload.canary_set_id is not None:
+        canaries = canary_sets.get(workload.canary_set_id)
+        if canaries is None:
+            found.add(f"canary set {workload.canary_set_id!r} is not in data/suites", file=path, field="workload.canary_set_id")
+        elif workload.canary_set_sha256 != canaries.sha256:
+            found.add("canary set hash differs from data/suites", file=path, field="workload.canary_set_sha256")

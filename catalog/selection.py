@@ -1,0 +1,54 @@
+"""Which result a family page leads with: one documented rule.
+
+The headline is the fastest *qualified* arm on the fewest cards any qualified arm uses.
+Qualified: published (measured or imported, never withheld, screened or estimated), every
+gate it carries passed, and a centre of two fresh-server values (never a single server and
+never the larger of the pair). Measured evidence outranks imported evidence; within one
+provenance the better grade wins, then the higher centre.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from catalog.grade import Grade, evidence_grade
+from catalog.packet import Arm, Packet, State
+
+
+@dataclass(frozen=True)
+class Headline:
+    packet: Packet
+    arm: Arm
+    grade: Grade
+
+    @property
+    def decode_tok_s(self) -> float:
+        value = self.arm.decode_tok_s
+        assert value is not None  # qualified arms have a centre
+        return value
+
+
+def qualified(arm: Arm) -> bool:
+    return (
+        arm.state in (State.MEASURED, State.IMPORTED)
+        and not arm.failed_gates
+        and len(arm.server_values) >= 2
+    )
+
+
+def headline(packets: Sequence[Packet], all_packets: Sequence[Packet] = ()) -> Headline | None:
+    candidates = [
+        Headline(p, a, evidence_grade(p, all_packets))
+        for p in packets
+        for a in p.arms
+        if qualified(a)
+    ]
+    if not candidates:
+        return None
+    fewest_cards = min(c.arm.config.tensor_parallel_size for c in candidates)
+    on_fewest = [c for c in candidates if c.arm.config.tensor_parallel_size == fewest_cards]
+    return max(
+        on_fewest,
+        key=lambda c: (c.packet.provenance.kind == "measured", -ord(c.grade), c.decode_tok_s),
+    )
