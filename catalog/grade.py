@@ -5,8 +5,8 @@
   another packet names it in `reproduces` and its gates passed too.
 - B: as A, without an independent reproduction.
 - C: measured with a gap (a missing server, canary or cache check), or imported from a named
-  source that reports complete gate outcomes for every published arm. Imported numbers cannot
-  be replayed from here, so they never rise above C.
+  source that reports gate outcomes. Imported numbers cannot be replayed from here, so they
+  never rise above C.
 - D: screened (speed only, no identity gate), or imported without gate outcomes.
 A packet whose every arm is withheld keeps its grade for the record but has no headline.
 """
@@ -43,7 +43,7 @@ def evidence_grade(packet: Packet, reproductions: Iterable[Packet] = ()) -> Grad
     if kind == "screened":
         return "D"
     if kind == "imported":
-        return "C" if all(_gates_complete(a) for a in published) else "D"
+        return "C" if any(a.gates for a in packet.arms) else "D"
     if not all(_gates_complete(a) and _server_complete(a) for a in published):
         return "C"
     replayed = any(r.reproduces == packet.id and r.state == State.MEASURED for r in reproductions)

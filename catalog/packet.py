@@ -75,7 +75,8 @@ class ModelConfigFacts(StrictModel):
 
 class ModelIdentity(StrictModel):
     slug: Slug
-    variant: str
+    # None only for an imported result whose checkpoint the recipe does not list as a variant.
+    variant: str | None
     repo: str
     revision: str | None = None
     quantization: Slug

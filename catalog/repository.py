@@ -137,7 +137,9 @@ def _cross_check(
     recipe = recipes.get(model.slug)
     if recipe is None:
         found.add(f"model {model.slug!r} has no recipe in data/models", file=path, field="identity.model.slug")
-    elif model.variant not in recipe.variants:
+    elif model.variant is None and packet.provenance.kind == "measured":
+        found.add("a measured packet names its recipe variant", file=path, field="identity.model.variant")
+    elif model.variant is not None and model.variant not in recipe.variants:
         found.add(f"recipe {model.slug!r} has no variant {model.variant!r}", file=path, field="identity.model.variant")
     if packet.identity.host.hardware not in hardware:
         found.add(

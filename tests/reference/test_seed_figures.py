@@ -1,0 +1,83 @@
+"""The imported packets carry every figure the two seed pages print, exactly as printed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from catalog.packet import Packet, State
+from catalog.repository import load_catalog
+from runner.import_reference import import_transcription
+
+ROOT = Path(__file__).resolve().parents[2]
+SEEDS = ROOT / "tests" / "fixtures" / "seeds"
+
+
+@pytest.fixture(scope="module")
+def packets() -> list[Packet]:
+    return list(load_catalog(ROOT / "data", ROOT / "packets").packets.values())
+
+
+def _imported(packets: list[Packet], slug: str) -> list[Packet]:
+    return [p for p in packets if p.identity.model.slug == slug and p.provenance.kind == "imported"]
+
+
+def _server_pairs(packets: list[Packet]) -> set[tuple[float, ...]]:
+    return {tuple(sorted(a.server_values)) for p in packets for a in p.arms if a.server_values}
+
+
+def test_every_chart_pair_of_the_9b_page_is_an_arm_pair(packets: list[Packet]) -> None:
+    text = (SEEDS / "qwen3.5-9b-page.txt").read_text()
+    pairs = {tuple(sorted(map(float, m))) for m in re.findall(r"values=([\d.]+), ([\d.]+) tok/s", text)}
+    assert len(pairs) >= 10
+    assert pairs <= _server_pairs(_imported(packets, "qwen3.5-9b"))
+
+
+def test_every_scorecard_cell_of_both_pages_is_a_published_figure(packets: list[Packet]) -> None:
+    for slug, page in (("qwen3.5-9b", "qwen3.5-9b-page.txt"), ("qwen3.5-4b", "qwen3.5-4b-page.txt")):
+        text = (SEEDS / page).read_text()
+        cells = {float(v) for v in re.findall(r"(?:TP\d·MTP\d|MTP\d·(?:FP8-dynamic|W4A16))([\d.]+) tok/s", text)}
+        assert cells, page
+        figures = {a.published_figure for p in _imported(packets, slug) for a in p.arms}
+        assert cells <= figures, cells - figures
+
+
+def test_4b_ranges_and_ttft_match_the_page(packets: list[Packet]) -> None:
+    text = (SEEDS / "qwen3.5-4b-page.txt").read_text()
+    ranges = re.findall(r"MTP depth (\d)([\d.]+)–([\d.]+)tok/sDecode([\d.]+)–([\d.]+)msTTFT", text)
+    assert len(ranges) == 2
+    (packet,) = [p for p in _imported(packets, "qwen3.5-4b") if p.state == State.IMPORTED]
+    for depth, low, high, ttft_low, ttft_high in ranges:
+        (arm,) = [a for a in packet.arms if a.config.spec_depth == int(depth)]
+        assert (f"{min(arm.server_values):.2f}", f"{max(arm.server_values):.2f}") == (low, high)
+        assert sorted(arm.published_ttft_ms) == [float(ttft_low), float(ttft_high)]
+
+
+def test_headline_centres_match_the_pages(packets: list[Packet]) -> None:
+    from catalog.selection import headline
+
+    for slug, page in (("qwen3.5-9b", "qwen3.5-9b-page.txt"), ("qwen3.5-4b", "qwen3.5-4b-page.txt")):
+        printed = re.search(r"\n([\d.]+)tok/s\nmeasured", (SEEDS / page).read_text())
+        assert printed is not None
+        chosen = headline(_imported(packets, slug))
+        assert chosen is not None
+        assert f"{chosen.decode_tok_s:.2f}" == printed.group(1)
+
+
+def test_withheld_results_stay_withheld(packets: list[Packet]) -> None:
+    nine = _imported(packets, "qwen3.5-9b")
+    deep = [a for p in nine for a in p.arms if a.config.spec_depth >= 4]
+    assert deep and all(a.state == State.WITHHELD for a in deep)
+    assert any(g.exact == 8 and g.total == 12 for a in deep for g in a.gates)
+    fp8_4b = [p for p in _imported(packets, "qwen3.5-4b") if p.identity.model.quantization == "fp8-dynamic"]
+    assert [p.state for p in fp8_4b] == [State.WITHHELD]
+
+
+def test_transcription_re_seals_to_the_committed_packets(tmp_path: Path) -> None:
+    written = import_transcription(ROOT / "data" / "imports" / "neural-download.yaml", tmp_path)
+    committed = {p.name for p in (ROOT / "packets").glob("*.json")}
+    assert {f"{p.id}.json" for p in written} <= committed
+    for packet in written:
+        assert (tmp_path / f"{packet.id}.json").read_bytes() == (ROOT / "packets" / f"{packet.id}.json").read_bytes()
