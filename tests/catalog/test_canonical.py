@@ -1,0 +1,123 @@
+"""Canonical JSON: the byte form every suite, canary set and packet hash is computed over."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from catalog.canonical import canonical_json, canonical_sha256, pretty_json, sha256_hex
+
+# Unicode (BMP and astral), escapes, nesting with unsorted keys, floats that print differently in
+# other languages (0.1, 1e-7, 1.0), an int past 64 bits and an empty list and object.
+SAMPLE = {
+    "z": [3, 2.5, {"b": None, "a": True}],
+    "ü": "naïve — 日本語 🚀",
+    "f": 0.1,
+    "tiny": 1e-7,
+    "one": 1.0,
+    "big": 2**64 + 1,
+    "neg": -17,
+    "esc": 'line\nquote" tab\t',
+    "nested": {"y": {"x": []}, "A": {}},
+}
+
+SAMPLE_BYTES = (
+    b'{"big":18446744073709551617,"esc":"line\\nquote\\" tab\\t","f":0.1,"neg":-17,'
+    b'"nested":{"A":{},"y":{"x":[]}},"one":1.0,"tiny":1e-07,"z":[3,2.5,{"a":true,"b":null}],'
+    + '"ü":"naïve — 日本語 🚀"}'.encode()
+)
+
+# Golden vector. It pins the canonical form itself (key order, separators, UTF-8 without \u
+# escapes, Python's float spelling "1e-07" and "1.0", big ints verbatim). Every published packet's
+# id and sha256, and every suite hash recorded in a packet, were computed with this form: if this
+# test fails, every sealed packet in packets/ stops verifying. Do not "fix" the vector; fix the code.
+SAMPLE_SHA256 = "e721572cb41e543e4c986a08beaba2435bdaa4d0b5d7e50c2e92be5b26e94d80"
+
+
+def test_canonical_bytes_are_exact() -> None:
+    assert canonical_json(SAMPLE) == SAMPLE_BYTES
+
+
+def test_golden_sha256_vector() -> None:
+    assert canonical_sha256(SAMPLE) == SAMPLE_SHA256
+    assert sha256_hex(SAMPLE_BYTES) == SAMPLE_SHA256
+
+
+def test_sha256_hex_known_vectors() -> None:
+    assert sha256_hex(b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert sha256_hex(b"abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0.1, b"0.1"),
+        (1e-7, b"1e-07"),
+        (1.0, b"1.0"),
+        (1, b"1"),
+        (-0.0, b"-0.0"),
+        (1e21, b"1e+21"),
+        (123456789.125, b"123456789.125"),
+        (2**70, b"1180591620717411303424"),
+        ("é", "\"é\"".encode()),
+        ("\u0000", b'"\\u0000"'),
+        ([], b"[]"),
+        ({}, b"{}"),
+    ],
+)
+def test_scalar_forms(value: object, expected: bytes) -> None:
+    assert canonical_json(value) == expected
+
+
+def test_floats_round_trip_exactly() -> None:
+    for value in (0.1, 1e-7, 46.06681991197249, 1 / 3, 5e-324, 1.7976931348623157e308):
+        assert float(canonical_json(value)) == value
+
+
+def test_int_and_float_hash_differently() -> None:
+    # Pydantic float fields dump 5 as 5.0, so packets are hashed from the model dump, not the file.
+    assert canonical_sha256({"x": 5}) != canonical_sha256({"x": 5.0})
+
+
+def test_key_order_does_not_matter() -> None:
+    reordered = dict(reversed(list(SAMPLE.items())))
+    reordered["nested"] = {"A": {}, "y": {"x": []}}
+    reordered["z"] = [3, 2.5, {"a": True, "b": None}]
+    assert list(reordered) != list(SAMPLE)
+    assert canonical_json(reordered) == SAMPLE_BYTES
+
+
+def test_list_order_does_matter() -> None:
+    assert canonical_sha256([1, 2]) != canonical_sha256([2, 1])
+
+
+def test_whitespace_of_the_source_does_not_matter() -> None:
+    compact = json.dumps(SAMPLE, separators=(",", ":"))
+    spread = json.dumps(SAMPLE, indent=4, ensure_ascii=True)
+    assert compact != spread
+    assert canonical_json(json.loads(compact)) == canonical_json(json.loads(spread)) == SAMPLE_BYTES
+
+
+def test_pretty_form_rehashes_to_the_same_value() -> None:
+    text = pretty_json(SAMPLE)
+    assert text.endswith("}\n")
+    assert "日本語" in text  # written as UTF-8, not \u escapes
+    assert text.startswith('{\n  "big": 18446744073709551617,\n')
+    assert canonical_sha256(json.loads(text)) == SAMPLE_SHA256
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinity_are_rejected(bad: float) -> None:
+    with pytest.raises(ValueError, match="JSON compliant"):
+        canonical_json({"x": [1, {"y": bad}]})
+    with pytest.raises(ValueError):
+        pretty_json(bad)
+
+
+def test_non_json_values_are_rejected() -> None:
+    with pytest.raises(TypeError):
+        canonical_json({"x": {1, 2}})
+    with pytest.raises(TypeError):
+        canonical_json({("a",): 1})
