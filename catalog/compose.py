@@ -90,8 +90,8 @@ def _is_flag(token: str) -> bool:
 
 
 def flag_name(token: str) -> str:
-    """`--no-x`, `--x` and `--x=1` all name the flag `--x`."""
-    name = token.split("=", 1)[0].split(" ", 1)[0]
+    """`--no-x`, `--x`, `--x=1`, `--x 1` (one token) and `--x_y` spellings name one flag."""
+    name = token.split("=", 1)[0].split(" ", 1)[0].replace("_", "-")
     return "--" + name[5:] if name.startswith("--no-") else name
 
 
@@ -149,19 +149,21 @@ def compose(recipe: Recipe, selection: Selection, *, source: str = "recipe") -> 
         if key in variant.hardware_overrides:
             override = variant.hardware_overrides[key]
             layers.add(override.extra_args, override.extra_env)
-    tp = selection.tensor_parallel_size or variant.tp or 1
+    variant_tp = variant.tp if isinstance(variant.tp, int) else None
+    tp = selection.tensor_parallel_size or variant_tp or 1
     if tp > 1:
         layers.add(["--tensor-parallel-size", str(tp)])
     strategy = selection.strategy or recipe.default_strategy
     if strategy and strategy in recipe.strategy_overrides:
         so = recipe.strategy_overrides[strategy]
-        layers.add([*so.extra_args, *so.args], {**so.env, **so.extra_env})
+        layers.add([*so.extra_args, *so.vllm_args], {**so.env, **so.extra_env})
     for key in keys:
         if key in recipe.hardware_overrides:
             override = recipe.hardware_overrides[key]
             layers.add(override.extra_args, override.extra_env)
+    modes = {**variant.default_modes, **selection.modes}
     for name in _enabled_features(recipe, selection, source):
-        _add_feature(layers, recipe.features[name], name, selection, strategy, keys, source)
+        _add_feature(layers, recipe.features[name], name, selection, modes, strategy, keys, source)
     layers.add(selection.extra_args, selection.extra_env)
     return LaunchCommand(
         model_id=recipe.variant_model_id(selection.variant),
@@ -173,7 +175,16 @@ def compose(recipe: Recipe, selection: Selection, *, source: str = "recipe") -> 
 
 
 def _enabled_features(recipe: Recipe, selection: Selection, source: str) -> list[str]:
-    wanted = recipe.default_features() if selection.features is None else list(selection.features)
+    """Asked-for features, or the defaults: all minus opt-in ones (globally and for this card),
+    plus any feature the variant switches on through `default_modes`."""
+    if selection.features is None:
+        hardware_opt_in = {
+            f for key in override_keys(selection.hardware) for f in recipe.hardware_opt_in_features.get(key, [])
+        }
+        forced = list(recipe.variants[selection.variant].default_modes)
+        wanted = [f for f in recipe.default_features() if f not in hardware_opt_in] + forced
+    else:
+        wanted = list(selection.features)
     for name in wanted:
         if name not in recipe.features:
             raise CatalogError(
@@ -187,6 +198,7 @@ def _add_feature(
     feature: Feature,
     name: str,
     selection: Selection,
+    modes: Mapping[str, str],
     strategy: str | None,
     keys: list[str],
     source: str,
@@ -195,9 +207,9 @@ def _add_feature(
         return
     if feature.strategies and strategy and strategy not in feature.strategies:
         return
-    layers.add(feature.args, feature.env)
+    layers.add(feature.args, {**feature.env, **feature.extra_env})
     if feature.modes:
-        mode_name = selection.modes.get(name) or feature.default_mode or next(iter(feature.modes))
+        mode_name = modes.get(name) or feature.default_mode or next(iter(feature.modes))
         if mode_name not in feature.modes:
             raise CatalogError(f"feature {name!r} has no mode {mode_name!r}", file=source, field=f"features.{name}.modes")
         mode = feature.modes[mode_name]

@@ -1,6 +1,7 @@
 """Community recipes (`data/models/<slug>.yaml`): strict models of the format as it is really used.
 
-Keys mirror the public community recipe repository; see docs/recipe-format.md for the survey.
+Keys mirror the public community recipe repository; docs/recipe-format.md is the survey they
+come from (every key, its type, how often real recipes use it). Unknown keys are errors.
 Command composition lives in catalog/compose.py.
 """
 
@@ -15,7 +16,8 @@ from catalog.base import Slug, StrictModel
 
 Args = list[str]
 Env = dict[str, str]
-HardwareStatus = Literal["verified", "unsupported", "experimental", "untested", "community"]
+HardwareStatus = Literal["verified", "unsupported"]
+Support = Literal["supported", "unsupported"]
 
 
 class Meta(StrictModel):
@@ -23,7 +25,7 @@ class Meta(StrictModel):
     slug: Slug
     provider: str
     description: str
-    date_added: date
+    date_added: date | None = None
     date_updated: date
     difficulty: Literal["beginner", "intermediate", "advanced", "hard"]
     tasks: list[str] = []
@@ -38,7 +40,13 @@ class InstallNote(StrictModel):
     command: str | None = None
 
 
+# A missing install route is written `false` or left empty (null) in real recipes.
+Install = dict[str, InstallNote | Literal[False] | None]
 DockerImages = str | dict[str, str | dict[str, str]]
+
+
+class DockerSource(StrictModel):
+    mount_path: str
 
 
 class ModelSection(StrictModel):
@@ -46,19 +54,29 @@ class ModelSection(StrictModel):
     min_vllm_version: str | None = None
     default_frontend: str | None = None
     nightly_required: bool = False
+    flashinfer_autotune: bool | None = None
+    supports_dcp: bool | None = None
     docker_image: DockerImages | None = None
-    install: dict[str, InstallNote] = {}
-    dependencies: list[str] = []
+    docker_source: DockerSource | None = None
+    install: Install = {}
     architecture: str
     parameter_count: str
     active_parameters: str | None = None
-    context_length: int = Field(gt=0)
+    context_length: int = Field(ge=0)  # omni (diffusion) recipes write 0
     base_args: Args = []
     base_env: Env = {}
 
 
+class Dependency(StrictModel):
+    command: str
+    note: str | None = None
+    optional: bool = False
+    brand: str | list[str] | None = None
+    install_modes: list[Literal["pip", "docker"]] = []
+
+
 class ArgsOverride(StrictModel):
-    """Arguments and environment a feature or mode adds on one kind of hardware."""
+    """Arguments and environment a feature or mode uses on one kind of hardware."""
 
     args: Args = []
     env: Env = {}
@@ -70,7 +88,14 @@ class FeatureMode(StrictModel):
     variants: list[str] = []
     args: Args = []
     env: Env = {}
+    hardware: dict[str, Literal["unsupported"]] = {}
     hardware_overrides: dict[str, ArgsOverride] = {}
+
+
+class Companion(StrictModel):
+    label: str
+    description: str | None = None
+    command: str
 
 
 class Feature(StrictModel):
@@ -78,11 +103,13 @@ class Feature(StrictModel):
     description: str
     args: Args = []
     env: Env = {}
+    extra_env: Env = {}
     strategies: list[str] = []
     variants: list[str] = []
     default_mode: str | None = None
     modes: dict[str, FeatureMode] = {}
     hardware_overrides: dict[str, ArgsOverride] = {}
+    companion: Companion | None = None
 
     @model_validator(mode="after")
     def _default_mode_exists(self) -> Feature:
@@ -96,39 +123,117 @@ class HardwareOverride(StrictModel):
     extra_env: Env = {}
 
 
+class VariantHardwareOverride(HardwareOverride):
+    docker_image: DockerImages | None = None
+    install: Install = {}
+
+
 class Variant(StrictModel):
     model_id: str | None = None
     label: str | None = None
     precision: str
     precision_hardware: dict[str, str] = {}
     vram_minimum_gb: float = Field(gt=0)
-    description: str
-    tp: int | None = Field(default=None, ge=1)
+    description: str | None = None
+    tp: int | dict[str, int] | None = None
     min_vllm_version: str | None = None
+    nightly_required: bool = False
     docker_image: DockerImages | None = None
+    supported_hardware: list[str] = []
+    default_modes: dict[str, str] = {}
     extra_args: Args = []
     extra_env: Env = {}
+    hardware_overrides: dict[str, VariantHardwareOverride] = {}
+
+
+class RoleConfig(StrictModel):
+    """One pool of a disaggregated (prefill/decode) strategy."""
+
+    parallelism: Literal["tp", "tep", "dep"] | None = None
+    tp: int | None = Field(default=None, ge=1)
+    nodes: int | dict[str, int] | None = None
+    vllm_args: Args = []
+    extra_args: Args = []
+    env: Env = {}
+    parallel_flag: str | None = None
+
+
+class StrategyOverride(StrictModel):
+    tp: int | dict[str, int] | None = None
+    extra_args: Args = []
+    vllm_args: Args = []
+    env: Env = {}
+    extra_env: Env = {}
+    router: dict[str, int | str | bool] = {}
+    pool_modes: list[Literal["tp", "tep", "dep"]] = []
     hardware_overrides: dict[str, HardwareOverride] = {}
+    prefill: RoleConfig | None = None
+    decode: RoleConfig | None = None
+
+
+class HardwareNote(StrictModel):
+    title: str
+    body: str
+
+
+class OmniTaskOverride(StrictModel):
+    vram_minimum_gb: float | None = None
+    extra_args: Args = []
+    curl: str | None = None
+    label: str | None = None
+    endpoint: str | None = None
+    model_id: str | None = None
+    description: str | None = None
+
+
+class OmniTask(StrictModel):
+    id: str
+    key: str | None = None
+    label: str | None = None
+    model_id: str | None = None
+    vram_minimum_gb: float | None = None
+    endpoint: str | None = None
+    description: str | None = None
+    extra_args: Args = []
+    curl: str | None = None
+    hardware_overrides: dict[str, OmniTaskOverride] = {}
+
+
+class Omni(StrictModel):
+    tasks: list[OmniTask | str]
+    port: int | None = None
+    task_label: str | None = None
+    task_hint: str | None = None
+    serve_binary: str | None = None
 
 
 class Recipe(StrictModel):
     meta: Meta
     model: ModelSection
+    omni: Omni | None = None
+    dependencies: list[Dependency] = []
     features: dict[str, Feature] = {}
     opt_in_features: list[str] = []
+    hardware_opt_in_features: dict[str, list[str]] = {}
     variants: dict[str, Variant] = Field(min_length=1)
     compatible_strategies: list[str] = []
     default_strategy: str | None = None
+    default_hardware: str | None = None  # misplaced upstream in a few recipes; meta's wins
     strategy_min_gpus: dict[str, int] = {}
+    strategy_hardware: dict[str, dict[str, Support]] = {}
+    kv_offload_support: dict[str, HardwareStatus] = {}
     hardware_overrides: dict[str, HardwareOverride] = {}
+    hardware_notes: dict[str, HardwareNote] = {}
     strategy_overrides: dict[str, StrategyOverride] = {}
     guide: str = ""
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Recipe:
-        for name in self.opt_in_features:
+        if "default" not in self.variants:
+            raise ValueError("variants must include 'default'")
+        for name in [*self.opt_in_features, *(f for fs in self.hardware_opt_in_features.values() for f in fs)]:
             if name not in self.features:
-                raise ValueError(f"opt_in_features names unknown feature {name!r}")
+                raise ValueError(f"opt-in list names unknown feature {name!r}")
         if self.default_strategy and self.default_strategy not in self.compatible_strategies:
             raise ValueError(f"default_strategy {self.default_strategy!r} is not a compatible strategy")
         for name, feature in self.features.items():
@@ -143,27 +248,3 @@ class Recipe(StrictModel):
 
     def variant_model_id(self, variant: str) -> str:
         return self.variants[variant].model_id or self.model.model_id
-
-
-class RoleConfig(StrictModel):
-    """One pool of a disaggregated (prefill/decode) strategy."""
-
-    parallelism: str | None = None
-    tp: int | None = Field(default=None, ge=1)
-    dp: int | None = Field(default=None, ge=1)
-    vllm_args: Args = []
-    env: Env = {}
-
-
-class StrategyOverride(StrictModel):
-    extra_args: Args = []
-    args: Args = []
-    env: Env = {}
-    extra_env: Env = {}
-    router: dict[str, int | str | bool] = {}
-    hardware_overrides: dict[str, HardwareOverride] = {}
-    prefill: RoleConfig | None = None
-    decode: RoleConfig | None = None
-
-
-Recipe.model_rebuild()

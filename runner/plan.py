@@ -1,0 +1,126 @@
+"""A campaign's plan: which arms to measure and the exact vLLM command of each.
+
+The command comes from the recipe through catalog.compose, then the protocol's fixed flags.
+Depth 0 is the oracle, always measured first and reused by every speculative depth.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from catalog.base import Slug, StrictModel
+from catalog.canonical import canonical_sha256
+from catalog.compose import LaunchCommand, Selection, compose, flag_groups, merge_args
+from catalog.errors import CatalogError
+from catalog.hardware import Hardware
+from catalog.recipe import Recipe
+
+SPEC_FLAG = "--speculative-config"
+LadderKind = Literal["concurrency", "context"]
+
+# Fixed by the protocol, appended last so they win over anything a recipe says.
+PROTOCOL_ARGS = ["--no-enable-prefix-caching", "--enable-prompt-tokens-details"]
+STRICT_ARGS = ["--max-num-seqs", "1"]
+LADDER_MAX_SEQS = "64"
+
+
+class CampaignRequest(StrictModel):
+    """What the user asked for on the command line; validation errors name the option."""
+
+    model: Slug
+    variant: str = "default"
+    hardware: Slug | None = None
+    tp: int = Field(default=1, ge=1, le=16)
+    depths: list[int] = Field(default=[0], min_length=1)
+    ladders: list[LadderKind] = []
+    suite: Slug = "strict-v1"
+    canaries: Slug = "canaries-v1"
+    max_tokens: int = Field(default=512, ge=101, le=8192)
+    seed: int = 1234
+    servers_per_arm: int = Field(default=2, ge=2, le=4)
+
+    @field_validator("depths")
+    @classmethod
+    def _oracle_first(cls, depths: list[int]) -> list[int]:
+        if any(d < 0 or d > 16 for d in depths):
+            raise ValueError("depths must be between 0 and 16")
+        return sorted({0, *depths})
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    id: str
+    spec_depth: int
+    spec_method: str | None
+    command: LaunchCommand
+
+
+def spec_feature(recipe: Recipe) -> str | None:
+    for name, feature in recipe.features.items():
+        args = [*feature.args, *(a for m in feature.modes.values() for a in m.args)]
+        if SPEC_FLAG in args:
+            return name
+    return None
+
+
+def _with_depth(command: LaunchCommand, depth: int) -> tuple[LaunchCommand, str]:
+    """Set num_speculative_tokens in the composed --speculative-config to the requested depth."""
+    args: list[str] = []
+    method = ""
+    for group in flag_groups(command.args):
+        if group[0] == SPEC_FLAG and len(group) == 2:
+            config = json.loads(group[1])
+            config["num_speculative_tokens"] = depth
+            method = str(config.get("method", "unknown"))
+            group = [SPEC_FLAG, json.dumps(config, separators=(",", ":"), sort_keys=True)]
+        args.extend(group)
+    return LaunchCommand(command.model_id, args, command.env, command.docker_image, command.platform), method
+
+
+def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, source: str) -> list[ArmPlan]:
+    feature = spec_feature(recipe)
+    if max(request.depths) > 0 and feature is None:
+        raise CatalogError("has no speculative decoding feature; use DEPTHS=0", file=source, field="features")
+    base_features = [f for f in recipe.default_features() if f != feature]
+    arms = []
+    for depth in request.depths:
+        features = base_features if depth == 0 else [*base_features, feature or ""]
+        selection = Selection(
+            variant=request.variant,
+            hardware=hardware,
+            tensor_parallel_size=request.tp,
+            features=features,
+            extra_args=[*PROTOCOL_ARGS, *STRICT_ARGS, "--seed", str(request.seed)],
+        )
+        command = compose(recipe, selection, source=source)
+        method = None
+        if depth:
+            command, method = _with_depth(command, depth)
+        arm_id = f"tp{request.tp}-{method or 'spec'}{depth}" if depth else f"tp{request.tp}-oracle"
+        arms.append(ArmPlan(arm_id, depth, method, command))
+    return arms
+
+
+def ladder_command(arm: ArmPlan) -> LaunchCommand:
+    """The same command with room for 64 sequences: ladders batch requests."""
+    args = [*arm.command.args, "--max-num-seqs", LADDER_MAX_SEQS]
+    return LaunchCommand(arm.command.model_id, merge_args(args), arm.command.env, arm.command.docker_image, arm.command.platform)
+
+
+def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str) -> str:
+    """Same request, same commands, same suite: same campaign folder, so a rerun resumes."""
+    plan = {
+        "request": request.model_dump(mode="json"),
+        "arms": [[a.id, a.command.argv(), sorted(a.command.env.items())] for a in arms],
+        "suite": suite_sha,
+    }
+    return f"{request.model}-{request.variant}-{canonical_sha256(plan)[:12]}"
+
+
+def run_dir(runs_root: Path, cid: str) -> Path:
+    return runs_root / cid
