@@ -95,9 +95,20 @@ def flag_name(token: str) -> str:
     return "--" + name[5:] if name.startswith("--no-") else name
 
 
+def _split_joined(args: Sequence[str]) -> list[str]:
+    """Real recipes sometimes write `"--flag value"` as one token; a shell needs two."""
+    out: list[str] = []
+    for token in args:
+        if _is_flag(token) and " " in token and "=" not in token:
+            out.extend(token.split(" ", 1))
+        else:
+            out.append(token)
+    return out
+
+
 def flag_groups(args: Sequence[str]) -> list[list[str]]:
     groups: list[list[str]] = []
-    for token in args:
+    for token in _split_joined(args):
         if _is_flag(token) or not groups:
             groups.append([token])
         else:
