@@ -1,0 +1,277 @@
+"""Evidence grades A-D and the headline rule of a family page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from catalog.grade import GRADE_MEANING, evidence_grade
+from catalog.packet import Arm, Packet, State
+from catalog.packet_io import seal
+from catalog.selection import headline, qualified
+from tests.catalog.factories import (
+    ORACLE_ARM,
+    SPEC_ARM,
+    measured_draft,
+    measured_packet,
+    published_arm,
+    published_draft,
+)
+
+G1_OK = ("G1", 12, 12, True)
+G2_OK = ("G2", 12, 12, True)
+G3_OK = ("G3", 12, 12, True)
+G3_FAIL = ("G3", 10, 12, False)
+
+
+def edited(edit: Any, **kw: Any) -> Packet:
+    draft = measured_draft(**kw)
+    edit(draft)
+    return seal(draft)
+
+
+def reproduction_of(packet: Packet, **kw: Any) -> Packet:
+    draft = measured_draft(title="reproduction", **kw)
+    draft["reproduces"] = packet.id
+    return seal(draft)
+
+
+def all_withheld(draft: dict[str, Any]) -> None:
+    for arm in draft["arms"]:
+        gate = arm["gates"][0]
+        gate.update(exact=gate["total"] - 1, passed=False, first_divergence=[None] * (gate["total"] - 1) + [3])
+        arm.update(state="withheld", withheld_reason="not repeatable")
+    draft["state"] = "withheld"
+
+
+# --- grades --------------------------------------------------------------------------------
+
+
+def test_grade_b_complete_measurement_without_reproduction() -> None:
+    assert evidence_grade(measured_packet()) == "B"
+    assert evidence_grade(measured_packet(spec=False)) == "B"
+
+
+def test_grade_a_needs_a_measured_reproduction() -> None:
+    packet = measured_packet()
+    repro = reproduction_of(packet, spec=False)
+    assert evidence_grade(packet, [repro]) == "A"
+    assert evidence_grade(packet, [repro, measured_packet(title="unrelated")]) == "A"
+    assert evidence_grade(packet, [measured_packet(title="unrelated")]) == "B"
+
+
+def test_grade_a_not_from_a_withheld_reproduction() -> None:
+    packet = measured_packet()
+    draft = measured_draft(title="failed reproduction", spec=False)
+    draft["reproduces"] = packet.id
+    all_withheld(draft)
+    repro = seal(draft)
+    assert repro.state == State.WITHHELD
+    assert evidence_grade(packet, [repro]) == "B"
+
+
+def test_grade_a_not_for_a_packet_with_a_gap() -> None:
+    packet = edited(lambda d: d["arms"][0]["servers"][1].update(cache_zero=None))
+    assert evidence_grade(packet, [reproduction_of(packet)]) == "C"
+
+
+def _drop_server(d: dict[str, Any]) -> None:
+    d["arms"][0]["servers"].pop()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["arms"][0]["servers"][1].update(cache_zero=None),
+        lambda d: d["arms"][0]["servers"][1].update(cache_zero=False),
+        lambda d: d["arms"][0]["servers"][0].update(canaries=[]),
+        lambda d: d["arms"][1]["servers"][0]["canaries"][2].update(passed=False),
+        lambda d: d["arms"][1]["servers"][1].update(rows=[]),
+        lambda d: d["arms"][1]["servers"][1].update(status="failed", decode_tok_s=None, error="OOM"),
+        _drop_server,
+        lambda d: d["arms"][1].update(gates=d["arms"][1]["gates"][:1]),  # G2 without any G3
+        lambda d: d["arms"][0].update(gates=[]),  # oracle without G1
+    ],
+    ids=["cache-unknown", "cache-hit", "no-canaries", "canary-failed", "no-rows", "server-failed", "one-server",
+         "no-g3", "no-g1"],
+)  # fmt: skip
+def test_grade_c_measured_with_a_gap(edit: Any) -> None:
+    packet = edited(edit)
+    assert packet.state == State.MEASURED
+    assert evidence_grade(packet) == "C"
+    assert evidence_grade(packet, [reproduction_of(packet)]) == "C"
+
+
+def test_grade_asks_for_a_g3_not_one_per_server() -> None:
+    # G2 plus a G3 for one server only counts as "G2 and G3 present"
+    assert evidence_grade(edited(lambda d: d["arms"][1]["gates"].pop())) == "B"
+
+
+def test_grade_of_measured_packet_with_a_withheld_arm_follows_the_published_arms() -> None:
+    packet = measured_packet(g3_diverges=True)
+    assert packet.arm(SPEC_ARM).state == State.WITHHELD
+    assert evidence_grade(packet) == "B"  # the oracle arm alone is complete
+
+
+def test_grade_of_an_all_withheld_measured_packet() -> None:
+    packet = edited(all_withheld, spec=False)
+    assert packet.state == State.WITHHELD
+    assert evidence_grade(packet) == "C"
+
+
+def test_grade_c_imported_with_gate_outcomes() -> None:
+    packet = seal(
+        published_draft(
+            [
+                published_arm("tp1-mtp0", [50.0, 50.2], gates=[G1_OK]),
+                published_arm("tp1-mtp3", [80.0, 80.4], spec_depth=3, gates=[G2_OK, G3_OK]),
+            ]
+        )
+    )
+    assert evidence_grade(packet) == "C"
+    # even with a reproduction, imported evidence never rises above C
+    assert evidence_grade(packet, [reproduction_of(packet)]) == "C"
+
+
+def test_grade_c_imported_with_a_withheld_arm() -> None:
+    packet = seal(
+        published_draft(
+            [
+                published_arm("tp1-mtp0", [50.0, 50.2], gates=[G1_OK]),
+                published_arm("tp1-mtp3", [80.0, 80.4], spec_depth=3, gates=[G2_OK, G3_FAIL]),
+            ]
+        )
+    )
+    assert [a.state for a in packet.arms] == [State.IMPORTED, State.WITHHELD]
+    assert evidence_grade(packet) == "C"
+
+
+@pytest.mark.parametrize(
+    "arms",
+    [
+        [published_arm("tp1-mtp0", [50.0, 50.2], gates=[G1_OK]), published_arm("tp1-mtp3", [80.0], spec_depth=3)],
+        [published_arm("tp1-mtp3", [80.0, 80.4], spec_depth=3, gates=[G2_OK])],
+        [published_arm("tp1-mtp0", [50.0, 50.2], gates=[("G1", 11, 12, False)])],  # all withheld
+        [published_arm("tp1-mtp0", [50.0, 50.2], gates=[("G1", None, 12, True)])],  # outcome without a count
+    ],
+    ids=["one-arm-ungated", "g2-only", "all-withheld", "no-count"],
+)
+def test_grade_c_imported_with_any_gate_outcome(arms: list[dict[str, Any]]) -> None:
+    # The rule since the seed-page import: a source that reports gate outcomes at all is C, even
+    # when they are partial or failed; only a source with no gate outcome is D.
+    assert evidence_grade(seal(published_draft(arms))) == "C"
+
+
+def test_grade_d_imported_without_gate_outcomes() -> None:
+    arms = [published_arm("tp1-mtp0", [50.0, 50.2]), published_arm("tp1-mtp3", [80.0, 80.4], spec_depth=3)]
+    packet = seal(published_draft(arms))
+    assert evidence_grade(packet) == "D"
+    assert evidence_grade(packet, [reproduction_of(packet)]) == "D"
+
+
+def test_grade_d_screened_whatever_its_gates() -> None:
+    packet = seal(published_draft([published_arm("tp1-mtp0", [50.0, 50.2], gates=[G1_OK])], provenance="screened"))
+    assert evidence_grade(packet) == "D"
+
+
+def test_every_grade_has_a_meaning() -> None:
+    assert sorted(GRADE_MEANING) == ["A", "B", "C", "D"]
+
+
+# --- qualified arms and the headline -------------------------------------------------------
+
+
+def _arm(**kw: Any) -> Arm:
+    data = published_arm("a", kw.pop("values", [50.0, 51.0]), **kw)
+    return Arm.model_validate(data)
+
+
+def test_qualified() -> None:
+    assert qualified(_arm())
+    assert qualified(_arm(provenance="measured"))
+    assert not qualified(_arm(values=[50.0]))  # a single server is never a centre
+    assert not qualified(_arm(values=[]))
+    assert not qualified(_arm(gates=[("G1", 11, 12, False)]))  # withheld
+    screened = published_draft([published_arm("a", [50.0, 51.0])], provenance="screened")["arms"][0]
+    assert not qualified(Arm.model_validate(screened))
+
+
+def test_headline_none_without_a_qualified_arm() -> None:
+    assert headline([]) is None
+    assert headline([edited(all_withheld, spec=False)]) is None
+    assert headline([seal(published_draft([published_arm("a", [90.0])]))]) is None
+
+
+def test_headline_is_the_fastest_qualified_arm() -> None:
+    packet = measured_packet()
+    best = headline([packet])
+    assert best is not None
+    assert (best.packet.id, best.arm.id, best.grade) == (packet.id, SPEC_ARM, "B")
+    assert best.decode_tok_s == packet.arm(SPEC_ARM).decode_tok_s
+    assert best.decode_tok_s == pytest.approx(sum(best.arm.server_values) / 2)
+
+
+def test_headline_never_a_withheld_arm() -> None:
+    packet = measured_packet(g3_diverges=True)
+    spec = packet.arm(SPEC_ARM)
+    oracle = packet.arm(ORACLE_ARM)
+    assert spec.decode_tok_s is not None and oracle.decode_tok_s is not None
+    assert spec.decode_tok_s > oracle.decode_tok_s
+    best = headline([packet])
+    assert best is not None and best.arm.id == ORACLE_ARM
+
+
+def test_headline_never_a_single_server_arm() -> None:
+    packet = seal(
+        published_draft([published_arm("tp1-mtp0", [50.0, 52.0]), published_arm("tp1-mtp3", [95.0], spec_depth=3)])
+    )
+    best = headline([packet])
+    assert best is not None
+    assert (best.arm.id, best.decode_tok_s) == ("tp1-mtp0", 51.0)
+
+
+def test_headline_on_the_fewest_cards() -> None:
+    def two_cards(d: dict[str, Any]) -> None:
+        d["arms"][1]["config"]["tensor_parallel_size"] = 2
+
+    packet = edited(two_cards)
+    assert packet.arm(SPEC_ARM).decode_tok_s > packet.arm(ORACLE_ARM).decode_tok_s  # type: ignore[operator]
+    best = headline([packet])
+    assert best is not None and best.arm.id == ORACLE_ARM
+    # fewest cards is decided before provenance: an imported 1-card arm beats a measured 2-card one
+    only_two = edited(lambda d: [a["config"].update(tensor_parallel_size=2) for a in d["arms"]])
+    imported_one = seal(published_draft([published_arm("tp1-mtp0", [10.0, 11.0], gates=[G1_OK])]))
+    best = headline([only_two, imported_one])
+    assert best is not None and best.packet.id == imported_one.id
+
+
+def test_headline_prefers_measured_over_imported() -> None:
+    measured = measured_packet(ms_per_token=40.0)  # slower
+    imported = seal(published_draft([published_arm("tp1-mtp0", [500.0, 510.0], gates=[G1_OK])]))
+    assert imported.arms[0].decode_tok_s > measured.arm(SPEC_ARM).decode_tok_s  # type: ignore[operator]
+    best = headline([imported, measured])
+    assert best is not None
+    assert (best.packet.id, best.arm.id) == (measured.id, SPEC_ARM)
+
+
+def test_headline_prefers_the_better_grade_then_the_higher_centre() -> None:
+    complete = measured_packet(ms_per_token=40.0, title="complete")  # grade B, slower
+    gap = edited(lambda d: d["arms"][1]["servers"][0].update(cache_zero=None), ms_per_token=10.0, title="gap")  # C
+    assert evidence_grade(gap) == "C"
+    best = headline([gap, complete])
+    assert best is not None and (best.packet.id, best.grade) == (complete.id, "B")
+    faster = measured_packet(ms_per_token=30.0, title="faster")
+    best = headline([complete, faster])
+    assert best is not None and best.packet.id == faster.id
+    # a reproduction lifts the slower packet to A, and A wins
+    best = headline([complete, faster], [reproduction_of(complete)])
+    assert best is not None and (best.packet.id, best.grade) == (complete.id, "A")
+
+
+def test_headline_among_imported_packets() -> None:
+    ungated = seal(published_draft([published_arm("tp1-mtp0", [90.0, 91.0])], title="ungated"))  # D
+    gated = seal(published_draft([published_arm("tp1-mtp0", [60.0, 61.0], gates=[G1_OK])], title="gated"))  # C
+    best = headline([ungated, gated])
+    assert best is not None and (best.packet.id, best.grade) == (gated.id, "C")
+    assert best.decode_tok_s == 60.5
