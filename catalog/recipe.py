@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PositiveInt, model_validator
 
 from catalog.base import Slug, StrictModel
 
@@ -135,7 +135,7 @@ class Variant(StrictModel):
     precision_hardware: dict[str, str] = {}
     vram_minimum_gb: float = Field(gt=0)
     description: str | None = None
-    tp: int | dict[str, int] | None = None
+    tp: PositiveInt | dict[str, PositiveInt] | None = None
     min_vllm_version: str | None = None
     nightly_required: bool = False
     docker_image: DockerImages | None = None
@@ -159,7 +159,7 @@ class RoleConfig(StrictModel):
 
 
 class StrategyOverride(StrictModel):
-    tp: int | dict[str, int] | None = None
+    tp: PositiveInt | dict[str, PositiveInt] | None = None
     extra_args: Args = []
     vllm_args: Args = []
     env: Env = {}

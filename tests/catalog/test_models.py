@@ -283,6 +283,22 @@ def test_9b_recipe_details() -> None:
     assert recipe.features["long_context"].env == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
 
 
+COMMUNITY = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "community_recipes").glob("*.yaml"))
+
+
+def test_community_fixtures_are_there() -> None:
+    assert len(COMMUNITY) >= 6
+
+
+@pytest.mark.parametrize("path", COMMUNITY, ids=[p.stem for p in COMMUNITY])
+def test_community_recipe_loads(path: Path) -> None:
+    recipe = load_file(Recipe, path)
+    assert "default" in recipe.variants
+    assert recipe.model.model_id
+    for name in recipe.opt_in_features:
+        assert name in recipe.features
+
+
 def _recipe_data() -> dict[str, Any]:
     data: dict[str, Any] = raw(RECIPE_9B)
     return data
@@ -291,7 +307,9 @@ def _recipe_data() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("edit", "match"),
     [
-        (lambda d: d["opt_in_features"].append("turbo"), "opt_in_features names unknown feature 'turbo'"),
+        (lambda d: d["opt_in_features"].append("turbo"), "names unknown feature 'turbo'"),
+        (lambda d: d.update(hardware_opt_in_features={"xpu": ["warp"]}), "names unknown feature 'warp'"),
+        (lambda d: d["variants"].pop("default"), "variants must include 'default'"),
         (lambda d: d.update(default_strategy="pd_cluster"), "default_strategy 'pd_cluster' is not a compatible"),
         (lambda d: d["features"]["reasoning"].update(variants=["nvfp4"]), "feature 'reasoning' names unknown variant"),
         (
@@ -304,7 +322,16 @@ def _recipe_data() -> dict[str, Any]:
         ),
         (lambda d: d.update(variants={}), "at least 1 item"),
     ],
-    ids=["opt-in", "default-strategy", "feature-variant", "mode-variant", "default-mode", "no-variants"],
+    ids=[
+        "opt-in",
+        "hardware-opt-in",
+        "no-default-variant",
+        "default-strategy",
+        "feature-variant",
+        "mode-variant",
+        "default-mode",
+        "no-variants",
+    ],
 )
 def test_recipe_references_must_resolve(edit: Any, match: str) -> None:
     data = _recipe_data()
@@ -329,6 +356,12 @@ def test_recipe_references_must_resolve(edit: Any, match: str) -> None:
         (lambda d: d["model"].update(colour="red"), ("model", "colour")),
         (lambda d: d["variants"]["fp8"].pop("precision"), ("variants", "fp8", "precision")),
         (lambda d: d["variants"]["fp8"].update(tp=0), ("variants", "fp8", "tp")),
+        (lambda d: d["variants"]["fp8"].update(tp=-2), ("variants", "fp8", "tp")),
+        (lambda d: d["variants"]["fp8"].update(tp={"xpu": 0}), ("variants", "fp8", "tp")),
+        (
+            lambda d: d.update(strategy_overrides={"single_node_tp": {"tp": 0}}),
+            ("strategy_overrides", "single_node_tp", "tp"),
+        ),
         (lambda d: d["features"]["reasoning"].update(args=["--x", 3]), ("features", "reasoning", "args", 1)),
         (lambda d: d.update(unknown_section={}), ("unknown_section",)),
     ],
@@ -346,6 +379,9 @@ def test_recipe_references_must_resolve(edit: Any, match: str) -> None:
         "model-unknown",
         "precision-missing",
         "tp-zero",
+        "tp-negative",
+        "tp-map-zero",
+        "strategy-tp-zero",
         "arg-int",
         "top-unknown",
     ],
@@ -353,7 +389,8 @@ def test_recipe_references_must_resolve(edit: Any, match: str) -> None:
 def test_recipe_field_errors(edit: Any, loc: tuple[Any, ...]) -> None:
     data = _recipe_data()
     edit(data)
-    assert first_loc(rejects(Recipe, data)) == loc
+    # a union field's location goes on with the member tried (tp.constrained-int): compare the path
+    assert first_loc(rejects(Recipe, data))[: len(loc)] == loc
 
 
 # --- Packet --------------------------------------------------------------------------------
