@@ -1,0 +1,59 @@
+"""How much faster could this get: physical ceilings, utilisation and estimates for every result.
+
+Single-stream decode reads every weight once per token, so its ceiling is memory bandwidth ×
+cards / bytes read per token; speculative decoding multiplies by the mean accepted length and
+pays the draft's bytes; tensor parallelism adds collectives; prefill is bounded by compute.
+Every projection lists each input with its value, unit and source, the formula as text and the
+formula with numbers substituted. See docs/projections.md for the model and its calibration.
+
+API:
+- `project_arm(packet, arm, hardware, recipe) -> Projection | None`
+- `project_packet(packet, hardware, recipe) -> list[Projection]`
+- `project_catalog(packets, hardware_by_id, recipes_by_slug) -> dict[packet_id, list[Projection]]`
+- `prefill_bound_ms(packet, arm, hardware, recipe, prompt_tokens=None) -> PrefillBound | None`
+- `estimate_cell(packets, recipe, hardware, quantization=, tensor_parallel_size=, spec_depth=) -> CellEstimate | None`
+- `OPTIMISATION_BANDS`, `band_for(utilisation)`, `ESTIMATE_RULE`
+"""
+
+from catalog.projection.bands import OPTIMISATION_BANDS, Band, band_for
+from catalog.projection.facts import KNOWN_MODELS, ArchitectureFacts, Fact, resolve_architecture
+from catalog.projection.models import (
+    BasisArm,
+    ByteTerm,
+    CellEstimate,
+    OptimisationGrade,
+    PrefillBound,
+    Projection,
+    ProjectionInput,
+)
+from catalog.projection.project import (
+    ESTIMATE_RULE,
+    estimate_cell,
+    prefill_bound_ms,
+    project_arm,
+    project_catalog,
+    project_packet,
+)
+
+__all__ = [
+    "ESTIMATE_RULE",
+    "KNOWN_MODELS",
+    "OPTIMISATION_BANDS",
+    "ArchitectureFacts",
+    "Band",
+    "BasisArm",
+    "ByteTerm",
+    "CellEstimate",
+    "Fact",
+    "OptimisationGrade",
+    "PrefillBound",
+    "Projection",
+    "ProjectionInput",
+    "band_for",
+    "estimate_cell",
+    "prefill_bound_ms",
+    "project_arm",
+    "project_catalog",
+    "project_packet",
+    "resolve_architecture",
+]
