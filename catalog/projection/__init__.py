@@ -16,6 +16,7 @@ API:
 """
 
 from catalog.projection.bands import OPTIMISATION_BANDS, Band, band_for
+from catalog.projection.estimate import ESTIMATE_RULE, estimate_cell
 from catalog.projection.facts import KNOWN_MODELS, ArchitectureFacts, Fact, resolve_architecture
 from catalog.projection.models import (
     BasisArm,
@@ -27,8 +28,6 @@ from catalog.projection.models import (
     ProjectionInput,
 )
 from catalog.projection.project import (
-    ESTIMATE_RULE,
-    estimate_cell,
     prefill_bound_ms,
     project_arm,
     project_catalog,

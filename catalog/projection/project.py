@@ -1,28 +1,26 @@
-"""Project packet arms and untested cells against the physical ceiling; see docs/projections.md."""
+"""Project packet arms against the physical ceiling; see docs/projections.md."""
 
 from __future__ import annotations
 
-import re
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 
 from catalog.hardware import Hardware
 from catalog.metrics import DECODE_WINDOW
 from catalog.packet import Arm, Packet, State
 from catalog.projection.bands import band_for
-from catalog.projection.facts import ArchitectureFacts, Fact, conflicts, known_model, resolve_architecture
-from catalog.projection.models import (
-    BasisArm,
-    ByteTerm,
-    CellEstimate,
-    Method,
-    OptimisationGrade,
-    Origin,
-    PrefillBound,
-    Projection,
-    ProjectionInput,
+from catalog.projection.cells import (
+    ALLREDUCE_LATENCY_SOURCE,
+    ALLREDUCE_LATENCY_US,
+    STATE_BYTES,
+    STATE_BYTES_SOURCE,
+    TEXT_ONLY_NOTE,
+    Cell,
+    Inputs,
+    cell_for_arm,
+    parse_count,
 )
+from catalog.projection.facts import ArchitectureFacts, conflicts, known_model
+from catalog.projection.models import ByteTerm, Method, OptimisationGrade, PrefillBound, Projection
 from catalog.projection.physics import (
     GB,
     Layout,
@@ -34,177 +32,11 @@ from catalog.projection.physics import (
     prefill_flops,
     step_ceiling,
 )
-from catalog.projection.precision import (
-    BF16,
-    DRAFT_INT4_ENV,
-    DRAFT_LM_HEAD_INT4,
-    QuantScheme,
-    packet_scheme,
-    scheme_for,
-)
+from catalog.projection.precision import DRAFT_LM_HEAD_INT4
 from catalog.recipe import Recipe
-from catalog.selection import qualified
-
-# Assumptions with no better source; each appears in the inputs list of every projection using it.
-ALLREDUCE_LATENCY_US = 10.0
-ALLREDUCE_LATENCY_SOURCE = (
-    "assumed: a floor for one small-message all-reduce between cards over PCIe with a host-driven collective "
-    "library (measured stacks typically pay 20-100 µs); a lower value keeps the ceiling an upper bound"
-)
-DEFAULT_PROMPT_TOKENS = 300
-DEFAULT_PROMPT_SOURCE = (
-    "assumed: the packet has no prompt rows; strict-suite prompts are one-paragraph work requests of about "
-    "1,100 characters (strict-v1 averages 1,129), about 4 characters per token, sent without a chat template"
-)
-STATE_BYTES = 2.0
-STATE_BYTES_SOURCE = (
-    "assumed: vLLM's --mamba-ssm-cache-dtype auto keeps the linear-attention state in the model's 16-bit dtype "
-    "(a float32 state would add under 1 % to the bytes)"
-)
-TEXT_ONLY_NOTE = (
-    "Text path only: the strict suite sends text, so the vision tower is never read during decode "
-    "(with or without --language-model-only) and is left out of the bytes."
-)
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT])\s*$", re.IGNORECASE)
-_SCALE = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 
 
-class _Inputs:
-    def __init__(self) -> None:
-        self.items: dict[str, ProjectionInput] = {}
-
-    def add(self, name: str, label: str, value: float | bool | str, unit: str, source: str, origin: Origin) -> None:
-        self.items[name] = ProjectionInput(name=name, label=label, value=value, unit=unit, source=source, origin=origin)
-
-    def fact(self, name: str, label: str, fact: Fact[object] | None, unit: str = "") -> None:
-        if fact is not None and isinstance(fact.value, int | float | bool | str):
-            self.add(name, label, fact.value, unit, fact.source, fact.origin)
-
-    def listed(self) -> list[ProjectionInput]:
-        return list(self.items.values())
-
-
-@dataclass
-class _Cell:
-    """One configuration to project: an arm of a packet, or an untested combination."""
-
-    hardware: Hardware
-    scheme: QuantScheme
-    scheme_source: str
-    quantization: str
-    cards: int
-    cards_source: str
-    spec_method: str | None
-    spec_depth: int
-    draft_int4: bool
-    draft_int4_source: str
-    kv_bytes: float
-    kv_source: str
-    prompt_tokens: int
-    prompt_source: str
-    facts: ArchitectureFacts
-    recipe: Recipe | None = None
-    packet: Packet | None = None
-    arm: Arm | None = None
-    acceptance_length: float | None = None
-    acceptance_source: str = ""
-    notes: list[str] = field(default_factory=list)
-
-
-def parse_count(text: str | None) -> float | None:
-    """'9B' -> 9e9, '1.3M' -> 1.3e6; None for free text."""
-    match = _SIZE.match(text or "")
-    return float(match.group(1)) * _SCALE[match.group(2).upper()] if match else None
-
-
-def _kv_bytes(arm: Arm | None, packet: Packet | None, recipe: Recipe | None) -> tuple[float, str]:
-    def size(dtype: str) -> float:
-        lowered = dtype.lower()
-        return 1.0 if ("fp8" in lowered or "int8" in lowered) else 2.0
-
-    if arm is not None and arm.config.kv_cache_dtype:
-        dtype = arm.config.kv_cache_dtype
-        return size(dtype), f"packet arm {arm.id} config.kv_cache_dtype = {dtype!r}"
-    if arm is not None and "--kv-cache-dtype" in arm.config.argv[:-1]:
-        dtype = arm.config.argv[arm.config.argv.index("--kv-cache-dtype") + 1]
-        return size(dtype), f"packet arm {arm.id} config.argv --kv-cache-dtype {dtype}"
-    variant = packet.identity.model.variant if packet is not None else None
-    if recipe is not None and variant is not None and variant in recipe.variants:
-        args = recipe.variants[variant].extra_args
-        if "--kv-cache-dtype" in args[:-1]:
-            dtype = args[args.index("--kv-cache-dtype") + 1]
-            return size(dtype), (
-                f"recipe variants.{variant}.extra_args --kv-cache-dtype {dtype}"
-                f" (the packet records no argv; assumed to apply)"
-            )
-    return 2.0, "assumed: KV cache in the model's 16-bit dtype (no --kv-cache-dtype recorded)"
-
-
-def _prompt_tokens(arm: Arm | None) -> tuple[int, str]:
-    rows = [row for server in (arm.servers if arm else []) for row in server.rows]
-    if rows:
-        mean = round(statistics.fmean(row.prompt_tokens for row in rows))
-        return mean, f"packet arm {arm.id}: mean prompt_tokens of its {len(rows)} prompt rows"  # type: ignore[union-attr]
-    return DEFAULT_PROMPT_TOKENS, DEFAULT_PROMPT_SOURCE
-
-
-def _acceptance(arm: Arm) -> tuple[float | None, str]:
-    metrics = [s.spec_metrics for s in arm.servers if s.spec_metrics is not None and s.spec_metrics.drafts]
-    if not metrics:
-        return None, ""
-    drafts = sum(m.drafts for m in metrics)
-    accepted = sum(m.accepted_tokens for m in metrics)
-    return 1 + accepted / drafts, (
-        f"packet arm {arm.id} servers[].spec_metrics: 1 + {accepted:,} accepted / {drafts:,} drafts "
-        f"(vLLM spec_decode counters over the strict suite, {len(metrics)} server(s))"
-    )
-
-
-def _cell_for_arm(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None) -> _Cell | None:
-    scheme, scheme_source = packet_scheme(packet, recipe)
-    notes: list[str] = []
-    if scheme is None:
-        scheme, scheme_source = BF16, f"assumed 16-bit: {scheme_source}"
-        notes.append(
-            f"Quantization {packet.identity.model.quantization!r} is not in the scheme table:"
-            f" weights counted at 2 bytes."
-        )
-    draft_env = arm.config.env.get(DRAFT_INT4_ENV) == "1"
-    kv_bytes, kv_source = _kv_bytes(arm, packet, recipe)
-    prompt, prompt_source = _prompt_tokens(arm)
-    index = packet.arms.index(arm)
-    cell = _Cell(
-        hardware=hardware,
-        scheme=scheme,
-        scheme_source=scheme_source,
-        quantization=packet.identity.model.quantization,
-        cards=arm.config.tensor_parallel_size,
-        cards_source=f"packet arms[{index}].config.tensor_parallel_size",
-        spec_method=arm.config.spec_method,
-        spec_depth=arm.config.spec_depth,
-        draft_int4=draft_env,
-        draft_int4_source=(
-            f"packet arms[{index}].config.env {DRAFT_INT4_ENV}=1"
-            if draft_env
-            else f"packet arms[{index}].config.env has no {DRAFT_INT4_ENV}=1:"
-            f" the draft reads lm_head at its stored precision"
-        ),
-        kv_bytes=kv_bytes,
-        kv_source=kv_source,
-        prompt_tokens=prompt,
-        prompt_source=prompt_source,
-        facts=resolve_architecture(packet, recipe),
-        recipe=recipe,
-        packet=packet,
-        arm=arm,
-        notes=notes,
-    )
-    if arm.config.spec_depth > 0:
-        cell.acceptance_length, cell.acceptance_source = _acceptance(arm)
-    return cell
-
-
-def _record_facts(inputs: _Inputs, facts: ArchitectureFacts, layout: Layout) -> None:
+def _record_facts(inputs: Inputs, facts: ArchitectureFacts, layout: Layout) -> None:
     inputs.fact("num_layers", "decoder layers", facts.num_layers)  # type: ignore[arg-type]
     inputs.fact("full_attention_layers", "full-attention layers", facts.full_attention_layers)  # type: ignore[arg-type]
     inputs.fact("linear_attention_layers", "linear-attention layers", facts.linear_attention_layers)  # type: ignore[arg-type]
@@ -233,7 +65,7 @@ def _record_facts(inputs: _Inputs, facts: ArchitectureFacts, layout: Layout) -> 
     )
 
 
-def _fallback_step(cell: _Cell, inputs: _Inputs, context: float) -> tuple[StepModel, Method] | None:
+def _fallback_step(cell: Cell, inputs: Inputs, context: float) -> tuple[StepModel, Method] | None:
     """No full architecture: the checkpoint's bytes, else the recipe's parameter count."""
     facts = cell.facts
     vocab = facts.vocab_size.value if facts.vocab_size else None
@@ -321,7 +153,7 @@ def _fallback_step(cell: _Cell, inputs: _Inputs, context: float) -> tuple[StepMo
     return step, method
 
 
-def _formula(cell: _Cell) -> str:
+def _formula(cell: Cell) -> str:
     b = (
         "B_target = weights read per target forward at their stored precision (lm_head, decoder blocks;"
         " vision tower not read) + KV cache at the context + linear-attention state"
@@ -342,9 +174,9 @@ def _formula(cell: _Cell) -> str:
     )
 
 
-def _project(cell: _Cell, *, force_upper_bound: bool = False) -> Projection | None:
+def project_cell(cell: Cell, *, force_upper_bound: bool = False) -> Projection | None:
     hw = cell.hardware
-    inputs = _Inputs()
+    inputs = Inputs()
     context = cell.prompt_tokens + DECODE_WINDOW / 2
     bandwidth = hw.memory_bandwidth_gb_s.value
     inputs.add(
@@ -585,7 +417,7 @@ def _project(cell: _Cell, *, force_upper_bound: bool = False) -> Projection | No
     )
 
 
-def _cell_label(cell: _Cell) -> str:
+def _cell_label(cell: Cell) -> str:
     spec = (
         f"MTP depth {cell.spec_depth}" + (" with the draft INT4 head" if cell.draft_int4 else "")
         if cell.spec_depth
@@ -607,7 +439,7 @@ def _measured(arm: Arm | None) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _checkpoint_check(cell: _Cell, layout: Layout) -> None:
+def _checkpoint_check(cell: Cell, layout: Layout) -> None:
     """Compare the component model with the bytes a checkpoint is known to have."""
     bf16 = cell.facts.bf16_checkpoint_bytes
     if bf16 is not None:
@@ -637,7 +469,7 @@ def _checkpoint_check(cell: _Cell, layout: Layout) -> None:
             )
 
 
-def _prefill(cell: _Cell, layout: Layout, step: StepModel, link: float | None) -> PrefillBound:
+def _prefill(cell: Cell, layout: Layout, step: StepModel, link: float | None) -> PrefillBound:
     hw = cell.hardware
     eight_bit = cell.scheme.activation_bits <= 8 and hw.compute_tops_int8 is not None
     if eight_bit and cell.scheme.id == "fp8-dynamic" and hw.platform != "cuda":
@@ -684,8 +516,8 @@ def _prefill(cell: _Cell, layout: Layout, step: StepModel, link: float | None) -
 
 def project_arm(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None) -> Projection | None:
     """Ceiling, utilisation and grade for one arm; None only when not even a parameter count is known."""
-    cell = _cell_for_arm(packet, arm, hardware, recipe)
-    return _project(cell) if cell is not None else None
+    cell = cell_for_arm(packet, arm, hardware, recipe)
+    return project_cell(cell) if cell is not None else None
 
 
 def project_packet(packet: Packet, hardware: Hardware, recipe: Recipe | None) -> list[Projection]:
@@ -711,143 +543,10 @@ def prefill_bound_ms(
     packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None, prompt_tokens: int | None = None
 ) -> PrefillBound | None:
     """Lower bound on TTFT for an arm, at its own prompt length or at `prompt_tokens`."""
-    cell = _cell_for_arm(packet, arm, hardware, recipe)
+    cell = cell_for_arm(packet, arm, hardware, recipe)
     if cell is None:
         return None
     if prompt_tokens is not None:
         cell.prompt_tokens, cell.prompt_source = prompt_tokens, "given by the caller"
-    projection = _project(cell)
+    projection = project_cell(cell)
     return projection.prefill if projection else None
-
-
-ESTIMATE_RULE = (
-    "estimate = ceiling of the untested cell × median utilisation of its closest published arms. Published: measured "
-    "or imported, every gate passed, two fresh-server values. Same family and same hardware only. Same speculative "
-    "depth only (acceptance falls with depth, so utilisation does not carry across depths); speculative ceilings on "
-    "both sides use the upper bound L = depth + 1. Closest: same tensor-parallel size first, then same quantization, "
-    "then the same draft head; the median is taken over every arm tied at the best match. No such arm, an unknown "
-    "architecture or a model that does not fit in the cards' memory: no estimate."
-)
-
-
-def estimate_cell(
-    packets: Sequence[Packet],
-    recipe: Recipe,
-    hardware: Hardware,
-    *,
-    quantization: str,
-    tensor_parallel_size: int,
-    spec_depth: int,
-    draft_lm_head_int4: bool | None = None,
-) -> CellEstimate | None:
-    """Predict decode tok/s for an untested (quantization, TP, depth) cell of one family; see ESTIMATE_RULE.
-
-    `quantization` is a packet quantization slug ('fp8-dynamic', 'w4a16', 'bf16') or a recipe variant
-    name. `draft_lm_head_int4` None takes the draft head of the closest basis arm. Arms that match the
-    cell exactly are left out of the basis, so a tested cell gets a leave-one-out estimate."""
-    scheme = scheme_for(quantization)
-    variant = quantization if quantization in recipe.variants else None
-    if scheme is None and variant is not None:
-        scheme = scheme_for(recipe.variants[variant].precision)
-    if scheme is None:
-        return None
-    family = recipe.meta.slug
-    candidates: list[tuple[tuple[bool, bool, bool], Packet, Arm, Projection]] = []
-    for packet in packets:
-        if packet.identity.model.slug != family or packet.identity.host.hardware != hardware.id:
-            continue
-        packet_scheme_, _ = packet_scheme(packet, recipe)
-        for arm in packet.arms:
-            if not qualified(arm) or arm.config.spec_depth != spec_depth:
-                continue
-            if spec_depth and arm.config.spec_method != "mtp":
-                continue
-            cell = _cell_for_arm(packet, arm, hardware, recipe)
-            if cell is None:
-                continue
-            projection = _project(cell, force_upper_bound=True)
-            if projection is None or projection.utilisation is None or not projection.consistent:
-                continue
-            arm_int4 = arm.config.env.get(DRAFT_INT4_ENV) == "1"
-            same_tp = arm.config.tensor_parallel_size == tensor_parallel_size
-            same_quant = packet_scheme_ is not None and packet_scheme_.id == scheme.id
-            same_draft = not spec_depth or draft_lm_head_int4 is None or arm_int4 == draft_lm_head_int4
-            if same_tp and same_quant and same_draft:
-                continue  # the cell itself: leave it out
-            candidates.append(((same_tp, same_quant, same_draft), packet, arm, projection))
-    if not candidates:
-        return None
-    best = max(c[0] for c in candidates)
-    basis = [c for c in candidates if c[0] == best]
-    if draft_lm_head_int4 is None:
-        draft_lm_head_int4 = bool(spec_depth) and basis[0][2].config.env.get(DRAFT_INT4_ENV) == "1"
-        basis = [
-            c for c in basis if not spec_depth or (c[2].config.env.get(DRAFT_INT4_ENV) == "1") == draft_lm_head_int4
-        ]
-    utilisation = statistics.median(c[3].utilisation for c in basis if c[3].utilisation is not None)
-    kv_bytes, kv_source = _variant_kv(recipe, scheme)
-    facts = resolve_architecture(None, recipe, recipe.variant_model_id(variant) if variant else None)
-    cell = _Cell(
-        hardware=hardware,
-        scheme=scheme,
-        scheme_source=f"cell quantization {quantization!r}",
-        quantization=quantization,
-        cards=tensor_parallel_size,
-        cards_source="cell tensor_parallel_size",
-        spec_method="mtp" if spec_depth else None,
-        spec_depth=spec_depth,
-        draft_int4=bool(spec_depth and draft_lm_head_int4),
-        draft_int4_source="cell draft_lm_head_int4" + (" (taken from the closest basis arm)" if spec_depth else ""),
-        kv_bytes=kv_bytes,
-        kv_source=kv_source,
-        prompt_tokens=round(statistics.fmean(c[3].context_tokens - DECODE_WINDOW / 2 for c in basis)),
-        prompt_source="mean prompt length of the basis arms",
-        facts=facts,
-        recipe=recipe,
-    )
-    projection = _project(cell, force_upper_bound=True)
-    if projection is None:
-        return None
-    layout = layout_from(facts)
-    if layout is not None:
-        resident = layout.checkpoint_parameters * 2 if scheme.weight_bits >= 16 else None
-        if resident is not None and resident / tensor_parallel_size > hardware.memory_gb.value * GB:
-            return None
-    return CellEstimate(
-        family=family,
-        hardware=hardware.id,
-        quantization=quantization,
-        tensor_parallel_size=tensor_parallel_size,
-        spec_depth=spec_depth,
-        draft_lm_head_int4=cell.draft_int4,
-        decode_tok_s=projection.ceiling_tok_s * utilisation,
-        ceiling_tok_s=projection.ceiling_tok_s,
-        utilisation=utilisation,
-        basis=[
-            BasisArm(
-                packet_id=p.id,
-                arm_id=a.id,
-                quantization=p.identity.model.quantization,
-                tensor_parallel_size=a.config.tensor_parallel_size,
-                spec_depth=a.config.spec_depth,
-                draft_head=a.config.draft_head,
-                measured_tok_s=proj.measured_tok_s or 0.0,
-                ceiling_tok_s=proj.ceiling_tok_s,
-                utilisation=proj.utilisation or 0.0,
-            )
-            for _, p, a, proj in basis
-        ],
-        rule=ESTIMATE_RULE,
-        projection=projection,
-    )
-
-
-def _variant_kv(recipe: Recipe, scheme: QuantScheme) -> tuple[float, str]:
-    for name, variant in recipe.variants.items():
-        found = scheme_for(variant.precision)
-        if found is not None and found.id == scheme.id and "--kv-cache-dtype" in variant.extra_args[:-1]:
-            dtype = variant.extra_args[variant.extra_args.index("--kv-cache-dtype") + 1]
-            return (
-                1.0 if "fp8" in dtype or "int8" in dtype else 2.0
-            ), f"recipe variants.{name}.extra_args --kv-cache-dtype {dtype}"
-    return 2.0, "assumed: KV cache in the model's 16-bit dtype (no --kv-cache-dtype in the recipe variant)"
