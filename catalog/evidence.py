@@ -49,6 +49,9 @@ def _gate_problems(packet: Packet, arm: Arm, where: str) -> list[Problem]:
         if pair is None:
             problems.append((f"{where}.gates[{index}].against", f"names no arm or server pair: {gate.against!r}"))
             continue
+        if not pair[0]:
+            problems.append((f"{where}.gates[{index}]", "has no prompt rows to re-compare"))
+            continue
         recomputed = compare_rows(gate.gate, gate.against, *pair)
         if (recomputed.exact, recomputed.first_divergence) != (gate.exact, gate.first_divergence):
             problems.append((f"{where}.gates[{index}]", "does not match the token arrays re-compared"))
