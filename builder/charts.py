@@ -1,0 +1,204 @@
+"""Plotly figures built in Python, serialised to JSON for a small static script to draw.
+
+Every chart carries a table of the same (already rounded) numbers for readers without JavaScript.
+Published points are drawn with error bars spanning their fresh-server values; withheld points
+go in their own hollow, labelled trace and are never joined to a measured line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from builder.format import Num, fmt, num, opt_num
+
+PALETTE = ["#2563eb", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#4b5563"]
+WITHHELD_COLOUR = "#b45309"
+FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
+
+
+@dataclass(frozen=True)
+class Point:
+    series: str
+    x: float
+    x_label: str
+    centre: float | None
+    values: list[float] = field(default_factory=list)
+    ttft_ms: float | None = None
+    state: str = "measured"
+    reason: str | None = None
+    href: str = ""
+    evidence: str = ""
+    note: str = ""
+
+    @property
+    def drawn_as_measured(self) -> bool:
+        return self.state != "withheld" and self.centre is not None
+
+
+@dataclass(frozen=True)
+class TableRow:
+    series: str
+    x_label: str
+    value: Num | None
+    struck: Num | None
+    low: Num | None
+    high: Num | None
+    ttft_ms: Num | None
+    state: str
+    note: str
+    href: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str
+    title: str
+    subtitle: str
+    x_title: str
+    y_title: str
+    figure_json: str
+    rows: list[TableRow]
+    notes: list[str]
+
+
+def _r(value: float) -> float:
+    return float(fmt(value))
+
+
+def _hover(point: Point, y_title: str) -> str:
+    parts = [f"{point.series} · {point.x_label}"]
+    if point.values and len(point.values) > 1:
+        parts.append(f"{y_title}: " + " / ".join(fmt(v) for v in point.values) + " (fresh servers)")
+    elif point.centre is not None:
+        parts.append(f"{y_title}: {fmt(point.centre)}")
+    if point.ttft_ms is not None:
+        parts.append(f"TTFT {fmt(point.ttft_ms)} ms")
+    if point.state == "withheld":
+        parts.append(f"WITHHELD: {point.reason or ''}")
+    return "<br>".join(parts)
+
+
+def _published_trace(series: str, points: Sequence[Point], colour: str, y_title: str) -> go.Scatter:
+    centres = [_r(p.centre or 0) for p in points]
+    plus = [_r(max(p.values) - c) if p.values else 0 for p, c in zip(points, centres, strict=True)]
+    minus = [_r(c - min(p.values)) if p.values else 0 for p, c in zip(points, centres, strict=True)]
+    return go.Scatter(
+        name=series,
+        x=[p.x for p in points],
+        y=centres,
+        mode="lines+markers",
+        marker={"color": colour, "size": 8},
+        line={"color": colour, "width": 2},
+        error_y={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": colour},
+        hovertext=[_hover(p, y_title) for p in points],
+        hoverinfo="text",
+    )
+
+
+def _withheld_trace(points: Sequence[Point], y_title: str) -> go.Scatter:
+    return go.Scatter(
+        name="withheld (not published)",
+        x=[p.x for p in points],
+        y=[_r(p.centre or 0) for p in points],
+        mode="markers+text",
+        text=["withheld" for _ in points],
+        textposition="top center",
+        textfont={"color": WITHHELD_COLOUR, "size": 11},
+        marker={"symbol": "circle-open", "size": 11, "color": WITHHELD_COLOUR, "line": {"width": 2}},
+        hovertext=[_hover(p, y_title) for p in points],
+        hoverinfo="text",
+    )
+
+
+def _figure(points: Sequence[Point], x_title: str, y_title: str, x_log: bool) -> go.Figure:
+    figure = go.Figure()
+    series = list(dict.fromkeys(p.series for p in points if p.drawn_as_measured))
+    for index, name in enumerate(series):
+        mine = sorted((p for p in points if p.series == name and p.drawn_as_measured), key=lambda p: p.x)
+        figure.add_trace(_published_trace(name, mine, PALETTE[index % len(PALETTE)], y_title))
+    withheld = [p for p in points if p.state == "withheld" and p.centre is not None]
+    if withheld:
+        figure.add_trace(_withheld_trace(withheld, y_title))
+    ticks = sorted({(p.x, p.x_label) for p in points})
+    figure.update_layout(
+        template="none",
+        height=360,
+        margin={"l": 60, "r": 20, "t": 20, "b": 60},
+        font={"family": FONT, "size": 13, "color": "#1f2937"},
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="#ffffff",
+        hovermode="closest",
+        showlegend=True,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+        xaxis={
+            "title": {"text": x_title},
+            "type": "log" if x_log else "linear",
+            "tickvals": [t[0] for t in ticks],
+            "ticktext": [t[1] for t in ticks],
+            "gridcolor": "#e5e7eb",
+            "zeroline": False,
+        },
+        yaxis={"title": {"text": y_title}, "rangemode": "tozero", "gridcolor": "#e5e7eb", "zeroline": False},
+    )
+    return figure
+
+
+def _row(point: Point) -> TableRow:
+    published = point.drawn_as_measured
+    values = point.values if published else []
+    notes = [point.note] if point.note else []
+    if point.state == "withheld":
+        notes.append(f"withheld: {point.reason}")
+    elif published and len(point.values) == 1 and not point.note:
+        notes.append("one value, no fresh-server pair")
+    note = "; ".join(notes)
+    return TableRow(
+        series=point.series,
+        x_label=point.x_label,
+        value=opt_num(point.centre) if published else None,
+        struck=opt_num(point.centre) if point.state == "withheld" else None,
+        low=num(min(values)) if len(values) >= 2 else None,
+        high=num(max(values)) if len(values) >= 2 else None,
+        ttft_ms=opt_num(point.ttft_ms),
+        state=point.state,
+        note=note,
+        href=point.href,
+        evidence=point.evidence,
+    )
+
+
+def chart(
+    chart_id: str,
+    title: str,
+    subtitle: str,
+    points: Sequence[Point],
+    *,
+    x_title: str,
+    y_title: str = "decode tok/s",
+    x_log: bool = False,
+) -> Chart:
+    notes = []
+    left_out = [p for p in points if p.state == "withheld" and p.centre is None]
+    if left_out:
+        notes.append(
+            f"{len(left_out)} withheld point(s) left out of the drawing: no value was recorded "
+            + "; ".join(f"{p.series} · {p.x_label}" for p in left_out)
+        )
+    if any(p.state == "withheld" and p.centre is not None for p in points):
+        notes.append("Hollow amber markers are withheld results: shown for the record, not published as measured.")
+    figure = _figure(points, x_title, y_title, x_log)
+    return Chart(
+        id=chart_id,
+        title=title,
+        subtitle=subtitle,
+        x_title=x_title,
+        y_title=y_title,
+        figure_json=pio.to_json(figure, validate=True, pretty=False, engine="json"),
+        rows=[_row(p) for p in sorted(points, key=lambda p: (p.series, p.x))],
+        notes=notes,
+    )

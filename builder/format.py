@@ -1,0 +1,66 @@
+"""The one number formatter: every number the site shows (pages, charts, API) passes through here.
+
+Rounding is decimal ROUND_HALF_UP on the shortest repr of the float, so 98.125 shows 98.13 and the
+page, its chart tables and its JSON API always agree digit for digit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+from markupsafe import Markup
+
+# Tokens -> English words. A common rule of thumb for BPE tokenizers on English prose is about
+# 0.75 words per token (about 4 characters per token); the methodology page states it.
+WORDS_PER_TOKEN = Decimal("0.75")
+
+
+def rounded(value: float | int | Decimal, places: int = 2) -> Decimal:
+    exact = value if isinstance(value, Decimal) else Decimal(repr(value))
+    return exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+@dataclass(frozen=True)
+class Num:
+    """A formatted number. In a template it renders as `<data class="num" value=..>`, so every
+    number on a page is machine-findable; in the API it serialises as a JSON number."""
+
+    text: str
+    unit: str = ""
+
+    @property
+    def value(self) -> float | int:
+        number = Decimal(self.text)
+        return int(number) if number == number.to_integral_value() and "." not in self.text else float(number)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __html__(self) -> str:
+        unit = Markup('<span class="unit">{0}</span>').format(self.unit) if self.unit else ""
+        return str(Markup('<data class="num" value="{0}">{0}</data>{1}').format(self.text, unit))
+
+
+def num(value: float | int | Decimal, places: int = 2, unit: str = "") -> Num:
+    return Num(str(rounded(value, places)), unit)
+
+
+def opt_num(value: float | int | None, places: int = 2, unit: str = "") -> Num | None:
+    return None if value is None else num(value, places, unit)
+
+
+def fmt(value: float | int | Decimal, places: int = 2) -> str:
+    """Plain text form, for sentences and attributes."""
+    return str(rounded(value, places))
+
+
+def words_per_second(tok_s: float) -> Num:
+    return num(rounded(tok_s, 2) * WORDS_PER_TOKEN, 0, "words/s")
+
+
+def tokens_label(count: int) -> str:
+    """2048 -> 2K, 32768 -> 32K; anything else as written."""
+    if count >= 1024 and count % 1024 == 0:
+        return f"{count // 1024}K"
+    return str(count)

@@ -1,0 +1,67 @@
+"""The Jinja environment: autoescape on, StrictUndefined, one base layout, display-only templates."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2.runtime import Context
+from markupsafe import Markup
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def escape_json(text: str) -> str:
+    """Make JSON text safe inside a <script> element: no `</script>`, no `<!--`, no entity."""
+    for char, replacement in _JSON_ESCAPES.items():
+        text = text.replace(char, replacement)
+    return text
+
+
+def json_script(value: Any) -> Markup:
+    """Serialise a value for `<script type="application/json">` (or JSON-LD)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return Markup(escape_json(text))  # noqa: S704 - escaped above
+
+
+def json_text(text: str) -> Markup:
+    """Already-serialised JSON (a plotly figure), escaped for a script element."""
+    return Markup(escape_json(text))  # noqa: S704 - escaped above
+
+
+def relative_root(page_path: str) -> str:
+    """`models/x/index.html` -> `../../`: the prefix from a page back to the site root."""
+    return "../" * page_path.count("/")
+
+
+@pass_context
+def url(context: Context, target: str) -> str:
+    """A site-root-relative path made relative to the page being rendered (works from file://)."""
+    if target.startswith(("http://", "https://", "#", "mailto:")):
+        return target
+    return str(context["root"]) + target
+
+
+def make_environment(templates: Path = TEMPLATES) -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(templates)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.globals["url"] = url
+    env.filters["json_script"] = json_script
+    env.filters["json_text"] = json_text
+    return env
+
+
+def render_page(env: Environment, template: str, path: str, context: Mapping[str, Any]) -> bytes:
+    html = env.get_template(template).render({**context, "root": relative_root(path), "page_path": path})
+    return html.encode("utf-8")

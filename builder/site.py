@@ -1,0 +1,191 @@
+"""The build pipeline, one small step each: load and validate, build views, render, write.
+
+Everything is rendered into memory (path -> bytes) before a single byte is written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import plotly
+
+from builder.api import family_api, models_api
+from builder.output import check_output_folder, differences, publish, safe_target
+from builder.render import TEMPLATES, make_environment, render_page
+from builder.seo import family_jsonld, sitemap
+from builder.views.common import SiteContext
+from builder.views.family import FamilyView, family_view
+from builder.views.hardware import hardware_view
+from builder.views.index import index_view
+from builder.views.methodology import methodology_view
+from builder.views.packet import packet_view
+from builder.views.recipe import recipe_view
+from catalog.errors import CatalogError
+from catalog.repository import Catalog, load_catalog
+
+ASSETS = TEMPLATES / "assets"
+PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str
+    template: str
+    context: dict[str, object] = field(default_factory=dict)
+    title: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    files: dict[str, bytes]
+    warnings: list[str]
+
+
+def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
+    """SOURCE_DATE_EPOCH when set; otherwise the newest date the inputs carry, so two builds of
+    the same inputs agree without the variable."""
+    env = os.environ if environ is None else environ
+    epoch = env.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch), tz=UTC).date()
+        except (ValueError, OverflowError, OSError):
+            raise CatalogError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}") from None
+    dates = [r.meta.date_updated for r in catalog.recipes.values()]
+    dates += [p.created.date() for p in catalog.packets.values() if p.created]
+    return max(dates, default=date(1970, 1, 1))
+
+
+def family_views(ctx: SiteContext) -> list[FamilyView]:
+    return [family_view(slug, recipe, ctx) for slug, recipe in sorted(ctx.catalog.recipes.items())]
+
+
+def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
+    catalog = ctx.catalog
+    hardware = catalog.hardware
+    found = [
+        Page(
+            "index.html",
+            "index.html",
+            {"view": index_view(families, hardware)},
+            "Choose a model",
+            "Honest LLM serving performance: every number from a sealed evidence packet.",
+        ),
+        Page(
+            "methodology/index.html",
+            "methodology.html",
+            {"view": methodology_view()},
+            "Methodology",
+            "How every number is measured, gated, graded and chosen.",
+        ),
+        Page(
+            "hardware/index.html",
+            "hardware_index.html",
+            {"cards": [hardware_view(h, ctx) for h in sorted(hardware.values(), key=lambda h: h.name)]},
+            "Hardware",
+            "Cards, memory and bandwidth, each figure with its source.",
+        ),
+        Page("404.html", "404.html", {}, "Not found", "This page does not exist."),
+    ]
+    for view in families:
+        found.append(
+            Page(
+                f"models/{view.slug}/index.html",
+                "family.html",
+                {"view": view, "jsonld": family_jsonld(view, ctx)},
+                view.title,
+                view.description,
+            )
+        )
+    for slug, recipe in sorted(catalog.recipes.items()):
+        found.append(
+            Page(
+                f"recipes/{slug}/index.html",
+                "recipe.html",
+                {"view": recipe_view(recipe, ctx)},
+                f"{recipe.meta.title} recipe",
+                recipe.meta.description,
+            )
+        )
+    for packet_id, packet in sorted(catalog.packets.items()):
+        found.append(
+            Page(
+                f"packets/{packet_id}/index.html",
+                "packet.html",
+                {"view": packet_view(packet, ctx)},
+                packet.title,
+                f"Evidence packet {packet_id}",
+            )
+        )
+    for hw_id, hw in sorted(hardware.items()):
+        found.append(
+            Page(
+                f"hardware/{hw_id}/index.html",
+                "hardware.html",
+                {"view": hardware_view(hw, ctx)},
+                hw.name,
+                f"{hw.name}: specs and results",
+            )
+        )
+    return found
+
+
+def render_pages(found: list[Page], ctx: SiteContext, templates: Path) -> dict[str, bytes]:
+    env = make_environment(templates)
+    site = {"build_date": ctx.build_date.isoformat(), "base_url": ctx.base_url}
+    return {
+        page.path: render_page(
+            env,
+            page.template,
+            page.path,
+            {
+                **page.context,
+                "site": site,
+                "title": page.title,
+                "description": page.description,
+                "canonical": ctx.absolute(page.path),
+            },
+        )
+        for page in found
+    }
+
+
+def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes]:
+    stamp = ctx.build_date.isoformat()
+    files = {"api/models.json": models_api(index_view(families, ctx.catalog.hardware), stamp)}
+    files.update({f"api/models/{v.slug}.json": family_api(v, stamp) for v in families})
+    for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
+        files[f"packets/{packet_id}.json"] = path.read_bytes()  # verbatim: the bytes the hash covers
+    return files
+
+
+def asset_files(assets: Path) -> dict[str, bytes]:
+    files = {
+        f"assets/{p.relative_to(assets).as_posix()}": p.read_bytes() for p in sorted(assets.rglob("*")) if p.is_file()
+    }
+    files["assets/plotly.min.js"] = PLOTLY_JS.read_bytes()
+    return files
+
+
+def build_files(data: Path, packets: Path, *, templates: Path = TEMPLATES, base_url: str = "") -> BuildResult:
+    catalog = load_catalog(data, packets)
+    ctx = SiteContext(catalog, build_date(catalog), base_url)
+    families = family_views(ctx)
+    found = pages(ctx, families)
+    files = render_pages(found, ctx, templates)
+    files.update(data_files(ctx, families))
+    files.update(asset_files(templates / "assets"))
+    files["sitemap.xml"] = sitemap([p.path for p in found if p.path != "404.html"], ctx)
+    return BuildResult(dict(sorted(files.items())), ctx.warnings)
+
+
+def check_paths(files: dict[str, bytes], out: Path) -> None:
+    for relative in files:
+        safe_target(out, relative)
+
+
+__all__ = ["BuildResult", "build_files", "check_output_folder", "check_paths", "differences", "publish"]

@@ -1,0 +1,1 @@
+"""View models: plain dataclasses prepared from the catalog; templates only display them."""

@@ -1,0 +1,166 @@
+"""Words generated from a packet: the methodology sentence and the coverage chips.
+
+Nothing here is typed by hand per packet: every clause is derived from fields the packet carries,
+and a clause is left out when the packet does not carry the fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from builder.format import fmt, tokens_label
+from catalog.grade import PUBLISHED
+from catalog.packet import Arm, GateResult, Packet
+from catalog.selection import headline
+from catalog.suite import CanarySet, Suite
+
+
+def lead_arm(packet: Packet, all_packets: Sequence[Packet] = ()) -> Arm:
+    """The arm a packet card talks about: the packet's own headline, else its first published arm."""
+    lead = headline([packet], all_packets)
+    if lead is not None:
+        return lead.arm
+    published = [a for a in packet.arms if a.state in PUBLISHED]
+    return (published or packet.arms)[0]
+
+
+def _pair(values: Sequence[float]) -> str:
+    return " / ".join(fmt(v) for v in values)
+
+
+def _values_clause(packet: Packet, arm: Arm) -> str:
+    values = arm.server_values
+    rows = any(s.rows for s in arm.servers)
+    kind = "class-balanced medians" if rows else "values as published"
+    if len(values) >= 2:
+        return f"Centre of {len(values)} fresh-server {kind} ({_pair(values)} tok/s)"
+    if len(values) == 1:
+        return f"One fresh-server value ({_pair(values)} tok/s), no pair"
+    if arm.published_figure is not None:
+        return f"One published figure ({fmt(arm.published_figure)} tok/s) with no fresh-server pair"
+    return "No server values"
+
+
+def _suite_clause(packet: Packet, suites: Mapping[str, Suite]) -> str:
+    workload = packet.workload
+    suite = suites.get(workload.suite_id)
+    where = (
+        f"the {suite.id} suite ({len(suite.prompts)} fixed prompts in {len(suite.classes)} classes, "
+        f"sha256 {suite.sha256[:12]})"
+        if suite is not None
+        else f"the {workload.suite_id} suite"
+    )
+    return (
+        f"over {where} through the {workload.api} API, {workload.max_tokens}-token cap, "
+        f"temperature {fmt(workload.temperature, 1)}"
+    )
+
+
+def gate_phrase(gate: GateResult, arm: Arm) -> str:
+    count = f"{gate.exact}/{gate.total}" if gate.exact is not None else "count not published"
+    verdict = "passed" if gate.passed else "FAILED"
+    if gate.gate == "G1":
+        what = "token arrays identical across two fresh servers without speculation"
+    elif gate.gate == "G2":
+        what = "token arrays identical across the two speculative servers"
+    else:
+        oracle = f" ({_pair(arm.oracle_decode_tok_s)} tok/s)" if arm.oracle_decode_tok_s else ""
+        who = f"server {gate.server} " if gate.server else ""
+        what = f"{who}complete token arrays exact versus the {gate.against} oracle{oracle}"
+    return f"{gate.gate} {verdict}: {count} {what}"
+
+
+def _server_checks(arm: Arm) -> list[str]:
+    clauses: list[str] = []
+    servers = [s for s in arm.servers if s.status == "ok"]
+    with_canaries = [s for s in servers if s.canaries]
+    if servers and len(with_canaries) == len(servers):
+        failed = sum(not c.passed for s in servers for c in s.canaries)
+        each = len(with_canaries[0].canaries)
+        clauses.append(f"canaries passed on every server ({each} each)" if not failed else f"{failed} canary failures")
+    flags = [s.cache_zero for s in servers]
+    if flags and all(f is True for f in flags):
+        clauses.append("cache zero on every server")
+    elif any(f is False for f in flags):
+        clauses.append("cached tokens seen on a server")
+    return clauses
+
+
+def config_clause(arm: Arm) -> str:
+    config = arm.config
+    cards = "one card" if config.tensor_parallel_size == 1 else f"{config.tensor_parallel_size} cards"
+    parts = [f"{cards} (TP{config.tensor_parallel_size})"]
+    if config.spec_depth:
+        parts.append(f"{config.spec_method} speculative depth {config.spec_depth}")
+    else:
+        parts.append("no speculative decoding")
+    if config.draft_head:
+        parts.append(config.draft_head)
+    if config.graph_capture:
+        parts.append(f"graph capture: {config.graph_capture}")
+    if config.kv_cache_dtype:
+        parts.append(f"KV cache {config.kv_cache_dtype}")
+    return ", ".join(parts)
+
+
+def methodology_sentence(
+    packet: Packet, arm: Arm, suites: Mapping[str, Suite], canary_sets: Mapping[str, CanarySet]
+) -> str:
+    clauses = [_values_clause(packet, arm), _suite_clause(packet, suites)]
+    clauses += [gate_phrase(g, arm) for g in arm.gates]
+    clauses += _server_checks(arm)
+    sentence = ", ".join(clauses)
+    sentence += f"; {config_clause(arm)}; {packet.identity.runtime.label}."
+    if packet.provenance.kind != "measured" and packet.provenance.source is not None:
+        source = packet.provenance.source
+        ref = f" ({source.reference})" if source.reference else ""
+        sentence = (
+            f"{packet.provenance.kind.capitalize()} from {source.name}{ref}, not measured by this runner. " + sentence
+        )
+    return sentence
+
+
+def _depth_chips(arms: Sequence[Arm]) -> list[str]:
+    methods = sorted({a.config.spec_method for a in arms if a.config.spec_method})
+    depths = sorted({a.config.spec_depth for a in arms})
+    if not methods:
+        return ["no speculation"]
+    if len(methods) == 1:
+        return [f"{methods[0].upper()}{'/'.join(str(d) for d in depths)}"]
+    chips = []
+    for m in methods:
+        mine = sorted({0} | {a.config.spec_depth for a in arms if a.config.spec_method == m})
+        chips.append(f"{m.upper()}{'/'.join(str(d) for d in mine)}")
+    return chips
+
+
+def coverage_chips(packet: Packet) -> list[str]:
+    arms = packet.arms
+    servers = [s for a in arms for s in a.servers]
+    chips: list[str] = []
+    if any(a.server_values for a in arms):
+        chips.append("decode")
+    if any(a.ttft_ms is not None for a in arms):
+        chips.append("TTFT")
+    chips += [f"TP{tp}" for tp in sorted({a.config.tensor_parallel_size for a in arms})]
+    chips += _depth_chips(arms)
+    if len({a.config.graph_capture for a in arms}) > 1:
+        chips.append("graph on/off")
+    if any(g.gate in ("G2", "G3") and g.passed for a in arms for g in a.gates):
+        chips.append("identity")
+    for ladder in packet.ladders:
+        if ladder.kind == "concurrency" and ladder.concurrency:
+            users = [p.users for p in ladder.concurrency]
+            chips.append(f"ladders c{min(users)}-c{max(users)}")
+        if ladder.kind == "context" and ladder.context:
+            depths = [p.depth_tokens for p in ladder.context]
+            chips.append(f"context {tokens_label(min(depths))}-{tokens_label(max(depths))}")
+    if servers and all(s.cache_zero is True for s in servers):
+        chips.append("cache-zero")
+    if servers and all(s.canaries and all(c.passed for c in s.canaries) for s in servers):
+        chips.append("canaries")
+    if any(s.rows for s in servers):
+        chips.append("per-prompt rows")
+    if any(s.spec_metrics for s in servers):
+        chips.append("acceptance counters")
+    return list(dict.fromkeys(chips))

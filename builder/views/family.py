@@ -1,0 +1,257 @@
+"""The model family page `models/<slug>/`: one view model, also the source of its JSON API."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from builder.charts import Chart
+from builder.format import Num, num, opt_num, words_per_second
+from builder.views.common import Fact, SiteContext
+from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
+from builder.views.projection import PROJECTION_GAP, ProjectionView, projection_view
+from builder.views.results import STATE_LABELS, ArmResult, arm_results, best_state, packet_href
+from builder.views.scorecard import Matrix, matrices
+from catalog.grade import GRADE_MEANING, evidence_grade
+from catalog.hardware import Hardware
+from catalog.packet import Packet
+from catalog.recipe import Recipe
+from catalog.selection import Headline, headline
+
+
+@dataclass(frozen=True)
+class Hero:
+    value: Num
+    words: Num
+    low: Num
+    high: Num
+    ttft_ms: Num | None
+    packet_id: str
+    href: str
+    arm_label: str
+    quant_label: str
+    runtime_label: str
+    hardware_name: str
+    cards: int
+    grade: str
+    grade_meaning: str
+    state: str
+    state_label: str
+
+
+@dataclass(frozen=True)
+class Signal:
+    title: str
+    value: str | Num
+    detail: str
+
+
+@dataclass(frozen=True)
+class PacketCard:
+    id: str
+    href: str
+    title: str
+    state: str
+    state_label: str
+    value: Num | None
+    value_arm: str
+    sentence: str
+    grade: str
+    grade_meaning: str
+    chips: list[str]
+    source: str | None
+
+
+@dataclass(frozen=True)
+class FamilyView:
+    slug: str
+    title: str
+    provider: str
+    description: str
+    performance_headline: str | None
+    hero: Hero | None
+    signals: list[Signal]
+    packets: list[PacketCard]
+    matrices: list[Matrix]
+    charts: list[Chart]
+    concurrency: list[Chart]
+    concurrency_gap: str | None
+    projection: ProjectionView | None
+    projection_gap: str | None
+    fine_print: list[Fact]
+    best_state: str
+    grade: str | None
+    hardware_ids: list[str]
+    quantizations: list[str]
+    spec_methods: list[str]
+    newest: str
+    recipe_href: str
+    api_href: str
+
+
+def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
+    if lead is None:
+        return None
+    packet, arm = lead.packet, lead.arm
+    hw = hardware.get(packet.identity.host.hardware)
+    values = arm.server_values
+    return Hero(
+        value=num(lead.decode_tok_s, unit="tok/s"),
+        words=words_per_second(lead.decode_tok_s),
+        low=num(min(values)),
+        high=num(max(values)),
+        ttft_ms=opt_num(arm.ttft_ms, unit="ms"),
+        packet_id=packet.id,
+        href=packet_href(packet.id, arm.id),
+        arm_label=arm.label,
+        quant_label=packet.identity.model.quantization_label,
+        runtime_label=packet.identity.runtime.label,
+        hardware_name=hw.name if hw else packet.identity.host.hardware,
+        cards=arm.config.tensor_parallel_size,
+        grade=lead.grade,
+        grade_meaning=GRADE_MEANING[lead.grade],
+        state=arm.state.value,
+        state_label=STATE_LABELS[arm.state.value],
+    )
+
+
+def _fit_signal(recipe: Recipe | None, lead: Headline | None, hardware: dict[str, Hardware]) -> Signal:
+    variant_name = (
+        lead.packet.identity.model.variant
+        if lead
+        else ("default" if recipe and "default" in (recipe.variants) else None)
+    )
+    hw_id = lead.packet.identity.host.hardware if lead else _recipe_hardware(recipe)
+    card = hardware.get(hw_id) if hw_id else None
+    measured = f" Measured on {lead.arm.config.tensor_parallel_size} card(s)." if lead else ""
+    if recipe is None or card is None:
+        return Signal("Card fit", "unknown", "No recipe variant and card to compare." + measured)
+    if variant_name is None or variant_name not in recipe.variants:
+        repo = lead.packet.identity.model.repo if lead else recipe.model.model_id
+        return Signal("Card fit", "unknown", f"The recipe lists no variant for {repo}, so no memory figure." + measured)
+    need = recipe.variants[variant_name].vram_minimum_gb
+    memory = card.memory_gb.value
+    cards = max(1, math.ceil(need / memory))
+    return Signal(
+        "Card fit",
+        f"fits on {cards} × {card.name}",
+        f"Recipe variant {variant_name} needs at least {num(need, 0).text} GB (vram_minimum_gb); "
+        f"one {card.name} has {num(memory, 0).text} GB." + measured,
+    )
+
+
+def _recipe_hardware(recipe: Recipe | None) -> str | None:
+    if recipe is None:
+        return None
+    if recipe.meta.default_hardware:
+        return recipe.meta.default_hardware
+    verified = [k for k, v in recipe.meta.hardware.items() if v == "verified"]
+    candidates = verified or list(recipe.meta.hardware)
+    return candidates[0] if candidates else None
+
+
+def _quality_signal(lead: Headline | None, results: list[ArmResult]) -> Signal:
+    withheld = sum(r.state == "withheld" for r in results)
+    held = f" {withheld} result(s) withheld by a failed gate." if withheld else ""
+    if lead is None:
+        return Signal("Quality evidence", "none published", "No result passed its gates." + held)
+    gates = "; ".join(g.summary for g in lead.arm.gates) or "no identity gate recorded"
+    return Signal("Quality evidence", f"evidence {lead.grade} of A–D", f"Headline arm: {gates}." + held)
+
+
+def _count_signal(results: list[ArmResult]) -> Signal:
+    counts = {s: sum(r.state == s for r in results) for s in STATE_LABELS}
+    parts = [f"{n} {s}" for s, n in counts.items() if n]
+    return Signal("Results", num(counts["measured"] + counts["imported"], 0), ", ".join(parts) or "none yet")
+
+
+def _card(packet: Packet, ctx: SiteContext) -> PacketCard:
+    all_packets = list(ctx.catalog.packets.values())
+    arm = lead_arm(packet, all_packets)
+    grade = evidence_grade(packet, all_packets)
+    source = packet.provenance.source
+    return PacketCard(
+        id=packet.id,
+        href=packet_href(packet.id),
+        title=packet.title,
+        state=packet.state.value,
+        state_label=STATE_LABELS[packet.state.value],
+        value=opt_num(arm.decode_tok_s, unit="tok/s") if arm.state.value in ("measured", "imported") else None,
+        value_arm=arm.label,
+        sentence=methodology_sentence(packet, arm, ctx.catalog.suites, ctx.catalog.canary_sets),
+        grade=grade,
+        grade_meaning=GRADE_MEANING[grade],
+        chips=coverage_chips(packet),
+        source=f"{source.name}" + (f" ({source.reference})" if source.reference else "") if source else None,
+    )
+
+
+def _fine_print(recipe: Recipe | None, packets: list[Packet]) -> list[Fact]:
+    facts: list[Fact] = []
+    if recipe:
+        facts += [
+            Fact("architecture (recipe)", recipe.model.architecture),
+            Fact("parameters", recipe.model.parameter_count),
+            Fact("context length", num(recipe.model.context_length, 0, "tokens")),
+        ]
+    configs = [p.identity.model.config for p in packets if p.identity.model.config]
+    for label, attr in [
+        ("model class", "architecture"),
+        ("layers", "num_layers"),
+        ("hidden size", "hidden_size"),
+        ("attention heads", "num_attention_heads"),
+        ("KV heads", "num_kv_heads"),
+        ("head dim", "head_dim"),
+        ("full-attention layers", "full_attention_layers"),
+        ("linear-attention layers", "linear_attention_layers"),
+        ("vocabulary", "vocab_size"),
+    ]:
+        values = sorted({str(getattr(c, attr)) for c in configs if getattr(c, attr) is not None})
+        if values:
+            facts.append(
+                Fact(label, num(int(values[0]), 0) if values[0].isdigit() and len(values) == 1 else " / ".join(values))
+            )
+    return facts
+
+
+def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyView:
+    catalog = ctx.catalog
+    packets = catalog.packets_of(slug)
+    all_packets = list(catalog.packets.values())
+    results = arm_results(packets, catalog.hardware, recipe, all_packets)
+    lead = headline(packets, all_packets)
+    if not packets:
+        ctx.warn(f"{slug}: no packets; the family page shows labelled gaps")
+    charts = [*depth_charts(results), *tp_charts(results), *quant_charts(results), *context_charts(packets)]
+    concurrency = concurrency_charts(packets)
+    lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
+    projection = projection_view(lead_result, results, recipe)
+    grades = sorted(evidence_grade(p, all_packets) for p in packets)
+    dates = [str(recipe.meta.date_updated)] if recipe else []
+    dates += [p.created.date().isoformat() for p in packets if p.created]
+    return FamilyView(
+        slug=slug,
+        title=recipe.meta.title if recipe else slug,
+        provider=recipe.meta.provider if recipe else "",
+        description=recipe.meta.description if recipe else "",
+        performance_headline=recipe.meta.performance_headline if recipe else None,
+        hero=_hero(lead, catalog.hardware),
+        signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
+        packets=[_card(p, ctx) for p in packets],
+        matrices=matrices(results, recipe),
+        charts=charts,
+        concurrency=concurrency,
+        concurrency_gap=None if concurrency else "No packet of this family carries a concurrency ladder yet.",
+        projection=projection,
+        projection_gap=None if projection else PROJECTION_GAP,
+        fine_print=_fine_print(recipe, packets),
+        best_state=best_state(r.state for r in results),
+        grade=grades[0] if grades else None,
+        hardware_ids=sorted({r.hardware_id for r in results}),
+        quantizations=sorted({r.quant_label for r in results}),
+        spec_methods=sorted({r.method or "none" for r in results}),
+        newest=max(dates) if dates else "",
+        recipe_href=f"recipes/{slug}/index.html",
+        api_href=f"api/models/{slug}.json",
+    )

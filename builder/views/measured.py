@@ -1,0 +1,204 @@
+"""Section 5 and 6 of a family page: measured results and many people at once, as charts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from builder.charts import Chart, Point, chart
+from builder.format import tokens_label
+from builder.views.results import ArmResult, packet_href, short_depth
+from builder.views.scorecard import family_method
+from catalog.packet import Packet
+
+
+def _point(result: ArmResult, series: str, x: float, x_label: str) -> Point:
+    published = result.published
+    return Point(
+        series=series,
+        x=x,
+        x_label=x_label,
+        centre=result.centre if published else result.unpublished_value,
+        values=result.values,
+        ttft_ms=result.arm.ttft_ms if published else None,
+        state=result.state,
+        reason=result.reason,
+        href=result.href,
+        evidence=f"{result.packet.id} · {result.arm.id}",
+    )
+
+
+def _drawable(results: Sequence[ArmResult]) -> list[ArmResult]:
+    return [r for r in results if r.centre is not None or r.unpublished_value is not None or r.state == "withheld"]
+
+
+def _depth_points(results: Sequence[ArmResult], method: str | None, head_in_series: bool = True) -> list[Point]:
+    """A series per draft head; the no-speculation baseline starts every series."""
+    spec = [r for r in results if r.depth > 0]
+    baseline = [r for r in results if r.depth == 0]
+    heads = sorted({r.series_head for r in spec}) or ["no speculation"]
+    points: list[Point] = []
+    for head in heads:
+        for r in baseline:
+            points.append(_point(r, head, 0, short_depth(method, 0)))
+        for r in spec:
+            if r.series_head == head:
+                points.append(_point(r, head, r.depth, short_depth(method, r.depth)))
+    return points
+
+
+def depth_charts(results: Sequence[ArmResult]) -> list[Chart]:
+    method = family_method(results)
+    charts = []
+    for (hw, quant), group in _groups(results):
+        tp = min(r.tp for r in group)
+        at_tp = _drawable([r for r in group if r.tp == tp])
+        if len({r.depth for r in at_tp}) < 2:
+            continue
+        charts.append(
+            chart(
+                f"depth-{hw}-{quant}",
+                f"Speculative depth on {_cards(tp)} {group[0].hardware_name}",
+                f"{group[0].quant_label} · a series per draft head · error bars span the fresh-server values",
+                _depth_points(at_tp, method),
+                x_title="speculative depth",
+            )
+        )
+    return charts
+
+
+def tp_charts(results: Sequence[ArmResult]) -> list[Chart]:
+    method = family_method(results)
+    charts = []
+    for (hw, quant), group in _groups(results):
+        drawable = _drawable(group)
+        if len({r.tp for r in drawable}) < 2:
+            continue
+        points = []
+        for r in drawable:
+            series = short_depth(method, r.depth) + (f" + {r.draft_head}" if r.draft_head else "")
+            points.append(_point(r, series, r.tp, f"{r.tp} card" + ("s" if r.tp > 1 else "")))
+        charts.append(
+            chart(
+                f"tp-{hw}-{quant}",
+                f"One card vs {max(r.tp for r in drawable)} cards",
+                f"{group[0].quant_label} on {group[0].hardware_name} · a series per speculative configuration",
+                points,
+                x_title="tensor parallel cards",
+            )
+        )
+    return charts
+
+
+def quant_charts(results: Sequence[ArmResult]) -> list[Chart]:
+    method = family_method(results)
+    charts = []
+    for hw in sorted({r.hardware_id for r in results}):
+        on_hw = [r for r in results if r.hardware_id == hw]
+        tp = min(r.tp for r in on_hw)
+        at_tp = _drawable([r for r in on_hw if r.tp == tp])
+        quants = sorted({r.quant_label for r in at_tp})
+        if len(quants) < 2:
+            continue
+        points = []
+        for quant in quants:
+            mine = [r for r in at_tp if r.quant_label == quant]
+            heads = {r.series_head for r in mine if r.depth > 0}
+            for p in _depth_points(mine, method):
+                series = quant if len(heads) <= 1 else f"{quant} · {p.series}"
+                points.append(replace(p, series=series))
+        charts.append(
+            chart(
+                f"quant-{hw}",
+                " versus ".join(quants) + f" on {_cards(tp)} {on_hw[0].hardware_name}",
+                "Same model, same suite: a series per quantization (and draft head where there are several)",
+                points,
+                x_title="speculative depth",
+            )
+        )
+    return charts
+
+
+def concurrency_charts(packets: Sequence[Packet]) -> list[Chart]:
+    points = []
+    for packet in packets:
+        for ladder in packet.ladders:
+            arm = packet.arm(ladder.arm)
+            for p in ladder.concurrency:
+                points.append(
+                    Point(
+                        series=f"{packet.identity.model.quantization_label} · {arm.label}",
+                        x=p.users,
+                        x_label=f"c{p.users}",
+                        centre=p.aggregate_tok_s,
+                        values=[p.aggregate_tok_s],
+                        state=arm.state.value,
+                        note=_identity_note(p.identical_to_oracle, "the sequential oracle"),
+                        href=packet_href(packet.id, arm.id),
+                        evidence=f"{packet.id} · {arm.id}",
+                    )
+                )
+    if not points:
+        return []
+    return [
+        chart(
+            "concurrency",
+            "Aggregate throughput vs concurrent users",
+            "Requests released together; aggregate tok/s = completion tokens / batch wall time; one batch per point",
+            points,
+            x_title="concurrent users",
+            y_title="aggregate tok/s",
+            x_log=True,
+        )
+    ]
+
+
+def context_charts(packets: Sequence[Packet]) -> list[Chart]:
+    points = []
+    for packet in packets:
+        for ladder in packet.ladders:
+            arm = packet.arm(ladder.arm)
+            for p in ladder.context:
+                if p.decode_tok_s is None:
+                    continue
+                points.append(
+                    Point(
+                        series=f"{arm.label} · {p.content_class}",
+                        x=p.depth_tokens,
+                        x_label=tokens_label(p.depth_tokens),
+                        centre=p.decode_tok_s,
+                        values=[p.decode_tok_s],
+                        ttft_ms=p.ttft_ms,
+                        state=arm.state.value,
+                        note=_identity_note(p.identical_to_oracle, "the oracle at this depth"),
+                        href=packet_href(packet.id, arm.id),
+                        evidence=f"{packet.id} · {arm.id}",
+                    )
+                )
+    if not points:
+        return []
+    return [
+        chart(
+            "context",
+            "Decode speed vs context depth",
+            "Prompt tokens before the answer; TTFT per depth in the table and on hover",
+            points,
+            x_title="prompt tokens",
+            x_log=True,
+        )
+    ]
+
+
+def _groups(results: Sequence[ArmResult]) -> list[tuple[tuple[str, str], list[ArmResult]]]:
+    keys = sorted({(r.hardware_id, r.quant_key) for r in results})
+    return [((hw, q), [r for r in results if (r.hardware_id, r.quant_key) == (hw, q)]) for hw, q in keys]
+
+
+def _cards(tp: int) -> str:
+    return "one" if tp == 1 else str(tp)
+
+
+def _identity_note(identical: bool | None, against: str) -> str:
+    if identical is None:
+        return "identity not checked"
+    return f"outputs identical to {against}" if identical else f"outputs DIFFER from {against}"

@@ -1,0 +1,125 @@
+"""The methodology page. The definitions are the docstrings of the code that computes them
+(catalog.metrics, catalog.grade, catalog.selection, catalog.packet), rendered, never retyped."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+import catalog.evidence
+import catalog.grade
+import catalog.metrics
+import catalog.packet
+import catalog.selection
+from builder.format import WORDS_PER_TOKEN, Num, num
+from builder.markdown import render_markdown
+from builder.views.common import Fact
+from builder.views.results import STATE_LABELS, STATE_MEANINGS
+
+
+@dataclass(frozen=True)
+class DocSection:
+    id: str
+    title: str
+    source: str
+    html: Markup
+
+
+@dataclass(frozen=True)
+class MethodologyView:
+    sections: list[DocSection]
+    formulas: list[Fact]
+    gates: list[Fact]
+    states: list[Fact]
+    grades: list[Fact]
+    words_per_token: Num
+    naming: list[Fact]
+
+
+def _doc(section_id: str, title: str, obj: object, name: str) -> DocSection:
+    text = inspect.cleandoc(inspect.getdoc(obj) or "")
+    return DocSection(section_id, title, name, render_markdown(text))
+
+
+FORMULAS = [
+    Fact(
+        "decode rate of one completion",
+        "(100 − 1) / (t[100] − t[1])",
+        "t[i]: client arrival time of token i; token 0 is the first token; tokens counted from token ids",
+    ),
+    Fact("server decode rate", "median over classes of (median over the class's prompts)", "class-balanced median"),
+    Fact("published value (centre)", "(server A + server B) / 2", "two fresh servers; the range A–B is always shown"),
+    Fact("TTFT", "t[0] − t(send)", "client clock (perf_counter), per prompt; a server's TTFT is the median"),
+    Fact(
+        "aggregate throughput",
+        "Σ completion tokens / batch wall time",
+        "concurrency ladder, requests released together",
+    ),
+    Fact("acceptance rate", "accepted tokens / draft tokens", "differences of vLLM /metrics counters over the suite"),
+    Fact("mean acceptance length", "1 + accepted tokens / drafts", "tokens emitted per target-model step"),
+    Fact(
+        "words per second",
+        f"tok/s × {WORDS_PER_TOKEN}",
+        "about 0.75 English words per token: a rule of thumb, not a measurement",
+    ),
+]
+
+GATES = [
+    Fact(
+        "G1 repeat-exactness",
+        "oracle A vs oracle B",
+        "two fresh servers without speculation must return identical token arrays for every prompt",
+    ),
+    Fact(
+        "G2 speculative repeat",
+        "speculative A vs speculative B",
+        "the two speculative servers must agree token for token",
+    ),
+    Fact(
+        "G3 lossless",
+        "each speculative server vs the oracle",
+        "every prompt's token array identical to the oracle's; the first divergence index is recorded. "
+        "Failing G3 withholds the result: it is never published as measured",
+    ),
+    Fact("canaries", "chat API, temperature 0", "a repeat, a multiplication, an exact copy and a typed JSON object"),
+    Fact(
+        "cache zero",
+        "usage.prompt_tokens_details.cached_tokens = 0",
+        "on every row, with prefix caching off: no result is flattered by a warm cache",
+    ),
+]
+
+NAMING = [
+    Fact("TPOT (vLLM)", "(E2E − TTFT) / (n − 1)", "vLLM's time per output token excludes the first token"),
+    Fact(
+        "ITL (other tools)",
+        "the same quantity",
+        "another popular benchmark calls this ITL and includes TTFT in its TPOT",
+    ),
+    Fact(
+        "decode tok/s (here)",
+        "tokens 1..100 after the first",
+        "not 1 / TPOT: a fixed window from token arrival times, so long tails and TTFT do not blur it",
+    ),
+]
+
+
+def methodology_view() -> MethodologyView:
+    return MethodologyView(
+        sections=[
+            _doc("metrics", "Metrics", catalog.metrics, "catalog/metrics.py"),
+            _doc("packets", "Evidence packets and states", catalog.packet, "catalog/packet.py"),
+            _doc("arm-state", "How an arm's state is decided", catalog.packet.arm_state, "catalog.packet.arm_state"),
+            _doc("evidence", "Re-deriving every number", catalog.evidence, "catalog/evidence.py"),
+            _doc("grades", "Evidence grade", catalog.grade, "catalog/grade.py"),
+            _doc("headline", "The headline rule", catalog.selection, "catalog/selection.py"),
+        ],
+        formulas=FORMULAS,
+        gates=GATES,
+        states=[Fact(STATE_LABELS[s], s, STATE_MEANINGS[s]) for s in STATE_LABELS],
+        grades=[Fact(g, g, m) for g, m in catalog.grade.GRADE_MEANING.items()],
+        words_per_token=num(WORDS_PER_TOKEN),
+        naming=NAMING,
+    )

@@ -1,0 +1,146 @@
+"""Section 7, "how much faster could this get?": measured speed against the physical ceiling.
+
+catalog.projection computes everything (ceiling, utilisation, optimisation band, the formula with
+its numbers, every input with its source); this module only formats what it returns. The family
+page makes one call, `projection_view(...)`; when the projection module is absent or returns
+nothing, the page shows a labelled gap instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from builder.format import Num, num, opt_num
+from builder.views.common import Fact
+from builder.views.results import STATE_LABELS, ArmResult, packet_href
+from catalog.errors import CatalogError
+from catalog.hardware import Hardware
+from catalog.packet import Arm, Packet
+from catalog.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class ProjectionRow:
+    arm: str
+    href: str
+    state: str
+    state_label: str
+    measured: Num | None
+    ceiling: Num
+    utilisation: Num | None
+    band: str
+
+
+@dataclass(frozen=True)
+class ProjectionView:
+    title: str
+    ceiling: Num
+    measured: Num | None
+    utilisation: Num | None
+    lower_bound: bool
+    band: str | None
+    band_meaning: str | None
+    formula: str
+    substituted: str
+    inputs: list[Fact]
+    byte_terms: list[Fact]
+    prefill: list[Fact]
+    notes: list[str]
+    rows: list[ProjectionRow]
+
+
+def _api(name: str) -> Callable[..., Any] | None:
+    try:
+        module = importlib.import_module("catalog.projection")
+    except ImportError:
+        return None
+    found = getattr(module, name, None)
+    return found if callable(found) else None
+
+
+def project(packet: Packet, arm: Arm, hardware: Hardware | None, recipe: Recipe | None) -> Any:
+    """The one call into catalog.projection; None when it is unavailable or has no answer."""
+    project_arm = _api("project_arm")
+    if project_arm is None or hardware is None:
+        return None
+    return project_arm(packet, arm, hardware, recipe)
+
+
+def _percent(fraction: float | None) -> Num | None:
+    return None if fraction is None else num(fraction * 100, 1, "%")
+
+
+def _input_value(value: object, unit: str) -> str | Num:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{value} {unit}".strip()
+    return num(value, 2, unit)
+
+
+def _prefill(bound: Any) -> list[Fact]:
+    if bound is None:
+        return []
+    facts = [
+        Fact("prompt tokens", num(bound.prompt_tokens, 0), bound.prompt_tokens_source),
+        Fact("TTFT lower bound", num(bound.bound_ms, 2, "ms"), bound.formula),
+    ]
+    if bound.measured_ttft_ms is not None:
+        facts.append(Fact("measured TTFT", num(bound.measured_ttft_ms, 2, "ms")))
+    return facts
+
+
+def _row(result: ArmResult, projection: Any) -> ProjectionRow:
+    grade = projection.optimisation_grade
+    return ProjectionRow(
+        arm=f"{result.quant_label} · {result.arm.label}",
+        href=packet_href(result.packet.id, result.arm.id),
+        state=result.state,
+        state_label=STATE_LABELS[result.state],
+        measured=opt_num(projection.measured_tok_s, 2, "tok/s") if result.published else None,
+        ceiling=num(projection.ceiling_tok_s, 2, "tok/s"),
+        utilisation=_percent(projection.utilisation) if result.published else None,
+        band=grade.band if grade and result.published else "—",
+    )
+
+
+def projection_view(
+    lead: ArmResult | None, results: Sequence[ArmResult], recipe: Recipe | None
+) -> ProjectionView | None:
+    if lead is None:
+        return None
+    try:
+        main = project(lead.packet, lead.arm, lead.hardware, recipe)
+        if main is None:
+            return None
+        rows = []
+        for result in results:
+            projection = project(result.packet, result.arm, result.hardware, recipe)
+            if projection is not None:
+                rows.append(_row(result, projection))
+    except CatalogError:
+        return None
+    grade = main.optimisation_grade
+    return ProjectionView(
+        title=f"{lead.quant_label} · {lead.arm.label} on {lead.hardware_name}",
+        ceiling=num(main.ceiling_tok_s, 2, "tok/s"),
+        measured=opt_num(main.measured_tok_s, 2, "tok/s"),
+        utilisation=_percent(main.utilisation),
+        lower_bound=bool(main.utilisation_is_lower_bound),
+        band=grade.band if grade else None,
+        band_meaning=grade.meaning if grade else None,
+        formula=main.formula,
+        substituted=main.substituted,
+        inputs=[Fact(i.label, _input_value(i.value, i.unit), f"{i.origin}: {i.source}") for i in main.inputs],
+        byte_terms=[Fact(f"{t.label} (per {t.per})", num(t.bytes / 1e9, 3, "GB"), t.detail) for t in main.byte_terms],
+        prefill=_prefill(main.prefill),
+        notes=list(main.notes),
+        rows=rows,
+    )
+
+
+PROJECTION_GAP = (
+    "No projection: the physical-ceiling model has no answer for this family's headline result "
+    "(its architecture or hardware figures are missing). The measured numbers above stand on their own."
+)

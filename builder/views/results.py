@@ -1,0 +1,146 @@
+"""One row per arm of every packet: the unit the scorecards, charts and hardware pages share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from catalog.grade import Grade, evidence_grade
+from catalog.hardware import Hardware
+from catalog.packet import Arm, Packet, State
+from catalog.recipe import Recipe
+
+STATE_LABELS = {
+    "measured": "Measured",
+    "imported": "Imported",
+    "withheld": "Withheld",
+    "screened": "Screened",
+    "estimated": "Estimated",
+    "untested": "Untested",
+}
+STATE_MEANINGS = {
+    "measured": "measured by this runner on fresh servers; every gate it carries passed",
+    "imported": "taken from a named published source; not measured by this runner",
+    "withheld": "measured, but speculative output was not identical to the oracle (or the oracle itself "
+    "was not repeat-exact): its speed is not published",
+    "screened": "a speed check only, with no identity gate",
+    "estimated": "derived, not measured",
+    "untested": "no packet covers this combination",
+}
+# Best evidence first: the order a family's "best state" is chosen in.
+STATE_RANK = ["measured", "imported", "screened", "estimated", "withheld", "untested"]
+
+
+def packet_href(packet_id: str, arm_id: str | None = None) -> str:
+    return f"packets/{packet_id}/index.html" + (f"#arm-{arm_id}" if arm_id else "")
+
+
+def label_key(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown"
+
+
+def depth_label(method: str | None, depth: int) -> str:
+    if depth == 0:
+        return "no speculation"
+    return f"{(method or 'spec').upper()} depth {depth}"
+
+
+def short_depth(method: str | None, depth: int) -> str:
+    """The compact axis label: MTP0, MTP3; NGRAM4; SPEC0 when no arm names a method."""
+    return f"{(method or 'spec').upper()}{depth}"
+
+
+def withheld_reason(arm: Arm) -> str:
+    gates = "; ".join(g.summary for g in arm.failed_gates)
+    reason = arm.withheld_reason or ""
+    return " · ".join(part for part in (gates, reason) if part) or "withheld"
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    packet: Packet
+    arm: Arm
+    grade: Grade
+    hardware: Hardware | None
+    quant_key: str
+    quant_label: str
+
+    @property
+    def state(self) -> str:
+        return self.arm.state.value
+
+    @property
+    def tp(self) -> int:
+        return self.arm.config.tensor_parallel_size
+
+    @property
+    def depth(self) -> int:
+        return self.arm.config.spec_depth
+
+    @property
+    def method(self) -> str | None:
+        return self.arm.config.spec_method
+
+    @property
+    def draft_head(self) -> str | None:
+        return self.arm.config.draft_head
+
+    @property
+    def hardware_id(self) -> str:
+        return self.packet.identity.host.hardware
+
+    @property
+    def hardware_name(self) -> str:
+        return self.hardware.name if self.hardware else self.hardware_id
+
+    @property
+    def published(self) -> bool:
+        return self.arm.state in (State.MEASURED, State.IMPORTED)
+
+    @property
+    def centre(self) -> float | None:
+        return self.arm.decode_tok_s
+
+    @property
+    def values(self) -> list[float]:
+        return self.arm.server_values
+
+    @property
+    def unpublished_value(self) -> float | None:
+        """What a withheld arm would have shown: never displayed as a result, only struck."""
+        return self.arm.decode_tok_s if self.arm.decode_tok_s is not None else self.arm.published_figure
+
+    @property
+    def reason(self) -> str | None:
+        return withheld_reason(self.arm) if self.arm.state == State.WITHHELD else None
+
+    @property
+    def href(self) -> str:
+        return packet_href(self.packet.id, self.arm.id)
+
+    @property
+    def series_head(self) -> str:
+        return self.draft_head or (f"{self.method} head" if self.method else "no draft head")
+
+
+def quant_identity(packet: Packet, recipe: Recipe | None) -> tuple[str, str]:
+    label = packet.identity.model.quantization_label
+    return label_key(label), label
+
+
+def arm_results(
+    packets: Sequence[Packet], hardware: dict[str, Hardware], recipe: Recipe | None, all_packets: Sequence[Packet]
+) -> list[ArmResult]:
+    results = []
+    for packet in packets:
+        grade = evidence_grade(packet, all_packets)
+        key, label = quant_identity(packet, recipe)
+        for arm in packet.arms:
+            results.append(ArmResult(packet, arm, grade, hardware.get(packet.identity.host.hardware), key, label))
+    return results
+
+
+def best_state(states: Iterable[str]) -> str:
+    present = set(states)
+    return next((s for s in STATE_RANK if s in present), "untested")
