@@ -65,6 +65,10 @@ def load_catalog(data_dir: Path, packets_dir: Path) -> Catalog:
     hardware = hardware_file.by_id() if hardware_file else {}
     recipes = _load_recipes(data_dir / "models", found)
     suites, canary_sets = _load_suites(data_dir / "suites", found)
+    # A data file already in error is not reported again through every packet that names it.
+    unloaded = {Path(error.file).stem for error in found.errors if error.file}
+    if hardware_file is None:
+        unloaded.add("*hardware")  # not a valid slug, so no hardware id can collide with it
     packets: dict[str, Packet] = {}
     paths: dict[str, Path] = {}
     for path in sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []:
@@ -76,7 +80,7 @@ def load_catalog(data_dir: Path, packets_dir: Path) -> Catalog:
             continue
         packets[packet.id] = packet
         paths[packet.id] = path
-        _cross_check(packet, path, recipes, hardware, suites, canary_sets, found)
+        _cross_check(packet, path, recipes, hardware, suites, canary_sets, found, unloaded)
     for packet_id, packet in packets.items():
         if packet.reproduces and packet.reproduces not in packets:
             found.add(f"names unknown packet {packet.reproduces!r}", file=paths[packet_id], field="reproduces")
@@ -132,39 +136,52 @@ def _cross_check(
     suites: dict[str, Suite],
     canary_sets: dict[str, CanarySet],
     found: _Collector,
+    unloaded: set[str],
 ) -> None:
     model = packet.identity.model
     recipe = recipes.get(model.slug)
     if recipe is None:
-        found.add(f"model {model.slug!r} has no recipe in data/models", file=path, field="identity.model.slug")
+        if model.slug not in unloaded:
+            found.add(f"model {model.slug!r} has no recipe in data/models", file=path, field="identity.model.slug")
     elif model.variant is None and packet.provenance.kind == "measured":
         found.add("a measured packet names its recipe variant", file=path, field="identity.model.variant")
     elif model.variant is not None and model.variant not in recipe.variants:
         found.add(f"recipe {model.slug!r} has no variant {model.variant!r}", file=path, field="identity.model.variant")
-    if packet.identity.host.hardware not in hardware:
+    if packet.identity.host.hardware not in hardware and "*hardware" not in unloaded:
         found.add(
             f"hardware {packet.identity.host.hardware!r} is not in data/hardware.yaml",
             file=path,
             field="identity.host.hardware",
         )
     if packet.provenance.kind == "measured":
-        _check_workload(packet, path, suites, canary_sets, found)
+        _check_workload(packet, path, suites, canary_sets, found, unloaded)
         for problem_field, message in evidence_problems(packet):
             found.add(message, file=path, field=problem_field)
 
 
 def _check_workload(
-    packet: Packet, path: Path, suites: dict[str, Suite], canary_sets: dict[str, CanarySet], found: _Collector
+    packet: Packet,
+    path: Path,
+    suites: dict[str, Suite],
+    canary_sets: dict[str, CanarySet],
+    found: _Collector,
+    unloaded: set[str],
 ) -> None:
     workload = packet.workload
     suite = suites.get(workload.suite_id)
     if suite is None:
-        found.add(f"suite {workload.suite_id!r} is not in data/suites", file=path, field="workload.suite_id")
+        if workload.suite_id not in unloaded:
+            found.add(f"suite {workload.suite_id!r} is not in data/suites", file=path, field="workload.suite_id")
     elif workload.suite_sha256 != suite.sha256:
         found.add("suite hash differs from data/suites: the suite changed", file=path, field="workload.suite_sha256")
     if workload.canary_set_id is not None:
         canaries = canary_sets.get(workload.canary_set_id)
         if canaries is None:
-            found.add(f"canary set {workload.canary_set_id!r} is not in data/suites", file=path, field="workload.canary_set_id")
+            if workload.canary_set_id not in unloaded:
+                found.add(
+                    f"canary set {workload.canary_set_id!r} is not in data/suites",
+                    file=path,
+                    field="workload.canary_set_id",
+                )
         elif workload.canary_set_sha256 != canaries.sha256:
             found.add("canary set hash differs from data/suites", file=path, field="workload.canary_set_sha256")
