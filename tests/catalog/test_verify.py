@@ -1,0 +1,677 @@
+"""`make verify`: every data file re-validated, every packet re-hashed and re-derived, and each
+failure one plain line naming the file (and line where known) and the field; nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from catalog.canonical import pretty_json
+from catalog.errors import CatalogError, CatalogErrors
+from catalog.packet import Packet
+from catalog.packet_io import packet_json, read_packet, seal, write_packet
+from catalog.repository import Catalog, load_catalog
+from tests.catalog.factories import (
+    REPO,
+    SPEC_ARM,
+    measured_draft,
+    measured_packet,
+    published_arm,
+    published_draft,
+)
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def load(tree: Path) -> Catalog:
+    return load_catalog(tree / "data", tree / "packets")
+
+
+def problems(tree: Path) -> list[CatalogError]:
+    with pytest.raises(CatalogError) as info:
+        load(tree)
+    error = info.value
+    return error.errors if isinstance(error, CatalogErrors) else [error]
+
+
+def only_problem(tree: Path) -> CatalogError:
+    found = problems(tree)
+    assert len(found) == 1, [str(e) for e in found]
+    return found[0]
+
+
+def put(tree: Path, packet: Packet) -> Path:
+    return write_packet(packet, tree / "packets")
+
+
+def line_of(text: str, needle: str) -> int:
+    """1-based line of the first line containing `needle`."""
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def edit_text(path: Path, change: Callable[[str], str]) -> str:
+    before = path.read_text(encoding="utf-8")
+    after = change(before)
+    assert after != before
+    path.write_text(after, encoding="utf-8")
+    return after
+
+
+def edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(pretty_json(data), encoding="utf-8")
+
+
+def snapshot(root: Path) -> dict[str, tuple[str, int, int]]:
+    """Every file and folder under root with its content hash, size and mtime."""
+    found: dict[str, tuple[str, int, int]] = {}
+    for path in sorted(root.rglob("*")):
+        stat = path.stat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        found[str(path.relative_to(root))] = (digest, stat.st_size if path.is_file() else 0, stat.st_mtime_ns)
+    return found
+
+
+def run_verify(tree: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "catalog.verify", "--data", str(tree / "data"), "--packets", str(tree / "packets")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+RECIPE = Path("data/models/qwen3.5-9b.yaml")
+
+
+# --- the good case -------------------------------------------------------------------------
+
+
+def test_a_clean_tree_loads(tree: Path) -> None:
+    measured = measured_packet()
+    withheld = measured_packet(g3_diverges=True)
+    imported = seal(published_draft([published_arm("tp1-mtp0", [50.0, 50.2], gates=[("G1", 12, 12, True)])]))
+    for packet in (measured, withheld, imported):
+        put(tree, packet)
+    catalog = load(tree)
+    assert set(catalog.packets) == {measured.id, withheld.id, imported.id}
+    assert catalog.packets[measured.id] == measured
+    assert catalog.packet_paths[measured.id] == tree / "packets" / f"{measured.id}.json"
+    assert [p.id for p in catalog.packets_of("qwen3.5-9b")] == sorted([measured.id, withheld.id, imported.id])
+    assert catalog.packets_of("qwen3.5-4b") == []
+    assert {"qwen3.5-9b", "qwen3.5-4b"} <= set(catalog.recipes)
+    assert set(catalog.suites) == {"strict-v1"}
+    assert set(catalog.canary_sets) == {"canaries-v1"}
+    assert "arc_pro_b70" in catalog.hardware
+
+
+def test_a_tree_without_packets_loads(tree: Path) -> None:
+    shutil.rmtree(tree / "packets")
+    assert load(tree).packets == {}
+
+
+def test_the_repository_itself_verifies() -> None:
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    for packet_id, path in catalog.packet_paths.items():
+        assert path.name == f"{packet_id}.json"
+
+
+def test_written_packet_reads_back_identically(tree: Path) -> None:
+    packet = measured_packet()
+    path = put(tree, packet)
+    assert path.read_text(encoding="utf-8") == packet_json(packet)
+    assert read_packet(path) == packet
+
+
+# --- tampering -----------------------------------------------------------------------------
+
+
+def test_one_digit_of_a_decode_rate_changed(tree: Path) -> None:
+    packet = measured_packet()
+    path = put(tree, packet)
+    value = packet.arms[0].servers[0].decode_tok_s
+    assert value is not None
+    old = f'"decode_tok_s": {value!r}'
+    digits = repr(value)
+    new_digits = digits[:4] + ("7" if digits[4] != "7" else "8") + digits[5:]
+    edit_text(path, lambda text: text.replace(old, f'"decode_tok_s": {new_digits}', 1))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "sha256")
+    assert "content does not match its hash" in error.message
+    assert "edited after sealing" in error.message
+    assert str(error).startswith(f"{path}: sha256: ")
+
+
+def test_one_token_id_changed(tree: Path) -> None:
+    path = put(tree, measured_packet())
+    edit_json(path, lambda d: d["arms"][1]["servers"][0]["rows"][5]["token_ids"].__setitem__(9, 4242))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "sha256")
+
+
+def test_the_stored_hash_changed(tree: Path) -> None:
+    packet = measured_packet(spec=False)
+    path = put(tree, packet)
+    edit_json(path, lambda d: d.update(sha256="f" * 64))
+    assert only_problem(tree).field == "sha256"
+
+
+def test_the_id_inside_the_file_changed(tree: Path) -> None:
+    packet = measured_packet(spec=False)
+    path = put(tree, packet)
+    other = f"qwen3.5-9b-bf16-{'0' * 8}"
+    edit_json(path, lambda d: d.update(id=other))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "id")
+    assert f"id should be {packet.id!r}" in error.message
+
+
+def test_renamed_file(tree: Path) -> None:
+    packet = measured_packet(spec=False)
+    path = put(tree, packet)
+    renamed = path.with_name("qwen3.5-9b-bf16-deadbeef.json")
+    path.rename(renamed)
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(renamed), "id")
+    assert error.message == f"file name should be {packet.id}.json"
+    assert str(error) == f"{renamed}: id: file name should be {packet.id}.json"
+
+
+def test_copy_under_another_name(tree: Path) -> None:
+    packet = measured_packet(spec=False)
+    path = put(tree, packet)
+    copy = tree / "packets" / "copy-of-the-campaign.json"
+    shutil.copy(path, copy)
+    error = only_problem(tree)  # the original is fine; the copy is the one problem
+    assert (error.file, error.field) == (str(copy), "id")
+
+
+def test_resealed_under_the_same_content_is_the_same_packet(tree: Path) -> None:
+    first = put(tree, measured_packet(spec=False))
+    second = put(tree, measured_packet(spec=False))
+    assert first == second  # same content, same hash, same file: sealing is idempotent
+    assert len(load(tree).packets) == 1
+
+
+# --- malformed files -----------------------------------------------------------------------
+
+
+def test_malformed_packet_json_names_the_line(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    text = path.read_text(encoding="utf-8")
+    title_line = line_of(text, '  "title": ')
+    lines = text.splitlines(keepends=True)
+    lines[title_line - 1] = lines[title_line - 1].replace('",\n', '"\n')
+    path.write_text("".join(lines), encoding="utf-8")
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert error.line == title_line + 1  # the parser notices at the next key
+    assert error.message.startswith("invalid JSON: Expecting ',' delimiter")
+    assert str(error).startswith(f"{path}:{title_line + 1}: invalid JSON")
+
+
+def test_truncated_packet(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[: len(text) // 2], encoding="utf-8")
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert error.line is not None and error.line > 100
+    assert error.message.startswith("invalid JSON")
+
+
+@pytest.mark.parametrize("content", ["", "[]", "null", '"packet"'])
+def test_packet_that_is_not_an_object(tree: Path, content: str) -> None:
+    path = tree / "packets" / "odd.json"
+    path.write_text(content, encoding="utf-8")
+    error = only_problem(tree)
+    assert error.file == str(path)
+
+
+def test_duplicate_json_key(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    edit_text(path, lambda t: t.replace("{\n", '{\n  "title": "first",\n', 1))
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert "duplicate key 'title'" in error.message
+
+
+def test_nan_in_a_packet(tree: Path) -> None:
+    packet = measured_packet(spec=False)
+    path = put(tree, packet)
+    value = packet.arms[0].servers[0].decode_tok_s
+    edit_text(path, lambda t: t.replace(f'"decode_tok_s": {value!r}', '"decode_tok_s": NaN', 1))
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert "NaN is not a number JSON allows" in error.message
+
+
+def test_malformed_recipe_yaml_names_the_line(tree: Path) -> None:
+    path = tree / RECIPE
+    text = edit_text(path, lambda t: t.replace('  provider: "Qwen"\n', '  provider: "Qwen": [\n', 1))
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert error.line == line_of(text, '  provider: "Qwen": [')
+    assert error.message.startswith("invalid YAML")
+
+
+def test_tab_indented_yaml(tree: Path) -> None:
+    path = tree / RECIPE
+    text = edit_text(path, lambda t: t.replace("  provider:", "\tprovider:", 1))
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert error.line == line_of(text, "\tprovider:")
+
+
+def test_duplicate_yaml_key(tree: Path) -> None:
+    path = tree / RECIPE
+    text = edit_text(path, lambda t: t.replace('  provider: "Qwen"\n', '  provider: "Qwen"\n  provider: "Other"\n', 1))
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert "duplicate key 'provider'" in error.message
+    assert error.line == line_of(text, 'provider: "Other"')
+
+
+def test_recipe_that_is_not_utf8(tree: Path) -> None:
+    path = tree / RECIPE
+    path.write_bytes(path.read_bytes().replace(b"Qwen3.5 dense", b"Qwen3.5 \xff dense", 1))
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert error.message.startswith("not UTF-8 text")
+
+
+def test_missing_hardware_file(tree: Path) -> None:
+    (tree / "data" / "hardware.yaml").unlink()
+    found = problems(tree)
+    assert str(found[0]).startswith(f"{tree / 'data' / 'hardware.yaml'}: cannot read")
+
+
+# --- unknown keys and wrong types ----------------------------------------------------------
+
+
+def test_unknown_key_in_a_packet(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    edit_text(path, lambda t: t.replace("{\n", '{\n  "colour": "red",\n', 1))
+    error = only_problem(tree)
+    assert (error.file, error.field, error.line, error.message) == (str(path), "colour", 2, "unknown key")
+    assert str(error) == f"{path}:2: colour: unknown key"
+
+
+def test_unknown_nested_key_in_a_packet(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    text = edit_text(path, lambda t: t.replace('"host": {\n', '"host": {\n      "rack": "r7",\n', 1))
+    error = only_problem(tree)
+    assert error.field == "identity.host.rack"
+    assert error.line == line_of(text, '"rack": "r7"')
+
+
+def test_unknown_key_in_a_recipe(tree: Path) -> None:
+    path = tree / RECIPE
+    text = edit_text(path, lambda t: t.replace("meta:\n", "meta:\n  colour: red\n", 1))
+    error = only_problem(tree)
+    assert (error.file, error.field, error.message) == (str(path), "meta.colour", "unknown key")
+    assert error.line == line_of(text, "colour: red") == 2
+
+
+def test_unknown_key_deep_in_a_recipe(tree: Path) -> None:
+    path = tree / RECIPE
+    text = edit_text(path, lambda t: t.replace("  reasoning:\n", "  reasoning:\n    colour: red\n", 1))
+    error = only_problem(tree)
+    assert error.field == "features.reasoning.colour"
+    assert error.line == line_of(text, "colour: red")
+
+
+def test_wrong_type_in_a_recipe(tree: Path) -> None:
+    path = tree / RECIPE
+    text = edit_text(path, lambda t: t.replace("context_length: 262144", "context_length: lots", 1))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "model.context_length")
+    assert error.line == line_of(text, "context_length: lots")
+    assert "valid integer" in error.message
+
+
+def test_wrong_type_in_a_packet(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    text = edit_text(path, lambda t: t.replace('"card_count": 1', '"card_count": "one"', 1))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "identity.host.card_count")
+    assert error.line == line_of(text, '"card_count": "one"')
+
+
+def test_wrong_type_in_hardware(tree: Path) -> None:
+    path = tree / "data" / "hardware.yaml"
+    text = edit_text(path, lambda t: t.replace("memory_gb: {value: 24,", "memory_gb: {value: lots,", 1))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "hardware[1].memory_gb.value")
+    assert error.line == line_of(text, "memory_gb: {value: lots,")
+
+
+def test_wrong_type_in_a_suite(tree: Path) -> None:
+    path = tree / "data" / "suites" / "strict-v1.json"
+    edit_json(path, lambda d: d["prompts"][3].update(prompt=["not", "a", "string"]))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "prompts[3].prompt")
+    assert error.line is not None
+
+
+def test_several_problems_in_one_pass(tree: Path) -> None:
+    good = measured_packet(spec=False)
+    bad_path = put(tree, measured_packet(spec=False, title="tampered"))
+    put(tree, good)
+    edit_json(bad_path, lambda d: d.update(title="changed"))
+    edit_text(tree / RECIPE, lambda t: t.replace("meta:\n", "meta:\n  colour: red\n", 1))
+    found = problems(tree)
+    assert {(Path(e.file or "").name, e.field) for e in found} == {
+        ("qwen3.5-9b.yaml", "meta.colour"),
+        (bad_path.name, "sha256"),
+    }
+    assert len(found) == 2
+
+
+@pytest.mark.parametrize(
+    ("data_file", "field"),
+    [
+        (RECIPE, "meta.colour"),
+        (Path("data/hardware.yaml"), "colour"),
+        (Path("data/suites/strict-v1.json"), "colour"),
+        (Path("data/suites/canaries-v1.json"), "colour"),
+    ],
+)
+def test_a_broken_data_file_is_reported_once_not_through_every_packet(tree: Path, data_file: Path, field: str) -> None:
+    for title in ("one", "two", "three"):
+        put(tree, measured_packet(title=title))
+    path = tree / data_file
+    if path.suffix == ".json":
+        edit_text(path, lambda t: t.replace("{\n", '{\n  "colour": "red",\n', 1))
+    else:
+        edit_text(
+            path, lambda t: t.replace("meta:\n", "meta:\n  colour: red\n", 1) if "meta:" in t else "colour: red\n" + t
+        )
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), field)
+
+
+# --- slugs and cross-references -------------------------------------------------------------
+
+
+def test_duplicate_recipe_slug(tree: Path) -> None:
+    copy = tree / "data" / "models" / "qwen3.5-9b-again.yaml"
+    shutil.copy(tree / RECIPE, copy)
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(copy), "meta.slug")
+    assert "qwen3.5-9b" in error.message
+
+
+@pytest.mark.parametrize("slug", ["../qwen3.5-9b", "qwen/../../etc", "qwën3.5-9b", "qwen3.5-9b\u200b", "Qwen3.5-9B"])
+def test_recipe_slug_with_path_characters_or_non_ascii(tree: Path, slug: str) -> None:
+    path = tree / RECIPE
+    text = edit_text(path, lambda t: t.replace('slug: "qwen3.5-9b"', f"slug: {json.dumps(slug)}", 1))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "meta.slug")
+    assert error.line == line_of(text, "  slug: ")
+    assert "should match pattern" in error.message
+
+
+def test_recipe_slug_must_match_its_file_name(tree: Path) -> None:
+    path = tree / RECIPE
+    edit_text(path, lambda t: t.replace('slug: "qwen3.5-9b"', 'slug: "qwen-nine"', 1))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "meta.slug")
+    assert "must match the file name" in error.message
+
+
+def test_packet_whose_model_has_no_recipe(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False, slug="qwen9-nowhere"))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "identity.model.slug")
+    assert "'qwen9-nowhere' has no recipe in data/models" in error.message
+
+
+def test_packet_whose_recipe_was_removed(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    (tree / RECIPE).unlink()
+    assert only_problem(tree).field == "identity.model.slug"
+    assert only_problem(tree).file == str(path)
+
+
+def test_packet_with_unknown_variant_or_hardware(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False, variant="int2", hardware="tpu_v9"))
+    found = problems(tree)
+    assert sorted((e.file, e.field) for e in found) == [
+        (str(path), "identity.host.hardware"),
+        (str(path), "identity.model.variant"),
+    ]
+
+
+@pytest.mark.parametrize("slug", ["../etc", "qwën", "a/b"])
+def test_packet_slug_with_path_characters_or_non_ascii(tree: Path, slug: str) -> None:
+    packet = measured_packet(spec=False)
+    path = put(tree, packet)
+    edit_json(path, lambda d: d["identity"]["model"].update(slug=slug))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "identity.model.slug")
+
+
+def test_reproduces_an_unknown_packet(tree: Path) -> None:
+    draft = measured_draft(spec=False)
+    draft["reproduces"] = "qwen3.5-9b-bf16-00000000"
+    path = put(tree, seal(draft))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "reproduces")
+
+
+def test_reproduces_a_known_packet(tree: Path) -> None:
+    original = measured_packet(spec=False)
+    draft = measured_draft(spec=False, title="again")
+    draft["reproduces"] = original.id
+    put(tree, original)
+    put(tree, seal(draft))
+    assert len(load(tree).packets) == 2
+
+
+def test_suite_changed_since_the_packet(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    edit_json(tree / "data" / "suites" / "strict-v1.json", lambda d: d["prompts"][0].update(title="Edited"))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "workload.suite_sha256")
+
+
+def test_canary_set_changed_or_missing(tree: Path) -> None:
+    path = put(tree, measured_packet(spec=False))
+    canaries = tree / "data" / "suites" / "canaries-v1.json"
+    edit_json(canaries, lambda d: d["canaries"][1].update(expect=["1592"]))
+    assert (only_problem(tree).file, only_problem(tree).field) == (str(path), "workload.canary_set_sha256")
+    canaries.unlink()
+    assert only_problem(tree).field == "workload.canary_set_id"
+
+
+def test_unknown_suite(tree: Path) -> None:
+    draft = measured_draft(spec=False)
+    draft["workload"]["suite_id"] = "strict-v9"
+    path = put(tree, seal(draft))
+    assert (only_problem(tree).file, only_problem(tree).field) == (str(path), "workload.suite_id")
+
+
+def test_suite_file_named_by_its_id(tree: Path) -> None:
+    suites = tree / "data" / "suites"
+    (suites / "strict-v1.json").rename(suites / "strict-v2.json")
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(suites / "strict-v2.json"), "id")
+
+
+# --- evidence re-derivation (sealed with the right hash, wrong numbers) ---------------------
+
+
+def sealed_with(tree: Path, change: Callable[[dict[str, Any]], None], **kw: Any) -> Path:
+    draft = measured_draft(**kw)
+    change(draft)
+    return put(tree, seal(draft))
+
+
+def test_server_rate_that_does_not_match_its_rows(tree: Path) -> None:
+    path = sealed_with(
+        tree,
+        lambda d: d["arms"][0]["servers"][0].update(decode_tok_s=d["arms"][0]["servers"][0]["decode_tok_s"] * 1.01),
+    )
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "arms[0].servers[0].decode_tok_s")
+    assert "does not match the rate re-computed from its rows" in error.message
+
+
+def test_server_rate_off_in_the_last_digit_is_caught(tree: Path) -> None:
+    def nudge(d: dict[str, Any]) -> None:
+        server = d["arms"][1]["servers"][1]
+        server["decode_tok_s"] = server["decode_tok_s"] * (1 + 1e-6)
+
+    sealed_with(tree, nudge)
+    assert only_problem(tree).field == "arms[1].servers[1].decode_tok_s"
+
+
+def test_server_ttft_that_does_not_match_its_rows(tree: Path) -> None:
+    sealed_with(tree, lambda d: d["arms"][0]["servers"][1].update(ttft_ms=1.0))
+    assert only_problem(tree).field == "arms[0].servers[1].ttft_ms"
+
+
+def test_cache_zero_that_disagrees_with_the_rows(tree: Path) -> None:
+    sealed_with(tree, lambda d: d["arms"][0]["servers"][0]["rows"][2].update(cached_tokens=16))
+    assert only_problem(tree).field == "arms[0].servers[0].cache_zero"
+
+
+def test_failed_server_that_publishes_a_rate(tree: Path) -> None:
+    sealed_with(tree, lambda d: d["arms"][0]["servers"][1].update(status="failed", error="OOM"), spec=False)
+    error = only_problem(tree)
+    assert error.field == "arms[0].servers[1].decode_tok_s"
+    assert "a failed server cannot publish a rate" in error.message
+
+
+def test_gate_that_does_not_match_the_token_arrays(tree: Path) -> None:
+    # server A of the speculative arm drifts at token 30 of prompt 2, but its gates still say 12/12
+    path = sealed_with(tree, lambda d: d["arms"][1]["servers"][0]["rows"][2]["token_ids"].__setitem__(30, 1))
+    found = problems(tree)
+    assert sorted((e.file, e.field) for e in found) == [
+        (str(path), "arms[1].gates[0]"),  # G2 A vs B
+        (str(path), "arms[1].gates[1]"),  # G3 A vs oracle
+    ]
+    assert all("does not match the token arrays re-compared" in e.message for e in found)
+
+
+def test_g3_against_an_unknown_arm(tree: Path) -> None:
+    sealed_with(tree, lambda d: d["arms"][1]["gates"][1].update(against="tp9-oracle"))
+    error = only_problem(tree)
+    assert error.field == "arms[1].gates[1].against"
+    assert "'tp9-oracle'" in error.message
+
+
+def test_g1_on_an_arm_with_one_server(tree: Path) -> None:
+    sealed_with(tree, lambda d: d["arms"][0]["servers"].pop(), spec=False)
+    assert only_problem(tree).field == "arms[0].gates[0].against"
+
+
+def test_gate_on_servers_without_rows(tree: Path) -> None:
+    # A gate claims 12/12 but there are no token arrays to re-compare: an evidence error, not a crash.
+    def no_rows(d: dict[str, Any]) -> None:
+        for server in d["arms"][0]["servers"]:
+            server.update(rows=[], decode_tok_s=None, ttft_ms=None, cache_zero=None)
+
+    path = sealed_with(tree, no_rows, spec=False)
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "arms[0].gates[0]")
+    assert error.message == "has no prompt rows to re-compare"
+
+
+def test_withheld_packet_evidence_re_derives(tree: Path) -> None:
+    packet = measured_packet(g3_diverges=True)
+    put(tree, packet)
+    assert load(tree).packets[packet.id].arm(SPEC_ARM).gates[1].first_divergence[4] == 57
+
+
+# --- nothing is written ---------------------------------------------------------------------
+
+
+def test_loading_writes_nothing(tree: Path) -> None:
+    put(tree, measured_packet())
+    before = snapshot(tree)
+    load(tree)
+    assert snapshot(tree) == before
+
+
+def test_failing_load_writes_nothing(tree: Path) -> None:
+    path = put(tree, measured_packet())
+    edit_json(path, lambda d: d.update(title="changed"))
+    edit_text(tree / RECIPE, lambda t: t.replace("meta:\n", "meta:\n  colour: red\n", 1))
+    before = snapshot(tree)
+    problems(tree)
+    assert snapshot(tree) == before
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def test_cli_success(tree: Path) -> None:
+    put(tree, measured_packet())
+    before = snapshot(tree)
+    result = run_verify(tree)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.startswith("verified 1 packets, 3 recipes, 5 hardware entries, 1 suites")
+    assert snapshot(tree) == before
+
+
+def test_cli_failure_is_one_plain_line_per_problem(tree: Path) -> None:
+    tampered = put(tree, measured_packet(title="tampered"))
+    edit_json(tampered, lambda d: d.update(title="changed"))
+    renamed = put(tree, measured_packet(title="renamed", spec=False))
+    renamed.rename(renamed.with_name("renamed.json"))
+    no_rows = sealed_with(
+        tree,
+        lambda d: [
+            s.update(rows=[], decode_tok_s=None, ttft_ms=None, cache_zero=None) for s in d["arms"][0]["servers"]
+        ],
+        spec=False,
+        title="no rows",
+    )
+    broken_json = tree / "packets" / "broken.json"
+    broken_json.write_text('{\n  "title": "x"\n  "id": 1\n}\n', encoding="utf-8")
+    edit_text(tree / RECIPE, lambda t: t.replace("meta:\n", "meta:\n  colour: red\n", 1))
+    before = snapshot(tree)
+
+    result = run_verify(tree)
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 5, result.stderr
+    assert all(line.startswith("error: ") for line in lines)
+    expected = {
+        f"{tree / RECIPE}:2: meta.colour: unknown key",
+        f"{broken_json}:3: invalid JSON: Expecting ',' delimiter",
+        f"{tampered}: sha256: content does not match its hash",
+        f"{renamed.with_name('renamed.json')}: id: file name should be",
+        f"{no_rows}: arms[0].gates[0]",
+    }
+    for start in expected:
+        assert sum(line.startswith(f"error: {start}") for line in lines) == 1, (start, lines)
+    assert snapshot(tree) == before
+
+
+def test_cli_without_any_data(tmp_path: Path) -> None:
+    result = run_verify(tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: {tmp_path / 'data' / 'hardware.yaml'}: cannot read")
