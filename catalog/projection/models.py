@@ -114,6 +114,7 @@ class CellEstimate(StrictModel):
     decode_tok_s: float
     ceiling_tok_s: float
     utilisation: float
+    tp_ratio: float | None = None
     basis: list[BasisArm]
     rule: str
     projection: Projection

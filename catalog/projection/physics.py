@@ -160,6 +160,21 @@ def layout_from(facts: ArchitectureFacts) -> Layout | None:
     )
 
 
+def stored_bytes(layout: Layout, scheme: QuantScheme) -> float:
+    """Bytes of the whole checkpoint (text, MTP head, vision tower) at the scheme's stored precision."""
+    h = layout.hidden
+    return (
+        layout.embedding * scheme.bytes_per_weight("embedding", h)
+        + (0 if layout.tied else layout.embedding * scheme.bytes_per_weight("lm_head", h))
+        + layout.full_layers * layout.attention * scheme.bytes_per_weight("attention", h)
+        + layout.linear_layers * layout.linear_attention * scheme.bytes_per_weight("linear_attn", h)
+        + layout.layers * layout.mlp * scheme.bytes_per_weight("mlp", h)
+        + (layout.layers * layout.layer_norms + h) * 2.0
+        + layout.mtp_layers * layout.mtp * scheme.bytes_per_weight("mtp", h)
+        + layout.vision_parameters * scheme.bytes_per_weight("vision", h)
+    )
+
+
 @dataclass(frozen=True)
 class Term:
     """One contribution to the bytes a step moves."""

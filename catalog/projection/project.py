@@ -31,6 +31,7 @@ from catalog.projection.physics import (
     layout_from,
     prefill_flops,
     step_ceiling,
+    stored_bytes,
 )
 from catalog.projection.precision import DRAFT_LM_HEAD_INT4
 from catalog.recipe import Recipe
@@ -450,17 +451,7 @@ def _checkpoint_check(cell: Cell, layout: Layout) -> None:
         )
     model = cell.packet.identity.model if cell.packet else None
     if model is not None and model.weight_bytes:
-        scheme = cell.scheme
-        h = layout.hidden
-        stored = (
-            layout.embedding * scheme.bytes_per_weight("embedding", h)
-            + (0 if layout.tied else layout.embedding * scheme.bytes_per_weight("lm_head", h))
-            + layout.full_layers * layout.attention * scheme.bytes_per_weight("attention", h)
-            + layout.linear_layers * layout.linear_attention * scheme.bytes_per_weight("linear_attn", h)
-            + layout.layers * layout.mlp * scheme.bytes_per_weight("mlp", h)
-            + layout.mtp_layers * layout.mtp * scheme.bytes_per_weight("mtp", h)
-            + layout.vision_parameters * scheme.bytes_per_weight("vision", h)
-        )
+        stored = stored_bytes(layout, cell.scheme)
         ratio = model.weight_bytes / stored
         if abs(ratio - 1) > 0.1:
             cell.notes.append(

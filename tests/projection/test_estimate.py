@@ -89,3 +89,17 @@ def test_other_hardware_is_no_basis(catalog: Catalog) -> None:
         )
         is None
     )
+
+
+def test_cross_tp_basis_is_scaled_by_the_family_tp_ratio(catalog: Catalog) -> None:
+    """TP2 · MTP3 left out: its basis is TP1 · MTP3, scaled by u(TP2, MTP0) / u(TP1, MTP0)."""
+    estimate = _estimate(catalog, "qwen3.5-9b", "fp8-dynamic", 2, 3, True)
+    assert estimate is not None
+    assert [(b.tensor_parallel_size, b.spec_depth) for b in estimate.basis] == [(1, 3)]
+    tp1 = [_estimate(catalog, "qwen3.5-9b", q, 1, 0) for q in ("fp8-dynamic", "w4a16")]
+    assert all(e is not None for e in tp1)
+    u_tp1 = sorted(e.basis[0].utilisation for e in tp1 if e is not None)  # each is the other's basis
+    u_tp2 = next(b.utilisation for b in _estimate(catalog, "qwen3.5-9b", "w4a16", 2, 0).basis)  # type: ignore[union-attr]
+    assert estimate.tp_ratio == pytest.approx(u_tp2 / (sum(u_tp1) / 2))
+    assert estimate.utilisation == pytest.approx(estimate.basis[0].utilisation * estimate.tp_ratio)
+    assert estimate.decode_tok_s == pytest.approx(147.8, rel=0.1)
