@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 
 from catalog.base import Slug, StrictModel
 
@@ -43,14 +43,15 @@ class HardwareFile(StrictModel):
     schema_version: Literal[1]
     hardware: list[Hardware] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _unique_ids(self) -> HardwareFile:
+    @field_validator("hardware")
+    @classmethod
+    def _unique_ids(cls, hardware: list[Hardware]) -> list[Hardware]:
         seen: set[str] = set()
-        for item in self.hardware:
+        for item in hardware:
             if item.id in seen:
                 raise ValueError(f"duplicate hardware id {item.id!r}")
             seen.add(item.id)
-        return self
+        return hardware
 
     def by_id(self) -> dict[str, Hardware]:
         return {item.id: item for item in self.hardware}

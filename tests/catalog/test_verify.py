@@ -417,6 +417,15 @@ def test_duplicate_recipe_slug(tree: Path) -> None:
     assert "qwen3.5-9b" in error.message
 
 
+def test_duplicate_hardware_id(tree: Path) -> None:
+    path = tree / "data" / "hardware.yaml"
+    text = edit_text(path, lambda t: t.replace("  - id: arc_pro_b60\n", "  - id: arc_pro_b70\n", 1))
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "hardware")
+    assert error.line == line_of(text, "hardware:")
+    assert "duplicate hardware id 'arc_pro_b70'" in error.message
+
+
 @pytest.mark.parametrize("slug", ["../qwen3.5-9b", "qwen/../../etc", "qwën3.5-9b", "qwen3.5-9b\u200b", "Qwen3.5-9B"])
 def test_recipe_slug_with_path_characters_or_non_ascii(tree: Path, slug: str) -> None:
     path = tree / RECIPE
