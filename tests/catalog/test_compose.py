@@ -8,6 +8,7 @@ import json
 import re
 import shlex
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -529,3 +530,28 @@ def test_launch_command_without_docker_image() -> None:
     assert command.docker_argv() is None
     assert command.docker_shell() is None
     assert command.shell() == "vllm serve m --x"
+
+
+# --- every real recipe composes -------------------------------------------------------------
+
+REAL_RECIPES = sorted((DATA / "models").glob("*.yaml")) + sorted(
+    (DATA.parent / "tests" / "fixtures" / "community_recipes").glob("*.yaml")
+)
+
+
+@pytest.mark.parametrize("path", REAL_RECIPES, ids=[p.stem for p in REAL_RECIPES])
+def test_every_real_recipe_composes_on_every_card(path: Path) -> None:
+    recipe = load_file(Recipe, path)
+    for variant in recipe.variants:
+        for hardware in [None, *HARDWARE.values()]:
+            for features in (None, list(recipe.features)):
+                command = compose(recipe, Selection(variant=variant, hardware=hardware, features=features))
+                assert command.model_id
+                assert all(isinstance(a, str) and a for a in command.args)
+                names = [flag_name(g[0]) for g in groups(command.args) if is_flag(g[0])]
+                assert len(names) == len(set(names)), names  # every flag once after merging
+                env = [f"{k}={v}" for k, v in sorted(command.env.items())]
+                assert shlex.split(command.shell()) == [*env, *command.argv()]
+                docker = command.docker_shell()
+                if docker is not None:
+                    assert shlex.split(docker) == command.docker_argv()
