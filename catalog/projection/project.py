@@ -379,7 +379,7 @@ def project_cell(cell: Cell, *, force_upper_bound: bool = False) -> Projection |
     )
     if measured:
         substituted += f"; measured {measured:.2f} tok/s / {ceiling.tok_s:.2f} = {utilisation:.3f}"
-    prefill = _prefill(cell, layout, step, link) if layout is not None else None
+    prefill = _prefill(cell, layout, step, link)
     return Projection(
         packet_id=cell.packet.id if cell.packet else None,
         arm_id=cell.arm.id if cell.arm else None,
@@ -460,7 +460,7 @@ def _checkpoint_check(cell: Cell, layout: Layout) -> None:
             )
 
 
-def _prefill(cell: Cell, layout: Layout, step: StepModel, link: float | None) -> PrefillBound:
+def _prefill(cell: Cell, layout: Layout | None, step: StepModel, link: float | None) -> PrefillBound:
     hw = cell.hardware
     eight_bit = cell.scheme.activation_bits <= 8 and hw.compute_tops_int8 is not None
     if eight_bit and cell.scheme.id == "fp8-dynamic" and hw.platform != "cuda":
@@ -472,11 +472,26 @@ def _prefill(cell: Cell, layout: Layout, step: StepModel, link: float | None) ->
     which = "compute_tops_int8" if figure is hw.compute_tops_int8 else "compute_tflops_bf16"
     p = cell.prompt_tokens
     spec_mtp = cell.spec_depth > 0 and cell.spec_method == "mtp"
-    flops = prefill_flops(layout, p, with_mtp=spec_mtp)
-    compute_ms = flops / (peak * 1e12 * cell.cards) * 1000 if peak else 0.0
     weights = sum(t.bytes for t in step.target if t.key not in ("kv_cache", "linear_state")) + (
         step.draft_bytes if spec_mtp else 0.0
     )
+    if layout is not None:
+        flops = prefill_flops(layout, p, with_mtp=spec_mtp)
+        formula = (
+            "TTFT ≥ max(FLOPs / (peak × cards), weight bytes / (bandwidth × cards)) + collectives; "
+            " FLOPs = 2 × decoder weights × P "
+            "+ 2 × P² × heads × head_dim per full-attention layer +"
+            " 4 × P × value heads × dk × dv per linear-attention layer "
+            "+ 2 × lm_head (last position)" + (" + the MTP head over the prompt" if spec_mtp else "")
+        )
+    else:
+        params = weights / cell.scheme.bytes_per_weight("mlp", 4096)
+        flops = 2.0 * params * p
+        formula = (
+            "TTFT ≥ max(FLOPs / (peak × cards), weight bytes / (bandwidth × cards)) + collectives; "
+            " FLOPs ≈ 2 × (weight bytes / bytes per weight) × P (architecture incomplete: attention scores left out)"
+        )
+    compute_ms = flops / (peak * 1e12 * cell.cards) * 1000 if peak else 0.0
     memory_ms = weights / (hw.memory_bandwidth_gb_s.value * GB * cell.cards) * 1000
     comm = step.collectives_target * collective_ms(
         step.message_bytes_per_token * p, cell.cards, ALLREDUCE_LATENCY_US, link
@@ -495,13 +510,7 @@ def _prefill(cell: Cell, layout: Layout, step: StepModel, link: float | None) ->
         bound_ms=bound,
         measured_ttft_ms=measured,
         bound_over_measured=bound / measured if measured else None,
-        formula=(
-            "TTFT ≥ max(FLOPs / (peak × cards), weight bytes / (bandwidth × cards)) + collectives; "
-            " FLOPs = 2 × decoder weights × P "
-            "+ 2 × P² × heads × head_dim per full-attention layer +"
-            " 4 × P × value heads × dk × dv per linear-attention layer "
-            "+ 2 × lm_head (last position)" + (" + the MTP head over the prompt" if spec_mtp else "")
-        ),
+        formula=formula,
     )
 
 

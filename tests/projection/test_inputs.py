@@ -65,6 +65,9 @@ def test_checkpoint_bytes_when_the_architecture_is_incomplete(catalog: Catalog) 
     kv = 2 * 2 * 2 * 64 * 2 * projection.context_tokens
     assert projection.target_bytes_per_step == pytest.approx(3_000_000 + kv)
     assert projection.ceiling_tok_s == pytest.approx(20e9 / (3_000_000 + kv))
+    # prefill from the weights alone: 1.5 M BF16 parameters × 2 FLOPs × 300 prompt tokens
+    assert projection.prefill is not None
+    assert projection.prefill.flops == pytest.approx(2 * 1.5e6 * 300)
 
 
 def test_recipe_parameter_count_as_last_resort(catalog: Catalog) -> None:
