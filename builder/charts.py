@@ -127,14 +127,14 @@ def _figure(points: Sequence[Point], x_title: str, y_title: str, x_log: bool) ->
     ticks = sorted({(p.x, p.x_label) for p in points})
     figure.update_layout(
         template="none",
-        height=360,
-        margin={"l": 60, "r": 20, "t": 20, "b": 60},
+        height=380,
+        margin={"l": 60, "r": 20, "t": 24, "b": 96},
         font={"family": FONT, "size": 13, "color": "#1f2937"},
         paper_bgcolor="rgba(0,0,0,0)",
         plot_bgcolor="#ffffff",
         hovermode="closest",
         showlegend=True,
-        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0},
         xaxis={
             "title": {"text": x_title},
             "type": "log" if x_log else "linear",

@@ -57,8 +57,12 @@ def _suite_clause(packet: Packet, suites: Mapping[str, Suite]) -> str:
 
 
 def gate_phrase(gate: GateResult, arm: Arm) -> str:
-    count = f"{gate.exact}/{gate.total}" if gate.exact is not None else "count not published"
     verdict = "passed" if gate.passed else "FAILED"
+    head = (
+        f"{gate.gate} {verdict}: {gate.exact}/{gate.total}"
+        if gate.exact is not None
+        else (f"{gate.gate} {verdict} (count not published):")
+    )
     if gate.gate == "G1":
         what = "token arrays identical across two fresh servers without speculation"
     elif gate.gate == "G2":
@@ -67,7 +71,7 @@ def gate_phrase(gate: GateResult, arm: Arm) -> str:
         oracle = f" ({_pair(arm.oracle_decode_tok_s)} tok/s)" if arm.oracle_decode_tok_s else ""
         who = f"server {gate.server} " if gate.server else ""
         what = f"{who}complete token arrays exact versus the {gate.against} oracle{oracle}"
-    return f"{gate.gate} {verdict}: {count} {what}"
+    return f"{head} {what}"
 
 
 def _server_checks(arm: Arm) -> list[str]:

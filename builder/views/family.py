@@ -117,28 +117,33 @@ def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
 
 
 def _fit_signal(recipe: Recipe | None, lead: Headline | None, hardware: dict[str, Hardware]) -> Signal:
-    variant_name = (
-        lead.packet.identity.model.variant
-        if lead
-        else ("default" if recipe and "default" in (recipe.variants) else None)
-    )
+    """Weights vs card memory: the recipe variant's vram_minimum_gb against the card's memory.
+    Without a variant figure, the card count the headline was measured on, said as such."""
+    default = "default" if recipe and "default" in recipe.variants else None
+    variant_name = lead.packet.identity.model.variant if lead else default
     hw_id = lead.packet.identity.host.hardware if lead else _recipe_hardware(recipe)
     card = hardware.get(hw_id) if hw_id else None
-    measured = f" Measured on {lead.arm.config.tensor_parallel_size} card(s)." if lead else ""
-    if recipe is None or card is None:
-        return Signal("Card fit", "unknown", "No recipe variant and card to compare." + measured)
-    if variant_name is None or variant_name not in recipe.variants:
-        repo = lead.packet.identity.model.repo if lead else recipe.model.model_id
-        return Signal("Card fit", "unknown", f"The recipe lists no variant for {repo}, so no memory figure." + measured)
-    need = recipe.variants[variant_name].vram_minimum_gb
-    memory = card.memory_gb.value
-    cards = max(1, math.ceil(need / memory))
-    return Signal(
-        "Card fit",
-        f"fits on {cards} × {card.name}",
-        f"Recipe variant {variant_name} needs at least {num(need, 0).text} GB (vram_minimum_gb); "
-        f"one {card.name} has {num(memory, 0).text} GB." + measured,
-    )
+    cards_used = lead.arm.config.tensor_parallel_size if lead else None
+    measured = f" Measured on {cards_used} card{'s' if cards_used != 1 else ''}." if lead else ""
+    if recipe is not None and card is not None and variant_name in recipe.variants:
+        need = recipe.variants[variant_name].vram_minimum_gb
+        memory = card.memory_gb.value
+        cards = max(1, math.ceil(need / memory))
+        return Signal(
+            "Card fit",
+            f"fits on {cards} × {card.name}",
+            f"Basis: recipe variant {variant_name} needs at least {num(need, 0).text} GB (vram_minimum_gb); "
+            f"one {card.name} has {num(memory, 0).text} GB." + measured,
+        )
+    if lead is not None and card is not None:
+        repo = lead.packet.identity.model.repo
+        return Signal(
+            "Card fit",
+            f"runs on {cards_used} × {card.name} (measured)",
+            f"Basis: the headline run. The recipe lists no variant for {repo}, so there is no memory figure "
+            "to compare with the card.",
+        )
+    return Signal("Card fit", "unknown", "No recipe variant with a memory figure and no card to compare it with.")
 
 
 def _recipe_hardware(recipe: Recipe | None) -> str | None:

@@ -72,17 +72,23 @@ def tp_charts(results: Sequence[ArmResult]) -> list[Chart]:
     charts = []
     for (hw, quant), group in _groups(results):
         drawable = _drawable(group)
-        if len({r.tp for r in drawable}) < 2:
-            continue
-        points = []
+        configs: dict[str, set[int]] = {}
         for r in drawable:
-            series = short_depth(method, r.depth) + (f" + {r.draft_head}" if r.draft_head else "")
-            points.append(_point(r, series, r.tp, f"{r.tp} card" + ("s" if r.tp > 1 else "")))
+            configs.setdefault(_config(method, r), set()).add(r.tp)
+        compared = {c for c, tps in configs.items() if len(tps) >= 2}
+        if not compared:
+            continue
+        points = [
+            _point(r, _config(method, r), r.tp, f"{r.tp} card" + ("s" if r.tp > 1 else ""))
+            for r in drawable
+            if _config(method, r) in compared
+        ]
         charts.append(
             chart(
                 f"tp-{hw}-{quant}",
-                f"One card vs {max(r.tp for r in drawable)} cards",
-                f"{group[0].quant_label} on {group[0].hardware_name} · a series per speculative configuration",
+                f"One card vs {max(p.x for p in points):g} cards",
+                f"{group[0].quant_label} on {group[0].hardware_name} · configurations measured on more than one "
+                "card count",
                 points,
                 x_title="tensor parallel cards",
             )
@@ -187,6 +193,10 @@ def context_charts(packets: Sequence[Packet]) -> list[Chart]:
             x_log=True,
         )
     ]
+
+
+def _config(method: str | None, result: ArmResult) -> str:
+    return short_depth(method, result.depth) + (f" + {result.draft_head}" if result.draft_head else "")
 
 
 def _groups(results: Sequence[ArmResult]) -> list[tuple[tuple[str, str], list[ArmResult]]]:

@@ -1,0 +1,342 @@
+"""A small fixture catalog for builder tests: recipes written here, packets sealed with
+catalog.packet_io.seal from rows whose every figure is computed by catalog.metrics, so
+load_catalog accepts them exactly as it accepts the runner's packets."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from catalog.loading import load_file
+from catalog.metrics import compare_rows, decode_rate, server_decode_rate, server_ttft_ms
+from catalog.packet import Packet, PromptRow
+from catalog.packet_io import seal, write_packet
+from catalog.suite import CanarySet, Suite
+
+REPO = Path(__file__).resolve().parents[2]
+N_TOKENS = 120
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = '"><img src=x onerror=alert(1)>'
+JS_LINK = "[x](javascript:alert(1))"
+
+RECIPE = f"""
+meta:
+  title: "Fixture 7B"
+  slug: "fixture-7b"
+  provider: "Fixture Labs {SCRIPT}"
+  description: 'A fixture family {IMG}'
+  date_added: 2026-01-02
+  date_updated: 2026-03-04
+  difficulty: beginner
+  performance_headline: "fast {SCRIPT}"
+  hardware:
+    arc_pro_b70: verified
+    h100_sxm: verified
+    imaginary_card: unsupported
+model:
+  model_id: "fixture/Fixture-7B"
+  architecture: dense
+  parameter_count: "7B"
+  context_length: 32768
+  base_args: ["--trust-remote-code", "--max-model-len", "8192"]
+features:
+  tool_calling:
+    description: "Tool calls {SCRIPT}"
+    args: ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+  spec_decoding:
+    description: "n-gram speculation"
+    args: ["--speculative-config", '{{"method":"ngram","num_speculative_tokens":3}}']
+opt_in_features: [spec_decoding]
+variants:
+  default:
+    precision: bf16
+    vram_minimum_gb: 16
+    description: "BF16"
+  int4:
+    model_id: "fixture/Fixture-7B-w4a16"
+    precision: int4
+    vram_minimum_gb: 6
+    description: "W4A16"
+hardware_overrides:
+  xpu:
+    extra_args: ["--enforce-eager"]
+guide: |
+  ## Overview
+
+  Click {JS_LINK} or [data](data:text/html,hi) or [ok](https://example.org/ok).
+
+  {SCRIPT}
+
+  <img src=x onerror=alert(1)>
+"""
+
+EMPTY_RECIPE = """
+meta:
+  title: "Empty 1B"
+  slug: "empty-1b"
+  provider: "Fixture Labs"
+  description: "A family nobody has measured"
+  date_added: 2026-01-01
+  date_updated: 2026-01-01
+  difficulty: beginner
+model:
+  model_id: "fixture/Empty-1B"
+  architecture: dense
+  parameter_count: "1B"
+  context_length: 4096
+variants:
+  default:
+    precision: bf16
+    vram_minimum_gb: 3
+    description: "BF16"
+"""
+
+
+def suite() -> Suite:
+    return load_file(Suite, REPO / "data" / "suites" / "strict-v1.json")
+
+
+def canaries() -> CanarySet:
+    return load_file(CanarySet, REPO / "data" / "suites" / "canaries-v1.json")
+
+
+def rows(ms_per_token: float, *, diverge: set[int] = frozenset(), ttft: float = 40.0) -> list[PromptRow]:  # type: ignore[assignment]
+    found = []
+    for index, prompt in enumerate(suite().prompts):
+        ids = [(index * 7919 + i * 31) % 151_000 for i in range(N_TOKENS)]
+        if index in diverge:
+            ids[50] += 1
+        step = ms_per_token + 0.25 * index
+        times = [round(ttft + index + i * step, 6) for i in range(N_TOKENS)]
+        found.append(
+            PromptRow(
+                prompt_id=prompt.id,
+                class_id=prompt.class_,
+                token_ids=ids,
+                prompt_tokens=200 + index,
+                completion_tokens=N_TOKENS,
+                cached_tokens=0,
+                ttft_ms=times[0],
+                token_times_ms=times,
+                finish_reason="length",
+                decode_tok_s=decode_rate(times),
+            )
+        )
+    return found
+
+
+def server(label: str, prompt_rows: list[PromptRow]) -> dict[str, Any]:
+    return {
+        "label": label,
+        "decode_tok_s": server_decode_rate(prompt_rows),
+        "ttft_ms": server_ttft_ms(prompt_rows),
+        "rows": [r.model_dump(mode="json") for r in prompt_rows],
+        "canaries": [{"id": c.id, "passed": True, "detail": ""} for c in canaries().canaries],
+        "cache_zero": True,
+        "startup_s": 12.5,
+    }
+
+
+def arm(
+    arm_id: str, label: str, *, tp: int, depth: int, servers: list[dict[str, Any]], gates: list[Any]
+) -> dict[str, Any]:
+    failed = any(not g.passed for g in gates)
+    return {
+        "id": arm_id,
+        "label": label,
+        "config": {
+            "tensor_parallel_size": tp,
+            "spec_method": "ngram" if depth else None,
+            "spec_depth": depth,
+            "draft_head": None,
+            "graph_capture": "none (--enforce-eager)",
+            "argv": [
+                "vllm",
+                "serve",
+                "fixture/Fixture-7B-w4a16",
+                "--max-num-seqs",
+                "1",
+                "--speculative-config",
+                '{"method": "ngram"}',
+            ],
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+        },
+        "servers": servers,
+        "gates": [g.model_dump(mode="json") for g in gates],
+        "state": "withheld" if failed else "measured",
+        "withheld_reason": "speculative output differs from the oracle" if failed else None,
+    }
+
+
+def measured_packet() -> Packet:
+    """Oracle and speculative arms on one card (one speculative depth withheld: G3 8/12), an
+    oracle on two cards, a concurrency ladder and a context ladder."""
+    base_a, base_b = rows(20.0), rows(20.05)
+    fast_a, fast_b = rows(12.0), rows(12.05)
+    bad_a, bad_b = rows(11.0, diverge={0, 3, 6, 9}), rows(11.05, diverge={0, 3, 6, 9})
+    two_a, two_b = rows(14.0), rows(14.02)
+    arms = [
+        arm(
+            "tp1-base",
+            "1 card, no speculation",
+            tp=1,
+            depth=0,
+            servers=[server("A", base_a), server("B", base_b)],
+            gates=[compare_rows("G1", "server B", base_a, base_b)],
+        ),
+        arm(
+            "tp1-ngram3",
+            "1 card, ngram depth 3",
+            tp=1,
+            depth=3,
+            servers=[server("A", fast_a), server("B", fast_b)],
+            gates=[
+                compare_rows("G2", "server B", fast_a, fast_b),
+                compare_rows("G3", "tp1-base", fast_a, base_a, server="A"),
+                compare_rows("G3", "tp1-base", fast_b, base_a, server="B"),
+            ],
+        ),
+        arm(
+            "tp1-ngram5",
+            "1 card, ngram depth 5",
+            tp=1,
+            depth=5,
+            servers=[server("A", bad_a), server("B", bad_b)],
+            gates=[
+                compare_rows("G2", "server B", bad_a, bad_b),
+                compare_rows("G3", "tp1-base", bad_a, base_a, server="A"),
+                compare_rows("G3", "tp1-base", bad_b, base_a, server="B"),
+            ],
+        ),
+        arm(
+            "tp2-base",
+            "2 cards, no speculation",
+            tp=2,
+            depth=0,
+            servers=[server("A", two_a), server("B", two_b)],
+            gates=[compare_rows("G1", "server B", two_a, two_b)],
+        ),
+    ]
+    return seal(
+        {
+            "schema_version": 1,
+            "title": "Fixture 7B W4A16 on Arc Pro B70",
+            "created": "2026-05-06T07:08:09Z",
+            "provenance": {"kind": "measured", "tool": "runner test"},
+            "identity": {
+                "model": {
+                    "slug": "fixture-7b",
+                    "variant": "int4",
+                    "repo": "fixture/Fixture-7B-w4a16",
+                    "revision": "abc123",
+                    "quantization": "w4a16",
+                    "quantization_label": "W4A16",
+                    "weight_bytes": 4_500_000_000,
+                    "config": {"architecture": "Qwen3ForCausalLM", "num_layers": 28, "hidden_size": 3584},
+                },
+                "runtime": {
+                    "platform": "xpu",
+                    "version": "0.17.1",
+                    "label": "vLLM 0.17.1 XPU",
+                    "image": "vllm/vllm-openai-xpu:0.17.1",
+                    "image_digest": "sha256:feed",
+                },
+                "host": {"hardware": "arc_pro_b70", "card_count": 2, "boot_id": "boot-1"},
+            },
+            "workload": {
+                "suite_id": "strict-v1",
+                "suite_sha256": suite().sha256,
+                "canary_set_id": "canaries-v1",
+                "canary_set_sha256": canaries().sha256,
+                "max_tokens": 512,
+                "seed": 7,
+            },
+            "arms": arms,
+            "ladders": [
+                {
+                    "arm": "tp1-ngram3",
+                    "kind": "concurrency",
+                    "concurrency": [
+                        {"users": u, "completion_tokens": 512 * u, "wall_s": 5.0 + u * 0.5, "identical_to_oracle": True}
+                        for u in (1, 2, 4, 8)
+                    ],
+                },
+                {
+                    "arm": "tp1-base",
+                    "kind": "context",
+                    "context": [
+                        {
+                            "depth_tokens": d,
+                            "content_class": c,
+                            "decode_tok_s": 50.0 - d / 1024,
+                            "ttft_ms": d / 10,
+                            "identical_to_oracle": True,
+                        }
+                        for d in (2048, 4096)
+                        for c in ("code", "prose")
+                    ],
+                },
+            ],
+            "state": "measured",
+        }
+    )
+
+
+def imported_packet() -> Packet:
+    """A BF16 result transcribed from a published source, with one arm that carries no values."""
+    return seal(
+        {
+            "schema_version": 1,
+            "title": f"Fixture 7B BF16 imported {SCRIPT}",
+            "provenance": {
+                "kind": "imported",
+                "source": {"name": f"Somebody's blog {IMG}", "url": "https://example.org/post", "reference": "post-1"},
+            },
+            "identity": {
+                "model": {
+                    "slug": "fixture-7b",
+                    "variant": "default",
+                    "repo": "fixture/Fixture-7B",
+                    "quantization": "bf16",
+                    "quantization_label": "BF16",
+                },
+                "runtime": {"platform": "xpu", "version": "0.16", "label": "vLLM 0.16 XPU"},
+                "host": {"hardware": "arc_pro_b70", "card_count": 1},
+            },
+            "workload": {"suite_id": "their-suite", "max_tokens": 256},
+            "arms": [
+                {
+                    "id": "tp1-base",
+                    "label": f"1 card {IMG}",
+                    "config": {"tensor_parallel_size": 1},
+                    "servers": [{"label": "A", "decode_tok_s": 30.125}, {"label": "B", "decode_tok_s": 30.5}],
+                    "gates": [{"gate": "G1", "against": "server B", "total": 12, "passed": True}],
+                    "state": "imported",
+                },
+                {
+                    "id": "tp1-ngram3",
+                    "label": "1 card, ngram 3, values not printed",
+                    "config": {"tensor_parallel_size": 1, "spec_method": "ngram", "spec_depth": 3},
+                    "state": "imported",
+                },
+            ],
+            "state": "imported",
+        }
+    )
+
+
+def write_catalog(root: Path, *, packets: bool = True, empty_family: bool = True) -> tuple[Path, Path]:
+    data, packet_dir = root / "data", root / "packets"
+    (data / "models").mkdir(parents=True)
+    shutil.copy(REPO / "data" / "hardware.yaml", data / "hardware.yaml")
+    shutil.copytree(REPO / "data" / "suites", data / "suites")
+    (data / "models" / "fixture-7b.yaml").write_text(RECIPE, encoding="utf-8")
+    if empty_family:
+        (data / "models" / "empty-1b.yaml").write_text(EMPTY_RECIPE, encoding="utf-8")
+    packet_dir.mkdir()
+    if packets:
+        write_packet(measured_packet(), packet_dir)
+        write_packet(imported_packet(), packet_dir)
+    return data, packet_dir

@@ -1,0 +1,235 @@
+"""Build properties: deterministic, --check, --strict, atomic replacement, no writes outside the
+output folder, SOURCE_DATE_EPOCH."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder import output
+from builder.cli import run
+from builder.output import check_output_folder, publish, safe_target
+from catalog.errors import CatalogError
+from tests.builder.factory import REPO, write_catalog
+
+
+def _build(data: Path, packets: Path, out: Path, *extra: str) -> int:
+    return run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out), *extra])
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> tuple[Path, Path]:
+    return write_catalog(tmp_path)
+
+
+def test_two_builds_are_byte_identical(tmp_path, catalog, monkeypatch):
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    assert _build(*catalog, tmp_path / "one") == 0
+    assert _build(*catalog, tmp_path / "two") == 0
+    one, two = _snapshot(tmp_path / "one"), _snapshot(tmp_path / "two")
+    assert one.keys() == two.keys()
+    assert [k for k in one if one[k] != two[k]] == []
+
+
+def test_build_in_a_fresh_process_is_identical(tmp_path, catalog, monkeypatch):
+    """Hash seeds and import order differ between processes; the output must not."""
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    assert _build(*catalog, tmp_path / "here") == 0
+    data, packets = catalog
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    env.pop("SOURCE_DATE_EPOCH", None)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "build",
+            "--data",
+            str(data),
+            "--packets",
+            str(packets),
+            "--out",
+            str(tmp_path / "there"),
+        ],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    assert _snapshot(tmp_path / "here") == _snapshot(tmp_path / "there")
+
+
+def test_check_passes_when_current_and_names_stale_files(tmp_path, catalog, capsys):
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    capsys.readouterr()
+    assert _build(*catalog, out, "--check") == 0
+    (out / "index.html").write_text("edited")
+    (out / "stray.txt").write_text("x")
+    (out / "methodology/index.html").unlink()
+    assert _build(*catalog, out, "--check") == 1
+    err = capsys.readouterr().err
+    assert "differs: index.html" in err
+    assert "extra: stray.txt" in err
+    assert "missing: methodology/index.html" in err
+    assert (out / "index.html").read_text() == "edited"  # --check writes nothing
+
+
+def test_strict_fails_on_warnings_and_writes_nothing(tmp_path, catalog, capsys):
+    out = tmp_path / "site"
+    assert _build(*catalog, out, "--strict") == 1
+    err = capsys.readouterr().err
+    assert "warning: empty-1b: no packets" in err
+    assert all(line.startswith(("warning: ", "error: ")) for line in err.splitlines())
+    assert not out.exists()
+
+
+def test_rebuild_with_nothing_changed_touches_nothing(tmp_path, catalog):
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    inode = (out / "index.html").stat().st_ino
+    started = time.perf_counter()
+    assert _build(*catalog, out) == 0
+    assert time.perf_counter() - started < 5
+    assert (out / "index.html").stat().st_ino == inode
+
+
+def test_changed_input_replaces_the_site_whole(tmp_path, catalog):
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out) == 0
+    (out / "leftover.html").write_text("old")
+    recipe = data / "models" / "empty-1b.yaml"
+    recipe.write_text(recipe.read_text().replace("A family nobody has measured", "Still nobody"))
+    assert _build(data, packets, out) == 0
+    assert "Still nobody" in (out / "models/empty-1b/index.html").read_text()
+    assert not (out / "leftover.html").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == []
+
+
+def test_invalid_input_leaves_the_old_site(tmp_path, catalog):
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out) == 0
+    before = _snapshot(out)
+    victim = next(packets.glob("*.json"))
+    victim.write_text(victim.read_text().replace('"max_tokens": 512', '"max_tokens": 513'))
+    with pytest.raises(CatalogError, match="hash"):
+        _build(data, packets, out)
+    assert _snapshot(out) == before
+
+
+def test_failure_while_writing_leaves_the_old_site(tmp_path, catalog, monkeypatch):
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out) == 0
+    before = _snapshot(out)
+    recipe = data / "models" / "empty-1b.yaml"
+    recipe.write_text(recipe.read_text().replace("A family nobody has measured", "Changed"))
+    calls = {"n": 0}
+    real_write = output.write_file
+
+    def failing_write(path: Path, content: bytes | str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError("disk full")
+        real_write(path, content)
+
+    monkeypatch.setattr(output, "write_file", failing_write)
+    with pytest.raises(OSError, match="disk full"):
+        _build(data, packets, out)
+    assert _snapshot(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
+
+
+@pytest.mark.parametrize("bad", ["../escape.html", "/etc/passwd", "a/../../x", "a//b", "", ".", "a\\b"])
+def test_paths_outside_the_output_are_refused(tmp_path, bad):
+    with pytest.raises(CatalogError):
+        safe_target(tmp_path / "site", bad)
+
+
+def test_symlink_escape_is_refused(tmp_path):
+    out = tmp_path / "site"
+    (out / "assets").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (out / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(CatalogError):
+        safe_target(out, "link/x.html")
+
+
+def test_publish_refuses_a_bad_path_and_writes_nothing_outside(tmp_path):
+    out = tmp_path / "site"
+    with pytest.raises(CatalogError):
+        publish({"index.html": b"ok", "../outside.html": b"bad"}, out)
+    assert not (tmp_path / "outside.html").exists()
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_output_folder_that_holds_inputs_is_refused(tmp_path, catalog):
+    data, packets = catalog
+    with pytest.raises(CatalogError, match="contains"):
+        check_output_folder(tmp_path, [data, packets])
+    not_a_site = tmp_path / "notes"
+    not_a_site.mkdir()
+    (not_a_site / "precious.txt").write_text("keep")
+    with pytest.raises(CatalogError, match="does not look like a built site"):
+        _build(data, packets, not_a_site)
+    assert (not_a_site / "precious.txt").read_text() == "keep"
+
+
+def test_source_date_epoch_sets_the_build_date(tmp_path, catalog, monkeypatch):
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    assert _build(*catalog, tmp_path / "default") == 0
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    assert _build(*catalog, tmp_path / "epoch") == 0
+
+    def shown(folder: Path) -> str:
+        soup = BeautifulSoup((folder / "index.html").read_text(), "lxml")
+        return soup.select_one("footer time")["datetime"]
+
+    # without the variable: the newest date the inputs carry (the measured packet's created day)
+    assert shown(tmp_path / "default") == "2026-05-06"
+    assert shown(tmp_path / "epoch") == "1970-01-01"
+
+
+def test_bad_source_date_epoch_is_a_user_error(tmp_path, catalog, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(CatalogError, match="SOURCE_DATE_EPOCH"):
+        _build(*catalog, tmp_path / "site")
+
+
+def test_cli_prints_catalog_errors_without_traceback(tmp_path, catalog):
+    data, packets = catalog
+    (data / "models" / "broken.yaml").write_text("meta: [unclosed\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "build",
+            "--data",
+            str(data),
+            "--packets",
+            str(packets),
+            "--out",
+            str(tmp_path / "site"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ")
+    assert "broken.yaml" in result.stderr
+    assert "Traceback" not in result.stderr
