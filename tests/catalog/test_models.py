@@ -207,7 +207,7 @@ def _figures(model: BaseModel) -> list[tuple[str, Figure]]:
 
 def test_hardware_file_loads() -> None:
     hardware = load_file(HardwareFile, DATA / "hardware.yaml").by_id()
-    assert list(hardware) == ["arc_pro_b70", "arc_pro_b60", "h100_sxm", "h200", "cpu_generic"]
+    assert {"arc_pro_b70", "arc_pro_b60", "h100_sxm", "h200", "cpu_generic"} <= set(hardware)
     b70 = hardware["arc_pro_b70"]
     assert (b70.vendor, b70.platform, b70.generation) == ("Intel", "xpu", "xpu")
     assert b70.docker_image == "vllm/vllm-openai-xpu:latest"
