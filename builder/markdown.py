@@ -30,5 +30,11 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
-def render_markdown(text: str) -> Markup:
-    return Markup(_MD.render(text))  # noqa: S704 - markdown-it escapes text and raw HTML is disabled
+def render_markdown(text: str, *, shift_headings: int = 0) -> Markup:
+    """HTML for `text`; `shift_headings` moves every heading down that many levels (a guide's
+    `##` nests under the page's own section heading)."""
+    tokens = _MD.parse(text)
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close") and shift_headings:
+            token.tag = f"h{min(6, int(token.tag[1]) + shift_headings)}"
+    return Markup(_MD.renderer.render(tokens, _MD.options, {}))  # noqa: S704 - escaped; raw HTML disabled

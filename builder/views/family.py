@@ -83,6 +83,7 @@ class FamilyView:
     best_state: str
     grade: str | None
     hardware_ids: list[str]
+    recipe_hardware_ids: list[str]
     quantizations: list[str]
     spec_methods: list[str]
     newest: str
@@ -254,6 +255,9 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         best_state=best_state(r.state for r in results),
         grade=grades[0] if grades else None,
         hardware_ids=sorted({r.hardware_id for r in results}),
+        recipe_hardware_ids=sorted(
+            h for h, status in (recipe.meta.hardware.items() if recipe else []) if status == "verified"
+        ),
         quantizations=sorted({r.quant_label for r in results}),
         spec_methods=sorted({r.method or "none" for r in results}),
         newest=max(dates) if dates else "",

@@ -43,6 +43,7 @@ class FamilyCard:
     state_label: str
     hardware: list[str]
     hardware_names: list[str]
+    recipe_hardware_names: list[str]
     quantizations: list[str]
     spec_methods: list[str]
     newest: str
@@ -74,8 +75,9 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
         grade=view.grade or "none",
         state=view.best_state,
         state_label=STATE_LABELS[view.best_state],
-        hardware=view.hardware_ids,
+        hardware=sorted(set(view.hardware_ids) | set(view.recipe_hardware_ids)),
         hardware_names=[hardware[h].name if h in hardware else h for h in view.hardware_ids],
+        recipe_hardware_names=[hardware[h].name if h in hardware else h for h in view.recipe_hardware_ids],
         quantizations=[label_key(q) for q in view.quantizations],
         spec_methods=view.spec_methods,
         newest=view.newest,
@@ -92,7 +94,11 @@ def index_view(families: list[FamilyView], hardware: dict[str, Hardware]) -> Ind
     quant_labels = {label_key(q): q for f in families for q in f.quantizations}
     hw_ids = sorted({h for c in cards for h in c.hardware})
     filters = [
-        Filter("hw", "Hardware", [Option(h, hardware[h].name if h in hardware else h) for h in hw_ids]),
+        Filter(
+            "hw",
+            "Hardware (measured or recipe-verified)",
+            [Option(h, hardware[h].name if h in hardware else h) for h in hw_ids],
+        ),
         Filter("quant", "Quantization", [Option(k, v) for k, v in sorted(quant_labels.items())]),
         Filter(
             "spec",

@@ -109,11 +109,11 @@ NAMING = [
 def methodology_view() -> MethodologyView:
     return MethodologyView(
         sections=[
-            _doc("metrics", "Metrics", catalog.metrics, "catalog/metrics.py"),
+            _doc("metrics-rule", "Metrics, as the code defines them", catalog.metrics, "catalog/metrics.py"),
             _doc("packets", "Evidence packets and states", catalog.packet, "catalog/packet.py"),
             _doc("arm-state", "How an arm's state is decided", catalog.packet.arm_state, "catalog.packet.arm_state"),
             _doc("evidence", "Re-deriving every number", catalog.evidence, "catalog/evidence.py"),
-            _doc("grades", "Evidence grade", catalog.grade, "catalog/grade.py"),
+            _doc("grade-rule", "How the evidence grade is computed", catalog.grade, "catalog/grade.py"),
             _doc("headline", "The headline rule", catalog.selection, "catalog/selection.py"),
         ],
         formulas=FORMULAS,

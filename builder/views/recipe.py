@@ -152,7 +152,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         provider=recipe.meta.provider,
         description=recipe.meta.description,
         facts=facts,
-        guide_html=render_markdown(recipe.guide),
+        guide_html=render_markdown(recipe.guide, shift_headings=1),
         variants=[
             VariantView(
                 name,

@@ -1,0 +1,218 @@
+"""Packet, recipe, index, hardware and methodology pages; the API, sitemap and 404."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from builder.views.recipe import GENERIC
+from catalog.compose import Selection, compose
+from catalog.packet_io import read_packet
+from catalog.repository import load_catalog
+
+
+def _catalog(built: Path):
+    return load_catalog(built.parent / "data", built.parent / "packets")
+
+
+def _measured_id(built: Path) -> str:
+    return next(p.id for p in _catalog(built).packets.values() if p.provenance.kind == "measured")
+
+
+def test_packet_page_shows_rows_gates_and_reproduce(built, page):
+    packet_id = _measured_id(built)
+    packet = read_packet(built / "packets" / f"{packet_id}.json")
+    soup = page(f"packets/{packet_id}/index.html")
+    for arm in packet.arms:
+        section = soup.select_one(f"#arm-{arm.id}")
+        assert section is not None
+        tables = section.select("table.rows")
+        assert len(tables) == len(arm.servers)
+        for table, server in zip(tables, arm.servers, strict=True):
+            body = table.select("tbody tr")
+            assert [r.find("td").get_text() for r in body] == [row.prompt_id for row in server.rows]
+            first = body[0].find_all("td")
+            assert first[6].get_text() == "length" and first[7].get_text() == "0"
+        command = section.select_one(f"#cmd-{arm.id}").get_text()
+        assert command == shlex.join(arm.config.argv)
+        assert section.select_one(f"#env-{arm.id}").get_text() == "VLLM_CPU_KVCACHE_SPACE=1"
+    withheld = soup.select_one("#arm-tp1-ngram5")
+    assert "state-withheld" in withheld["class"]
+    assert withheld.select_one(".arm-value") is None
+    assert "first divergence" in withheld.get_text()
+    assert "50" in [td.get_text() for td in withheld.select("tr.fail td.mono")][0].split(", ")
+    reproduce = [pre.get_text() for pre in soup.select("#reproduce pre")]
+    assert reproduce[0] == f"make reproduce PACKET={packet_id}"
+    assert (
+        "make measure MODEL=fixture-7b VARIANT=int4 HW=arc_pro_b70 TP=1 DEPTHS=0,3,5 LADDERS=concurrency,context"
+        in reproduce
+    )
+    assert (
+        "make measure MODEL=fixture-7b VARIANT=int4 HW=arc_pro_b70 TP=2 DEPTHS=0 LADDERS=concurrency,context"
+        in reproduce
+    )
+
+
+def test_raw_packet_json_is_copied_verbatim(built):
+    source = built.parent / "packets"
+    for path in source.glob("*.json"):
+        assert (built / "packets" / path.name).read_bytes() == path.read_bytes()
+        assert "token_ids" in path.read_text() or "imported" in path.read_text()
+
+
+def test_imported_packet_is_labelled(built, page):
+    packet_id = next(p.id for p in _catalog(built).packets.values() if p.provenance.kind == "imported")
+    soup = page(f"packets/{packet_id}/index.html")
+    assert "Imported — not measured by this runner" in soup.select_one(".imported-banner").get_text()
+    provenance = soup.select_one("#provenance").get_text()
+    assert "https://example.org/post" in provenance and "post-1" in provenance
+
+
+def test_recipe_commands_are_compose_output(built, page):
+    catalog = _catalog(built)
+    recipe = catalog.recipes["fixture-7b"]
+    soup = page("recipes/fixture-7b/index.html")
+    blob = json.loads(soup.select_one("#recipe-commands").string)
+    assert blob["features"] == list(recipe.features)
+    hardware_ids = [GENERIC, "arc_pro_b70", "h100_sxm"]
+    assert len(blob["commands"]) == len(recipe.variants) * len(hardware_ids) * 2 ** len(recipe.features)
+    for key, (shell, docker) in blob["commands"].items():
+        variant, hw, bits = key.split("|")
+        features = [name for name, bit in zip(blob["features"], bits, strict=True) if bit == "1"]
+        command = compose(recipe, Selection(variant=variant, hardware=catalog.hardware.get(hw), features=features))
+        assert blob["strings"][shell] == command.shell_multiline()
+        assert (blob["strings"][docker] if docker >= 0 else None) == command.docker_shell()
+    # every variant x hardware is also plain text, default features
+    details = soup.select("#all-commands details")
+    assert len(details) == len(recipe.variants) * len(hardware_ids)
+    xpu = compose(recipe, Selection(variant="int4", hardware=catalog.hardware["arc_pro_b70"]))
+    texts = [pre.get_text() for pre in soup.select("#all-commands pre")]
+    assert xpu.shell_multiline() in texts and xpu.docker_shell() in texts
+    assert "--device /dev/dri" in xpu.docker_shell()
+    unknown = soup.select_one("#builder").get_text()
+    assert "imaginary_card" in unknown
+
+
+def test_recipe_builder_default_matches_first_combination(built, page):
+    catalog = _catalog(built)
+    recipe = catalog.recipes["fixture-7b"]
+    soup = page("recipes/fixture-7b/index.html")
+    first = compose(recipe, Selection(variant=next(iter(recipe.variants))))
+    assert soup.select_one("#builder-shell").get_text() == first.shell_multiline()
+    checked = [box["value"] for box in soup.select("input[name=feature][checked]")]
+    assert checked == recipe.default_features()
+
+
+def test_recipe_guide_headings_nest_under_guide(page):
+    guide = page("recipes/fixture-7b/index.html").select_one("#guide")
+    assert guide.find("h3").get_text() == "Overview"
+    assert guide.find("h2").get_text() == "Guide"
+
+
+def test_index_lists_every_family_with_filter_data(built, page):
+    soup = page("index.html")
+    families = soup.select("[data-family-list] > li")
+    assert [f.select_one("h2").get_text() for f in families] == ["Fixture 7B", "Empty 1B"]  # fastest first
+    fixture = families[0]
+    assert fixture["data-hw"].split() == ["arc_pro_b70", "h100_sxm"]
+    assert set(fixture["data-quant"].split()) == {"bf16", "w4a16"}
+    assert set(fixture["data-spec"].split()) == {"ngram", "none"}
+    assert fixture["data-state"] == "measured" and fixture["data-grade"] == "B"
+    api = json.loads((built / "api/models.json").read_text())
+    assert str(api["models"][0]["headline"]) == fixture["data-speed"]
+    names = {s["name"] for s in soup.select("form[data-filters] select")}
+    assert names == {"hw", "quant", "spec", "grade", "state", "sort"}
+
+
+def test_hardware_page_lists_sources_and_results(page):
+    soup = page("hardware/arc_pro_b70/index.html")
+    specs = soup.select_one("#specs").get_text()
+    assert "608" in specs and "Intel Arc Pro B70 product specifications" in specs
+    rows = soup.select("#results tbody tr")
+    assert len(rows) == 6
+    for row in rows:
+        if "state-withheld" in row["class"]:
+            assert row.find_all("td")[5].get_text() == "—"
+
+
+def test_methodology_renders_the_code_docstrings(page):
+    import catalog.grade
+    import catalog.metrics
+    import catalog.selection
+
+    soup = page("methodology/index.html")
+    text = soup.get_text(" ")
+    for module, section in (
+        (catalog.metrics, "metrics-rule"),
+        (catalog.grade, "grade-rule"),
+        (catalog.selection, "headline"),
+    ):
+        first_line = module.__doc__.strip().splitlines()[0]
+        assert first_line.split(":")[0] in soup.select_one(f"section#{section}").get_text(" ")
+    assert "TPOT" in text and "ITL" in text
+    assert soup.select_one("#words data.num")["value"] == "0.75"
+
+
+def test_sitemap_lists_every_page_and_404_exists(built):
+    tree = ET.parse(built / "sitemap.xml")
+    ns = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+    locs = {e.text for e in tree.getroot().findall("s:url/s:loc", ns)}
+    pages = {p.relative_to(built).as_posix() for p in built.rglob("index.html")}
+    assert locs == pages
+    assert (built / "404.html").exists()
+
+
+def test_base_url_makes_absolute_links(tmp_path):
+    from builder.cli import run
+    from tests.builder.factory import write_catalog
+
+    data, packets = write_catalog(tmp_path)
+    out = tmp_path / "site"
+    assert (
+        run(
+            [
+                "build",
+                "--data",
+                str(data),
+                "--packets",
+                str(packets),
+                "--out",
+                str(out),
+                "--base-url",
+                "https://catalog.example/",
+            ]
+        )
+        == 0
+    )
+    assert "<loc>https://catalog.example/index.html</loc>" in (out / "sitemap.xml").read_text()
+    assert (
+        'property="og:url" content="https://catalog.example/models/fixture-7b/index.html"'
+        in (out / "models/fixture-7b/index.html").read_text()
+    )
+
+
+def test_no_page_has_duplicate_ids(built):
+    from bs4 import BeautifulSoup
+
+    for path in built.rglob("*.html"):
+        ids = [el["id"] for el in BeautifulSoup(path.read_text(), "lxml").select("[id]")]
+        assert len(ids) == len(set(ids)), (path, sorted({i for i in ids if ids.count(i) > 1}))
+
+
+def test_every_relative_link_resolves(built):
+    from bs4 import BeautifulSoup
+
+    for path in built.rglob("*.html"):
+        soup = BeautifulSoup(path.read_text(), "lxml")
+        for el in soup.select("[href], [src]"):
+            target = el.get("href") or el.get("src")
+            if target.startswith(("http://", "https://", "mailto:", "#")) or path.name == "404.html":
+                continue
+            file_part, _, anchor = target.partition("#")
+            resolved = (path.parent / file_part).resolve()
+            assert resolved.exists(), (path, target)
+            if anchor and resolved.suffix == ".html":
+                ids = {e["id"] for e in BeautifulSoup(resolved.read_text(), "lxml").select("[id]")}
+                assert anchor in ids, (path, target)

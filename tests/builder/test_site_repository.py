@@ -1,0 +1,59 @@
+"""The repository's own data/ and packets/ build, and keep the properties the fixture tests check."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder.cli import run
+from builder.format import fmt
+from catalog.repository import load_catalog
+from catalog.selection import headline
+from tests.builder.factory import REPO
+
+
+@pytest.fixture(scope="module")
+def repo_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("repo") / "site"
+    assert run(["build", "--data", str(REPO / "data"), "--packets", str(REPO / "packets"), "--out", str(out)]) == 0
+    return out
+
+
+def test_every_family_hero_follows_the_rule(repo_site):
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    for slug in catalog.recipes:
+        soup = BeautifulSoup((repo_site / f"models/{slug}/index.html").read_text(), "lxml")
+        lead = headline(catalog.packets_of(slug), list(catalog.packets.values()))
+        value = soup.select_one(".headline-value data.num")
+        if lead is None:
+            assert value is None and soup.select_one("#hero .gap") is not None
+        else:
+            assert value["value"] == fmt(lead.decode_tok_s)
+
+
+def test_withheld_results_never_look_measured(repo_site):
+    for path in repo_site.glob("models/*/index.html"):
+        soup = BeautifulSoup(path.read_text(), "lxml")
+        for entry in soup.select(".entry.state-withheld"):
+            assert entry.select_one(".cell-value") is None
+            assert entry.select_one(".badge-withheld") is not None
+
+
+def test_page_numbers_are_in_the_api(repo_site):
+    def numbers(value: object) -> set[Decimal]:
+        if isinstance(value, bool):
+            return set()
+        if isinstance(value, int | float):
+            return {Decimal(repr(value))}
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+        return set().union(*(numbers(v) for v in items)) if items else set()
+
+    for path in repo_site.glob("models/*/index.html"):
+        slug = path.parent.name
+        on_page = {Decimal(d["value"]) for d in BeautifulSoup(path.read_text(), "lxml").select("data.num")}
+        api = json.loads((repo_site / f"api/models/{slug}.json").read_text())
+        assert on_page <= numbers(api), (slug, sorted(on_page - numbers(api)))
