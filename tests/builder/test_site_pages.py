@@ -42,7 +42,7 @@ def test_packet_page_shows_rows_gates_and_reproduce(built, page):
     assert "state-withheld" in withheld["class"]
     assert withheld.select_one(".arm-value") is None
     assert "first divergence" in withheld.get_text()
-    assert "50" in [td.get_text() for td in withheld.select("tr.fail td.mono")][0].split(", ")
+    assert "50" in next(td.get_text() for td in withheld.select("tr.fail td.mono")).split(", ")
     reproduce = [pre.get_text() for pre in soup.select("#reproduce pre")]
     assert reproduce[0] == f"make reproduce PACKET={packet_id}"
     assert (
