@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from builder.charts import Chart
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
-from builder.views.projection import PROJECTION_GAP, ProjectionView, projection_view
+from builder.views.projection import PROJECTION_GAP, ProjectionView, cell_estimator, projection_view
 from builder.views.results import STATE_LABELS, ArmResult, arm_results, best_state, packet_href
 from builder.views.scorecard import Matrix, matrices
 from catalog.grade import GRADE_MEANING, evidence_grade
@@ -221,6 +222,18 @@ def _fine_print(recipe: Recipe | None, packets: list[Packet]) -> list[Fact]:
     return facts
 
 
+def _estimators(
+    packets: list[Packet], recipe: Recipe | None, results: list[ArmResult], hardware: dict[str, Hardware]
+) -> dict[str, Any]:
+    found = {}
+    for hw_id in sorted({r.hardware_id for r in results}):
+        on_hw = [p for p in packets if p.identity.host.hardware == hw_id]
+        estimator = cell_estimator(on_hw, recipe, hardware.get(hw_id))
+        if estimator is not None:
+            found[hw_id] = estimator
+    return found
+
+
 def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyView:
     catalog = ctx.catalog
     packets = catalog.packets_of(slug)
@@ -245,7 +258,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         hero=_hero(lead, catalog.hardware),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
         packets=[_card(p, ctx) for p in packets],
-        matrices=matrices(results, recipe),
+        matrices=matrices(results, recipe, _estimators(packets, recipe, results, catalog.hardware)),
         charts=charts,
         concurrency=concurrency,
         concurrency_gap=None if concurrency else "No packet of this family carries a concurrency ladder yet.",

@@ -140,6 +140,27 @@ def projection_view(
     )
 
 
+Estimator = Callable[[str, int, int], Any]
+
+
+def cell_estimator(packets: Sequence[Packet], recipe: Recipe | None, hardware: Hardware | None) -> Estimator | None:
+    """`estimate(quantization, tp, depth)` for one family on one card: catalog.projection's
+    estimate for an untested cell (a CellEstimate), or None."""
+    estimate_cell = _api("estimate_cell")
+    if estimate_cell is None or recipe is None or hardware is None:
+        return None
+
+    def estimate(quantization: str, tp: int, depth: int) -> Any:
+        try:
+            return estimate_cell(
+                packets, recipe, hardware, quantization=quantization, tensor_parallel_size=tp, spec_depth=depth
+            )
+        except CatalogError:
+            return None
+
+    return estimate
+
+
 PROJECTION_GAP = (
     "No projection: the physical-ceiling model has no answer for this family's headline result "
     "(its architecture or hardware figures are missing). The measured numbers above stand on their own."

@@ -1,16 +1,19 @@
 """ "What has been classified": scorecard matrices over two axes, every cell a state with evidence.
 
 A withheld entry never carries a value in the value slot; its would-be number is only kept as a
-struck secondary figure next to the word "withheld" and the failed gate.
+struck secondary figure next to the word "withheld" and the failed gate. An untested cell may show
+catalog.projection's estimate, labelled estimated and still listed among the untested.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from builder.format import Num, opt_num
-from builder.views.results import STATE_LABELS, STATE_RANK, ArmResult, best_state, label_key, short_depth
+from builder.format import Num, num, opt_num
+from builder.views.projection import Estimator
+from builder.views.results import STATE_LABELS, STATE_RANK, ArmResult, best_state, label_key, packet_href, short_depth
 from catalog.recipe import Recipe
 
 
@@ -56,6 +59,19 @@ class Matrix:
     untested: list[str]
 
 
+@dataclass(frozen=True)
+class Coordinate:
+    """One cell's position: what selects its results and what names it to the estimator."""
+
+    quant_key: str
+    quant_slug: str
+    tp: int
+    depth: int
+
+
+Axis = list[tuple[Callable[[Coordinate], Coordinate], str]]
+
+
 def entry(result: ArmResult) -> CellEntry:
     published = result.published
     values = result.values
@@ -74,28 +90,68 @@ def entry(result: ArmResult) -> CellEntry:
     )
 
 
+def estimated_entry(estimate: Any) -> CellEntry | None:
+    """An untested cell's projected value: labelled estimated, linked to the closest basis arm."""
+    if estimate is None or not estimate.basis:
+        return None
+    basis = estimate.basis[0]
+    return CellEntry(
+        state="estimated",
+        state_label=STATE_LABELS["estimated"],
+        value=num(estimate.decode_tok_s, unit="tok/s"),
+        low=None,
+        high=None,
+        struck=None,
+        reason=None,
+        detail=f"not measured: ceiling × utilisation of {len(estimate.basis)} published arm(s)",
+        href=packet_href(basis.packet_id, basis.arm_id),
+        packet_id=basis.packet_id,
+        arm_id=basis.arm_id,
+    )
+
+
 def _order(result: ArmResult) -> tuple[int, str, str, str]:
     return (STATE_RANK.index(result.state), result.draft_head or "", result.packet.id, result.arm.id)
 
 
-def _cell(row: str, col: str, results: Sequence[ArmResult]) -> Cell:
+def _cell(row: str, col: str, results: Sequence[ArmResult], estimated: CellEntry | None) -> Cell:
+    if not results and estimated is not None:
+        return Cell(row, col, "estimated", STATE_LABELS["estimated"], [estimated])
     state = best_state(r.state for r in results)
     return Cell(row, col, state, STATE_LABELS[state], [entry(r) for r in sorted(results, key=_order)])
 
 
+def _matching(results: Sequence[ArmResult], at: Coordinate) -> list[ArmResult]:
+    return [r for r in results if (r.quant_key, r.tp, r.depth) == (at.quant_key, at.tp, at.depth)]
+
+
 def _matrix(
-    matrix_id: str,
-    title: str,
-    fixed: str,
-    axes: tuple[tuple[str, list[tuple[object, str]]], tuple[str, list[tuple[object, str]]]],
-    pick: Callable[[object, object], list[ArmResult]],
+    heading: tuple[str, str, str],
+    rows_axis: tuple[str, Axis],
+    cols_axis: tuple[str, Axis],
+    base: Coordinate,
+    results: Sequence[ArmResult],
+    estimator: Estimator | None,
 ) -> Matrix:
-    (row_title, row_axis), (col_title, col_axis) = axes
-    rows = [
-        MatrixRow(row_label, [_cell(row_label, col_label, pick(row_key, col_key)) for col_key, col_label in col_axis])
-        for row_key, row_label in row_axis
+    matrix_id, title, fixed = heading
+    (row_title, row_axis), (col_title, col_axis) = rows_axis, cols_axis
+    rows = []
+    for set_row, row_label in row_axis:
+        cells = []
+        for set_col, col_label in col_axis:
+            at = set_col(set_row(base))
+            found = _matching(results, at)
+            estimate = None
+            if not found and estimator is not None:
+                estimate = estimated_entry(estimator(at.quant_slug, at.tp, at.depth))
+            cells.append(_cell(row_label, col_label, found, estimate))
+        rows.append(MatrixRow(row_label, cells))
+    untested = [
+        f"{c.row} · {c.col}" + (" (estimate shown)" if c.entries else "")
+        for r in rows
+        for c in r.cells
+        if all(e.state == "estimated" for e in c.entries)
     ]
-    untested = [f"{c.row} · {c.col}" for r in rows for c in r.cells if not c.entries]
     return Matrix(matrix_id, title, fixed, row_title, col_title, [label for _, label in col_axis], rows, untested)
 
 
@@ -104,52 +160,83 @@ def family_method(results: Sequence[ArmResult]) -> str | None:
     return methods[0] if len(methods) == 1 else None
 
 
-def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> list[tuple[object, str]]:
-    axis = {r.quant_key: r.quant_label for r in results}
+def _depth_axis(method: str | None, depths: list[int]) -> Axis:
+    def setter(depth: int) -> Callable[[Coordinate], Coordinate]:
+        return lambda at: Coordinate(at.quant_key, at.quant_slug, at.tp, depth)
+
+    return [(setter(d), short_depth(method, d)) for d in depths]
+
+
+def _tp_axis(tps: list[int]) -> Axis:
+    def setter(tp: int) -> Callable[[Coordinate], Coordinate]:
+        return lambda at: Coordinate(at.quant_key, at.quant_slug, tp, at.depth)
+
+    return [(setter(t), f"TP{t}") for t in tps]
+
+
+def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
+    """Observed quantizations plus the recipe's unmeasured variants. The estimator is told a packet
+    quantization slug or, for an unmeasured variant, the recipe variant name."""
+    found: dict[str, tuple[str, str]] = {}
+    for r in results:
+        found.setdefault(r.quant_key, (r.packet.identity.model.quantization, r.quant_label))
     covered = {r.packet.identity.model.variant for r in results}
     for name, variant in recipe.variants.items() if recipe else []:
+        label = variant.label or variant.precision.upper()
         if name not in covered:
-            label = variant.label or variant.precision.upper()
-            axis.setdefault(label_key(label), label)
-    return sorted(axis.items(), key=lambda item: item[1].lower())
+            found.setdefault(label_key(label), (name, label))
+
+    def setter(key: str, slug: str) -> Callable[[Coordinate], Coordinate]:
+        return lambda at: Coordinate(key, slug, at.tp, at.depth)
+
+    ordered = sorted(found.items(), key=lambda item: item[1][1].lower())
+    return [(setter(key, slug), label) for key, (slug, label) in ordered]
 
 
-def matrices(results: Sequence[ArmResult], recipe: Recipe | None) -> list[Matrix]:
+def matrices(
+    results: Sequence[ArmResult], recipe: Recipe | None, estimators: dict[str, Estimator] | None = None
+) -> list[Matrix]:
+    """Per card: speculative depth × cards for each quantization, and quantization × depth on the
+    fewest cards. Untested cells carry catalog.projection's estimate where it has one."""
     method = family_method(results)
+    estimators = estimators or {}
     found: list[Matrix] = []
-    for hardware_id in sorted({r.hardware_id for r in results}):
-        on_hw = [r for r in results if r.hardware_id == hardware_id]
+    for hw in sorted({r.hardware_id for r in results}):
+        on_hw = [r for r in results if r.hardware_id == hw]
         hw_name = on_hw[0].hardware_name
         runtimes = " / ".join(sorted({r.packet.identity.runtime.label for r in on_hw}))
-        for quant_key, quant_label in sorted({(r.quant_key, r.quant_label) for r in on_hw}, key=lambda q: q[1]):
+        estimator = estimators.get(hw)
+        quants = sorted({(r.quant_key, r.packet.identity.model.quantization, r.quant_label) for r in on_hw})
+        for quant_key, quant_slug, quant_label in sorted(quants, key=lambda q: q[2]):
             subset = [r for r in on_hw if r.quant_key == quant_key]
-            depths = sorted({0} | {r.depth for r in subset})
-            tps = sorted({1} | {r.tp for r in subset})
             found.append(
                 _matrix(
-                    f"depth-tp-{hardware_id}-{quant_key}",
-                    f"Speculative depth × cards · {quant_label}",
-                    f"Fixed: quantization={quant_label} · hardware={hw_name} · runtime={runtimes}",
                     (
-                        ("speculative depth", [(d, short_depth(method, d)) for d in depths]),
-                        ("cards (tensor parallel)", [(t, f"TP{t}") for t in tps]),
+                        f"depth-tp-{hw}-{quant_key}",
+                        f"Speculative depth × cards · {quant_label}",
+                        f"Fixed: quantization={quant_label} · hardware={hw_name} · runtime={runtimes}",
                     ),
-                    lambda d, t, subset=subset: [r for r in subset if r.depth == d and r.tp == t],  # type: ignore[misc]
+                    ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in subset}))),
+                    ("cards (tensor parallel)", _tp_axis(sorted({1} | {r.tp for r in subset}))),
+                    Coordinate(quant_key, quant_slug, 1, 0),
+                    subset,
+                    estimator,
                 )
             )
         tp = min(r.tp for r in on_hw)
         at_tp = [r for r in on_hw if r.tp == tp]
-        depths = sorted({0} | {r.depth for r in at_tp})
         found.append(
             _matrix(
-                f"quant-depth-{hardware_id}",
-                "Quantization × speculative depth",
-                f"Fixed: hardware={hw_name} · tp={tp} · runtime={runtimes}",
                 (
-                    ("quantization", _quant_axis(at_tp, recipe)),
-                    ("speculative depth", [(d, short_depth(method, d)) for d in depths]),
+                    f"quant-depth-{hw}",
+                    "Quantization × speculative depth",
+                    f"Fixed: hardware={hw_name} · tp={tp} · runtime={runtimes}",
                 ),
-                lambda q, d, at_tp=at_tp: [r for r in at_tp if r.quant_key == q and r.depth == d],  # type: ignore[misc]
+                ("quantization", _quant_axis(at_tp, recipe)),
+                ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in at_tp}))),
+                Coordinate("", "", tp, 0),
+                at_tp,
+                estimator,
             )
         )
     return found
