@@ -7,9 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from builder.render import TEMPLATES
-from builder.site import build_files, check_output_folder, check_paths, differences, publish
+from builder import stamp
 from catalog.errors import exit_on_catalog_error
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -26,32 +27,50 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _report(warnings: list[str], strict: bool) -> bool:
+    """Print warnings one line each; True when --strict makes them fatal."""
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if strict and warnings:
+        print(f"error: {len(warnings)} warning(s) and --strict", file=sys.stderr)
+        return True
+    return False
+
+
 def run(argv: list[str] | None = None) -> int:
     options = parser().parse_args(argv)
     started = time.perf_counter()
+    inputs = stamp.input_hash(options.data, options.packets, options.templates, options.base_url)
+    if not options.check:
+        recorded = stamp.unchanged(options.out, inputs)
+        if recorded is not None:
+            if _report(recorded, options.strict):
+                return 1
+            print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
+            return 0
+
+    from builder.site import build_files, check_output_folder, check_paths, differences, publish
+
     result = build_files(options.data, options.packets, templates=options.templates, base_url=options.base_url)
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    failed_strict = options.strict and bool(result.warnings)
-    if failed_strict:
-        print(f"error: {len(result.warnings)} warning(s) and --strict", file=sys.stderr)
+    files = {**result.files, stamp.MANIFEST: stamp.manifest(inputs, result.files, result.warnings)}
+    failed_strict = _report(result.warnings, options.strict)
     if options.check:
-        stale = differences(result.files, options.out)
+        stale = differences(files, options.out)
         for line in stale:
             print(f"stale: {line}", file=sys.stderr)
         if stale:
             print(f"error: {options.out} is stale ({len(stale)} file(s)); run `make site`", file=sys.stderr)
             return 1
         if not failed_strict:
-            print(f"{options.out} is up to date ({len(result.files)} files)")
+            print(f"{options.out} is up to date ({len(files)} files)")
         return 1 if failed_strict else 0
     if failed_strict:
         return 1
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
-    check_paths(result.files, options.out)
-    changed = publish(result.files, options.out)
+    check_paths(files, options.out)
+    changed = publish(files, options.out)
     elapsed = time.perf_counter() - started
-    print(f"built {len(result.files)} files into {options.out}: {changed} changed ({elapsed:.2f} s)")
+    print(f"built {len(files)} files into {options.out}: {changed} changed ({elapsed:.2f} s)")
     return 0
 
 

@@ -233,3 +233,35 @@ def test_cli_prints_catalog_errors_without_traceback(tmp_path, catalog):
     assert result.stderr.startswith("error: ")
     assert "broken.yaml" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_noop_rebuild_skips_rendering_but_not_hand_edits(tmp_path, catalog, capsys, monkeypatch):
+    import builder.site
+
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    before = _snapshot(out)
+
+    def must_not_render(*args, **kwargs):
+        raise AssertionError("a no-op rebuild rendered")
+
+    monkeypatch.setattr(builder.site, "build_files", must_not_render)
+    capsys.readouterr()
+    assert _build(*catalog, out) == 0
+    assert "inputs and files unchanged" in capsys.readouterr().out
+    assert _build(*catalog, out, "--strict") == 1  # the recorded warnings still count
+    assert "warning: empty-1b: no packets" in capsys.readouterr().err
+    monkeypatch.undo()
+    (out / "index.html").write_text("hand edit")
+    assert _build(*catalog, out) == 0
+    assert _snapshot(out) == before
+
+
+def test_manifest_records_every_file(tmp_path, catalog):
+    import json
+
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    recorded = json.loads((out / ".catalog-build.json").read_text())
+    assert set(recorded["files"]) == set(_snapshot(out)) - {".catalog-build.json"}
+    assert recorded["warnings"] == [w for w in recorded["warnings"] if w]
