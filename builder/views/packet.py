@@ -2,77 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
-from builder.format import Num, num, opt_num
+from builder.format import num
+from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
-from builder.views.describe import config_clause, coverage_chips, gate_phrase, lead_arm, methodology_sentence
-from builder.views.results import STATE_LABELS, withheld_reason
+from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.results import STATE_LABELS
 from catalog.grade import GRADE_MEANING, PUBLISHED, evidence_grade
-from catalog.packet import Arm, Packet, PromptRow, ServerRun
-
-TOKEN_PREVIEW = 24
-
-
-@dataclass(frozen=True)
-class RowView:
-    prompt_id: str
-    class_id: str
-    prompt_tokens: Num
-    completion_tokens: Num
-    ttft_ms: Num
-    decode_tok_s: Num | None
-    finish_reason: str
-    cached_tokens: Num | None
-    token_preview: str
-
-
-@dataclass(frozen=True)
-class ServerView:
-    label: str
-    status: str
-    error: str | None
-    decode_tok_s: Num | None
-    ttft_ms: Num | None
-    facts: list[Fact]
-    canaries: list[Fact]
-    rows: list[RowView]
-
-
-@dataclass(frozen=True)
-class GateView:
-    gate: str
-    passed: bool
-    phrase: str
-    first_divergence: str
-    note: str | None
-
-
-@dataclass(frozen=True)
-class ArmView:
-    id: str
-    label: str
-    state: str
-    state_label: str
-    reason: str | None
-    value: Num | None
-    struck: Num | None
-    config: str
-    command: str | None
-    env: str | None
-    servers: list[ServerView]
-    gates: list[GateView]
-    facts: list[Fact]
-    note: str | None
-
-
-@dataclass(frozen=True)
-class LadderView:
-    arm: str
-    kind: str
-    columns: list[str]
-    rows: list[list[str | Num | None]]
+from catalog.packet import Packet
 
 
 @dataclass(frozen=True)
@@ -97,122 +35,6 @@ class PacketView:
     related: list[Link]
     family: Link
     raw_href: str
-
-
-def _row(row: PromptRow) -> RowView:
-    preview = " ".join(str(t) for t in row.token_ids[:TOKEN_PREVIEW])
-    return RowView(
-        prompt_id=row.prompt_id,
-        class_id=row.class_id,
-        prompt_tokens=num(row.prompt_tokens, 0),
-        completion_tokens=num(row.completion_tokens, 0),
-        ttft_ms=num(row.ttft_ms),
-        decode_tok_s=opt_num(row.decode_tok_s),
-        finish_reason=row.finish_reason or "—",
-        cached_tokens=opt_num(row.cached_tokens, 0),
-        token_preview=preview + (" …" if len(row.token_ids) > TOKEN_PREVIEW else ""),
-    )
-
-
-def _server(server: ServerRun) -> ServerView:
-    facts = [Fact("cache zero", {True: "yes", False: "NO", None: "not recorded"}[server.cache_zero])]
-    if server.startup_s is not None:
-        facts.append(Fact("startup", num(server.startup_s, unit="s")))
-    if server.spec_metrics:
-        sm = server.spec_metrics
-        facts += [
-            Fact("drafts", num(sm.drafts, 0)),
-            Fact("draft tokens", num(sm.draft_tokens, 0)),
-            Fact("accepted tokens", num(sm.accepted_tokens, 0)),
-        ]
-        if sm.acceptance_rate is not None:
-            facts.append(Fact("acceptance rate", num(sm.acceptance_rate)))
-        if sm.mean_acceptance_length is not None:
-            facts.append(Fact("mean acceptance length", num(sm.mean_acceptance_length)))
-    if server.log:
-        facts.append(Fact("log", server.log))
-    return ServerView(
-        label=server.label,
-        status=server.status,
-        error=server.error,
-        decode_tok_s=opt_num(server.decode_tok_s, unit="tok/s"),
-        ttft_ms=opt_num(server.ttft_ms, unit="ms"),
-        facts=facts,
-        canaries=[Fact(c.id, "passed" if c.passed else "FAILED", c.detail) for c in server.canaries],
-        rows=[_row(r) for r in server.rows],
-    )
-
-
-def _arm(arm: Arm) -> ArmView:
-    published = arm.state in PUBLISHED
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
-    facts = []
-    if arm.oracle_decode_tok_s:
-        facts.append(Fact("oracle values", " / ".join(num(v).text for v in arm.oracle_decode_tok_s), "tok/s"))
-    if arm.published_figure is not None:
-        facts.append(Fact("figure printed by the source", num(arm.published_figure, unit="tok/s")))
-    if arm.published_ttft_ms:
-        facts.append(Fact("TTFT printed by the source", " / ".join(num(v).text for v in arm.published_ttft_ms), "ms"))
-    return ArmView(
-        id=arm.id,
-        label=arm.label,
-        state=arm.state.value,
-        state_label=STATE_LABELS[arm.state.value],
-        reason=withheld_reason(arm) if not published and arm.state.value == "withheld" else None,
-        value=opt_num(arm.decode_tok_s, unit="tok/s") if published else None,
-        struck=None if published else opt_num(arm.decode_tok_s or arm.published_figure),
-        config=config_clause(arm),
-        command=shlex.join(arm.config.argv) if arm.config.argv else None,
-        env=env or None,
-        servers=[_server(s) for s in arm.servers],
-        gates=[
-            GateView(
-                g.gate,
-                g.passed,
-                gate_phrase(g, arm),
-                ", ".join("—" if d is None else str(d) for d in g.first_divergence),
-                g.note,
-            )
-            for g in arm.gates
-        ],
-        facts=facts,
-        note=arm.note,
-    )
-
-
-def _ladders(packet: Packet) -> list[LadderView]:
-    views = []
-    for ladder in packet.ladders:
-        if ladder.kind == "concurrency":
-            cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle"]
-            rows: list[list[str | Num | None]] = [
-                [
-                    num(p.users, 0),
-                    num(p.completion_tokens, 0),
-                    num(p.wall_s),
-                    num(p.aggregate_tok_s),
-                    _yes_no(p.identical_to_oracle),
-                ]
-                for p in ladder.concurrency
-            ]
-        else:
-            cols = ["prompt tokens", "content class", "decode tok/s", "TTFT ms", "identical to oracle"]
-            rows = [
-                [
-                    num(p.depth_tokens, 0),
-                    p.content_class,
-                    opt_num(p.decode_tok_s),
-                    opt_num(p.ttft_ms),
-                    _yes_no(p.identical_to_oracle),
-                ]
-                for p in ladder.context
-            ]
-        views.append(LadderView(ladder.arm, ladder.kind, cols, rows))
-    return views
-
-
-def _yes_no(value: bool | None) -> str:
-    return {True: "yes", False: "NO", None: "not checked"}[value]
 
 
 def reproduce_commands(packet: Packet) -> list[str]:
@@ -338,8 +160,8 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
         workload=_workload(packet, ctx),
-        arms=[_arm(a) for a in packet.arms],
-        ladders=_ladders(packet),
+        arms=[arm_view(a) for a in packet.arms],
+        ladders=ladder_views(packet),
         reproduce=reproduce_commands(packet),
         related=related,
         family=Link(recipe.meta.title if recipe else slug, f"models/{slug}/index.html"),
