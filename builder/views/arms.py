@@ -10,7 +10,7 @@ from builder.views.common import Fact
 from builder.views.describe import config_clause, gate_phrase
 from builder.views.results import STATE_LABELS, withheld_reason
 from catalog.grade import PUBLISHED
-from catalog.packet import Arm, Packet, PromptRow, ServerRun
+from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 
 TOKEN_PREVIEW = 24
 
@@ -119,6 +119,20 @@ def _server(server: ServerRun) -> ServerView:
     )
 
 
+def divergence_summary(arm: Arm, gate: GateResult) -> str:
+    """Which prompts diverged and at which token: `prompt-id @ index`, named through the rows of
+    the server the gate compared (their order is the gate's order)."""
+    found = gate.first_divergence
+    if not found:
+        return ""
+    server = next((s for s in arm.servers if s.label == gate.server), arm.servers[0] if arm.servers else None)
+    names = [r.prompt_id for r in server.rows] if server and len(server.rows) == len(found) else []
+    diverged = [f"{names[i] if names else f'#{i}'} @ {d}" for i, d in enumerate(found) if d is not None]
+    if not diverged:
+        return f"identical on all {len(found)}"
+    return "; ".join(diverged) + f" ({len(found) - len(diverged)} identical)"
+
+
 def arm_view(arm: Arm) -> ArmView:
     published = arm.state in PUBLISHED
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
@@ -146,7 +160,7 @@ def arm_view(arm: Arm) -> ArmView:
                 g.gate,
                 g.passed,
                 gate_phrase(g, arm),
-                ", ".join("—" if d is None else str(d) for d in g.first_divergence),
+                divergence_summary(arm, g),
                 g.note,
             )
             for g in arm.gates

@@ -42,7 +42,13 @@ def test_packet_page_shows_rows_gates_and_reproduce(built, page):
     assert "state-withheld" in withheld["class"]
     assert withheld.select_one(".arm-value") is None
     assert "first divergence" in withheld.get_text()
-    assert "50" in next(td.get_text() for td in withheld.select("tr.fail td.mono")).split(", ")
+    divergence = [td.get_text() for td in withheld.select("tr.fail td.mono")]
+    assert divergence[0] == (
+        "ops-incident-retro @ 50; code-review-python @ 50; prose-decision-memo @ 50; "
+        "analysis-ab-test-readout @ 50 (8 identical)"
+    )
+    passed = [td.get_text() for td in soup.select("#arm-tp1-ngram3 tr.pass td.mono")]
+    assert set(passed) == {"identical on all 12"}
     reproduce = [pre.get_text() for pre in soup.select("#reproduce pre")]
     assert reproduce[0] == f"make reproduce PACKET={packet_id}"
     assert (
