@@ -1,0 +1,1 @@
+"""Runner: measures LLM serving speed through real vLLM servers (an external program)."""

@@ -1,0 +1,274 @@
+"""Measuring client for vLLM's OpenAI-compatible API.
+
+`stream_completion` times every token of one streamed `/v1/completions` request. Tokens are
+counted from the `token_ids` each chunk carries (`return_token_ids: true`), never from chunk
+counts: with speculative decoding one chunk carries several tokens, and each of them gets the
+chunk's arrival time. Many requests can share one `httpx.AsyncClient` from `new_http_client`
+(one pooled connection per request in flight).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+import httpx
+
+DEFAULT_TIMEOUT_S = 600.0
+JSON_HEADERS = {"content-type": "application/json", "accept-encoding": "identity"}
+SSE_DATA_PREFIX = b"data:"
+SSE_IGNORED_FIELDS = (b"event:", b"id:", b"retry:", b":")
+SHOWN_CHARS = 200
+
+
+class ClientError(Exception):
+    """A request failed or its response broke the expected protocol; the message says how."""
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """One streamed completion. Times are seconds since just before the request was sent.
+
+    token_times_s has one entry per token; tokens that arrived in the same chunk share it.
+    chunk_count counts chunks that carried at least one token.
+    cached_tokens is None when the server did not report prompt_tokens_details (it needs
+    --enable-prompt-tokens-details).
+    """
+
+    token_ids: list[int]
+    text: str
+    ttft_s: float
+    token_times_s: list[float]
+    e2e_s: float
+    chunk_count: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None
+    finish_reason: str | None
+    prompt_token_ids: list[int] | None
+
+
+def new_http_client(max_in_flight: int = 64, timeout_s: float = DEFAULT_TIMEOUT_S) -> httpx.AsyncClient:
+    """An AsyncClient whose pool holds one connection per request in flight."""
+    return httpx.AsyncClient(
+        limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight),
+        timeout=httpx.Timeout(timeout_s, connect=30.0),
+        trust_env=False,  # never route loopback measurements through a proxy
+    )
+
+
+def completion_payload(
+    model: str, prompt: str | list[int], max_tokens: int, seed: int, temperature: float
+) -> dict[str, Any]:
+    return {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": 1.0,
+        "seed": seed,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "return_token_ids": True,
+    }
+
+
+async def stream_completion(
+    base_url: str,
+    model: str,
+    prompt: str | list[int],
+    max_tokens: int,
+    seed: int,
+    temperature: float = 0.0,
+    *,
+    http: httpx.AsyncClient | None = None,
+) -> StreamResult:
+    """POST a streaming /v1/completions request and time each token. Raises ClientError."""
+    url = base_url.rstrip("/") + "/v1/completions"
+    body = json.dumps(completion_payload(model, prompt, max_tokens, seed, temperature)).encode()
+    owned = http is None
+    client = http if http is not None else new_http_client(max_in_flight=1)
+    try:
+        return await _stream(client, url, body)
+    finally:
+        if owned:
+            await client.aclose()
+
+
+async def _stream(http: httpx.AsyncClient, url: str, body: bytes) -> StreamResult:
+    sent_at = perf_counter()
+    stream = _StreamState(sent_at)
+    try:
+        async with http.stream("POST", url, content=body, headers=JSON_HEADERS) as response:
+            if response.status_code != 200:
+                detail = (await response.aread()).decode("utf-8", errors="replace")
+                raise ClientError(f"HTTP {response.status_code} from POST {url}: {_shorten(detail)}")
+            pending = b""
+            async for data in response.aiter_bytes():
+                arrived_at = perf_counter()
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    stream.feed_line(line, arrived_at)
+            if pending.strip():
+                stream.feed_line(pending, perf_counter())
+    except httpx.HTTPError as exc:
+        raise ClientError(
+            f"connection to {url} failed after {len(stream.token_ids)} tokens: "
+            f"{type(exc).__name__}: {_shorten(str(exc))}"
+        ) from exc
+    return stream.result(perf_counter() - sent_at)
+
+
+class _StreamState:
+    """Accumulates SSE events of one completion stream."""
+
+    def __init__(self, sent_at: float) -> None:
+        self.sent_at = sent_at
+        self.token_ids: list[int] = []
+        self.token_times: list[float] = []
+        self.text_parts: list[str] = []
+        self.ttft: float | None = None
+        self.chunk_count = 0
+        self.finish_reason: str | None = None
+        self.prompt_token_ids: list[int] | None = None
+        self.usage: dict[str, Any] | None = None
+        self.done = False
+
+    def feed_line(self, raw_line: bytes, arrived_at: float) -> None:
+        line = raw_line.rstrip(b"\r")
+        if not line:
+            return
+        if not line.startswith(SSE_DATA_PREFIX):
+            if line.startswith(SSE_IGNORED_FIELDS):
+                return
+            raise ClientError(f"malformed SSE line: {_shorten(line)}")
+        if self.done:
+            raise ClientError(f"data after [DONE]: {_shorten(line)}")
+        data = line[len(SSE_DATA_PREFIX) :].strip()
+        if data == b"[DONE]":
+            self.done = True
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise ClientError(f"malformed JSON in stream: {_shorten(data)}") from None
+        if not isinstance(event, dict):
+            raise ClientError(f"stream event is not a JSON object: {_shorten(data)}")
+        self._feed_event(event, arrived_at)
+
+    def _feed_event(self, event: dict[str, Any], arrived_at: float) -> None:
+        if "error" in event:
+            error = event["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ClientError(f"server reported an error mid-stream: {_shorten(str(message))}")
+        for choice in event.get("choices") or ():
+            self._feed_choice(choice, arrived_at)
+        usage = event.get("usage")
+        if usage:
+            self.usage = usage
+
+    def _feed_choice(self, choice: dict[str, Any], arrived_at: float) -> None:
+        if choice.get("index", 0) != 0:
+            raise ClientError(f"unexpected choice index {choice.get('index')!r} (n must be 1)")
+        text = choice.get("text") or ""
+        ids = choice.get("token_ids")
+        if ids is None:
+            if text:
+                raise ClientError("chunk has text but no token_ids: server ignored return_token_ids")
+        elif not isinstance(ids, list) or not all(type(token) is int for token in ids):
+            raise ClientError(f"token_ids is not a list of integers: {_shorten(str(ids))}")
+        elif ids:
+            elapsed = arrived_at - self.sent_at
+            if self.ttft is None:
+                self.ttft = elapsed
+            self.token_ids.extend(ids)
+            self.token_times.extend([elapsed] * len(ids))
+            self.chunk_count += 1
+        if text:
+            self.text_parts.append(text)
+        if choice.get("prompt_token_ids") is not None and self.prompt_token_ids is None:
+            self.prompt_token_ids = list(choice["prompt_token_ids"])
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+
+    def result(self, e2e_s: float) -> StreamResult:
+        count = len(self.token_ids)
+        if not self.done:
+            raise ClientError(f"stream ended without [DONE] after {count} tokens")
+        if self.usage is None:
+            raise ClientError("stream ended without a usage chunk (include_usage not honoured)")
+        if self.ttft is None:
+            raise ClientError("stream carried no tokens")
+        completion_tokens = _usage_int(self.usage, "completion_tokens")
+        if completion_tokens != count:
+            raise ClientError(f"stream carried {count} token ids but usage.completion_tokens is {completion_tokens}")
+        details = self.usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        return StreamResult(
+            token_ids=self.token_ids,
+            text="".join(self.text_parts),
+            ttft_s=self.ttft,
+            token_times_s=self.token_times,
+            e2e_s=e2e_s,
+            chunk_count=self.chunk_count,
+            prompt_tokens=_usage_int(self.usage, "prompt_tokens"),
+            completion_tokens=completion_tokens,
+            cached_tokens=cached if isinstance(cached, int) else None,
+            finish_reason=self.finish_reason,
+            prompt_token_ids=self.prompt_token_ids,
+        )
+
+
+async def chat_completion(
+    base_url: str,
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    seed: int,
+    temperature: float = 0.0,
+    *,
+    http: httpx.AsyncClient | None = None,
+) -> str:
+    """Non-streaming /v1/chat/completions with one user message; returns the reply text."""
+    url = base_url.rstrip("/") + "/v1/chat/completions"
+    payload = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": 1.0,
+        "seed": seed,
+    }
+    owned = http is None
+    client = http if http is not None else new_http_client(max_in_flight=1)
+    try:
+        response = await client.post(url, json=payload)
+    except httpx.HTTPError as exc:
+        raise ClientError(f"POST {url} failed: {type(exc).__name__}: {_shorten(str(exc))}") from exc
+    finally:
+        if owned:
+            await client.aclose()
+    if response.status_code != 200:
+        raise ClientError(f"HTTP {response.status_code} from POST {url}: {_shorten(response.text)}")
+    try:
+        content = response.json()["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ClientError(f"unexpected chat response: {_shorten(response.text)}") from None
+    if not isinstance(content, str):
+        raise ClientError(f"chat reply content is not text: {_shorten(str(content))}")
+    return content
+
+
+def _usage_int(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key)
+    if not isinstance(value, int):
+        raise ClientError(f"usage.{key} missing or not an integer: {_shorten(json.dumps(usage))}")
+    return value
+
+
+def _shorten(text: str | bytes) -> str:
+    shown = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    return repr(shown if len(shown) <= SHOWN_CHARS else shown[:SHOWN_CHARS] + "...")

