@@ -103,7 +103,10 @@ def index_view(families: list[FamilyView], hardware: dict[str, Hardware]) -> Ind
         Filter(
             "spec",
             "Speculative method",
-            [Option(m, m if m != "none" else "none") for m in sorted({m for c in cards for m in c.spec_methods})],
+            [
+                Option(m, m if m != "none" else "no speculation")
+                for m in sorted({m for c in cards for m in c.spec_methods})
+            ],
         ),
         Filter("grade", "Evidence grade", [Option(g, g) for g in sorted({c.grade for c in cards})]),
         Filter(
