@@ -60,7 +60,13 @@ def find_free_port(host: str = LOOPBACK) -> int:
 
 
 def is_port_free(port: int, host: str = LOOPBACK) -> bool:
+    """True when a server could listen on the port now.
+
+    SO_REUSEADDR, as uvicorn sets it, so connections of a stopped server still in TIME_WAIT
+    do not count as "in use"; a live listener still does.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

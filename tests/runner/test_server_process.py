@@ -1,0 +1,102 @@
+"""VllmServer's lifecycle against small stand-in programs (no vLLM needed)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from runner.server import ServerError, VllmServer, find_free_port, is_port_free, live_group_members
+
+# Serves /health and /v1/models like vLLM, prints its cache env, and leaves behind a child
+# that ignores SIGTERM, so teardown must escalate to SIGKILL on the whole process group.
+FAKE_VLLM = textwrap.dedent(
+    """
+    import http.server, json, os, subprocess, sys
+    print("cache root", os.environ["VLLM_CACHE_ROOT"], flush=True)
+    subprocess.Popen([sys.executable, "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"])
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"" if self.path == "/health" else json.dumps({"data": [{"id": "fake"}]}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    """
+)
+
+
+def python_argv(code: str, port: int) -> list[str]:
+    return [sys.executable, "-c", code, str(port), "--port", str(port)]
+
+
+def test_ready_server_reports_models_and_teardown_kills_the_whole_group(tmp_path: Path) -> None:
+    port = find_free_port()
+    server = VllmServer(python_argv(FAKE_VLLM, port), port=port, run_dir=tmp_path, stop_grace_s=1.0)
+    with server:
+        assert server.served_models == ["fake"]
+        assert server.startup_s is not None and server.startup_s > 0
+        assert server.base_url == f"http://127.0.0.1:{port}"
+        pgid = server.pid
+        assert pgid is not None
+        assert len(live_group_members(pgid)) == 2  # the server and its SIGTERM-proof child
+    assert live_group_members(pgid) == []
+    assert is_port_free(port)
+    assert f"cache root {tmp_path / 'compile-cache' / 'vllm'}" in server.log_tail()
+    assert server.env_overrides["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "compile-cache" / "inductor")
+
+
+def test_early_exit_raises_with_exit_code_and_log_tail(tmp_path: Path) -> None:
+    port = find_free_port()
+    code = "import sys; print('CUDA? no: fatal config error', flush=True); sys.exit(3)"
+    with pytest.raises(ServerError, match="exited with code 3 during startup") as caught:
+        VllmServer(python_argv(code, port), port=port, run_dir=tmp_path).start()
+    assert "fatal config error" in caught.value.log_tail
+    assert "\n" not in str(caught.value)
+    assert any("fatal config error" in note for note in caught.value.__notes__)
+
+
+def test_missed_health_deadline_raises_and_leaves_nothing_running(tmp_path: Path) -> None:
+    port = find_free_port()
+    server = VllmServer(
+        python_argv("import time; time.sleep(60)", port), port=port, run_dir=tmp_path, health_deadline_s=1.0
+    )
+    with pytest.raises(ServerError, match="not ready within 1 s"):
+        server.start()
+    assert server.pid is None
+
+
+def test_port_in_argv_must_match(tmp_path: Path) -> None:
+    with pytest.raises(ServerError, match="--port '1234' but the server port is 4321"):
+        VllmServer(["x", "--port", "1234"], port=4321, run_dir=tmp_path)
+    with pytest.raises(ServerError, match="--port '1' but"):
+        VllmServer(["x", "--port=1"], port=2, run_dir=tmp_path)
+
+
+def test_busy_port_is_refused_before_starting(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert not is_port_free(port)
+        with pytest.raises(ServerError, match="already in use"):
+            VllmServer(python_argv("pass", port), port=port, run_dir=tmp_path).start()
+
+
+def test_non_empty_compile_cache_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "compile-cache").mkdir()
+    (tmp_path / "compile-cache" / "stale").write_text("old kernels")
+    port = find_free_port()
+    with pytest.raises(ServerError, match="not empty"):
+        VllmServer(python_argv("pass", port), port=port, run_dir=tmp_path).start()
+
+
+def test_missing_executable_raises(tmp_path: Path) -> None:
+    port = find_free_port()
+    with pytest.raises(ServerError, match="cannot execute"):
+        VllmServer([str(tmp_path / "no-such-python")], port=port, run_dir=tmp_path).start()
