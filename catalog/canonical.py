@@ -9,9 +9,7 @@ from typing import Any
 
 def canonical_json(value: Any) -> bytes:
     """Sorted keys, no whitespace, UTF-8, shortest round-trip floats, no NaN."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def sha256_hex(data: bytes) -> str:

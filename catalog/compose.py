@@ -17,9 +17,13 @@ from catalog.hardware import Hardware
 from catalog.recipe import Args, Env, Feature, Recipe
 
 XPU_DOCKER_OPTIONS = [
-    "--device", "/dev/dri",
-    "-v", "/dev/dri/by-path:/dev/dri/by-path",
-    "--shm-size=16g", "--privileged", "--ipc=host",
+    "--device",
+    "/dev/dri",
+    "-v",
+    "/dev/dri/by-path:/dev/dri/by-path",
+    "--shm-size=16g",
+    "--privileged",
+    "--ipc=host",
 ]
 CUDA_DOCKER_OPTIONS = ["--gpus", "all", "--ipc=host"]
 HF_CACHE_MOUNT = ["-v", "$HOME/.cache/huggingface:/root/.cache/huggingface"]
@@ -65,8 +69,17 @@ class LaunchCommand:
         options = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
         env = [token for k, v in sorted(self.env.items()) for token in ("-e", f"{k}={v}")]
         return [
-            "docker", "run", "--rm", *options, "-p", "8000:8000", *HF_CACHE_MOUNT, *env,
-            self.docker_image, self.model_id, *self.args,
+            "docker",
+            "run",
+            "--rm",
+            *options,
+            "-p",
+            "8000:8000",
+            *HF_CACHE_MOUNT,
+            *env,
+            self.docker_image,
+            self.model_id,
+            *self.args,
         ]
 
     def docker_shell(self) -> str | None:
@@ -80,7 +93,7 @@ def _shell_join(argv: Iterable[str]) -> str:
 
 
 def _is_flag(token: str) -> bool:
-    if not token.startswith("-") or token == "-":
+    if not token.startswith("-") or token == "-":  # noqa: S105 - a CLI token, not a secret
         return False
     try:
         float(token)
@@ -222,7 +235,9 @@ def _add_feature(
     if feature.modes:
         mode_name = modes.get(name) or feature.default_mode or next(iter(feature.modes))
         if mode_name not in feature.modes:
-            raise CatalogError(f"feature {name!r} has no mode {mode_name!r}", file=source, field=f"features.{name}.modes")
+            raise CatalogError(
+                f"feature {name!r} has no mode {mode_name!r}", file=source, field=f"features.{name}.modes"
+            )
         mode = feature.modes[mode_name]
         if not mode.variants or selection.variant in mode.variants:
             layers.add(mode.args, mode.env)

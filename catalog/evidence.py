@@ -58,9 +58,7 @@ def _gate_problems(packet: Packet, arm: Arm, where: str) -> list[Problem]:
     return problems
 
 
-def _gate_pair(
-    packet: Packet, arm: Arm, gate: GateResult
-) -> tuple[list[PromptRow], list[PromptRow]] | None:
+def _gate_pair(packet: Packet, arm: Arm, gate: GateResult) -> tuple[list[PromptRow], list[PromptRow]] | None:
     """G1 and G2 compare an arm's two servers; G3 compares one server (`gate.server`) with the
     oracle arm named in `against`, whose own two servers G1 has shown identical."""
     if gate.gate in ("G1", "G2"):

@@ -24,16 +24,12 @@ def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, d
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
 
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
-)
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 
 
 def read_text(path: Path) -> str:
@@ -71,9 +67,7 @@ def _reject_constant(name: str) -> Any:
 
 def parse_json(text: str, path: Path) -> Any:
     try:
-        return json.loads(
-            text, object_pairs_hook=_reject_duplicate_json_keys, parse_constant=_reject_constant
-        )
+        return json.loads(text, object_pairs_hook=_reject_duplicate_json_keys, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
         raise CatalogError(f"invalid JSON: {error.msg}", file=path, line=error.lineno) from None
     except ValueError as error:

@@ -9,7 +9,7 @@ disagree with what they derive from.
 from __future__ import annotations
 
 from datetime import date, datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -20,7 +20,7 @@ from catalog.canonical import canonical_sha256
 HASH_EXCLUDED = frozenset({"id", "sha256"})
 
 
-class State(str, Enum):
+class State(StrEnum):
     MEASURED = "measured"
     WITHHELD = "withheld"
     SCREENED = "screened"
@@ -323,7 +323,9 @@ class Packet(StrictModel):
             if arm.state == State.WITHHELD and not arm.withheld_reason:
                 raise ValueError(f"arm {arm.id!r}: a withheld arm needs withheld_reason")
         if self.state != packet_state(self.provenance.kind, self.arms):
-            raise ValueError(f"state is {self.state.value}, its arms make it {packet_state(self.provenance.kind, self.arms).value}")
+            raise ValueError(
+                f"state is {self.state.value}, its arms make it {packet_state(self.provenance.kind, self.arms).value}"
+            )
         return self
 
     def content_hash(self) -> str:

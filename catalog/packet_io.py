@@ -19,9 +19,7 @@ def seal(draft: dict[str, Any]) -> Packet:
     unsealed = Packet.model_validate({**draft, "id": "unsealed", "sha256": _PLACEHOLDER_HASH})
     digest = packet_hash(unsealed.model_dump(mode="json"))
     model = unsealed.identity.model
-    return unsealed.model_copy(
-        update={"sha256": digest, "id": packet_id(model.slug, model.quantization, digest)}
-    )
+    return unsealed.model_copy(update={"sha256": digest, "id": packet_id(model.slug, model.quantization, digest)})
 
 
 def packet_json(packet: Packet) -> str:

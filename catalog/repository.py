@@ -29,9 +29,7 @@ class Catalog:
     packet_paths: dict[str, Path] = field(default_factory=dict)
 
     def packets_of(self, slug: str) -> list[Packet]:
-        return sorted(
-            (p for p in self.packets.values() if p.identity.model.slug == slug), key=lambda p: p.id
-        )
+        return sorted((p for p in self.packets.values() if p.identity.model.slug == slug), key=lambda p: p.id)
 
 
 class _Collector:

@@ -23,7 +23,9 @@ def judge(canary: Canary, outputs: list[str]) -> CanaryResult:
     """`outputs` holds one answer, or `repeats` answers for a repeat canary."""
     if canary.kind == "repeat":
         distinct = len(set(outputs))
-        return CanaryResult(id=canary.id, passed=distinct == 1, detail=f"{len(outputs)} runs, {distinct} distinct outputs")
+        return CanaryResult(
+            id=canary.id, passed=distinct == 1, detail=f"{len(outputs)} runs, {distinct} distinct outputs"
+        )
     answer = outputs[0]
     if canary.kind == "contains":
         missing = [e for e in canary.expect or [] if e not in answer]

@@ -144,7 +144,9 @@ def _with_derived_states(draft: dict[str, Any]) -> dict[str, Any]:
 
     arms = []
     for arm in draft["arms"]:
-        provisional = Arm.model_validate({**arm, "state": State.IMPORTED.value, "withheld_reason": arm["withheld_reason"]})
+        provisional = Arm.model_validate(
+            {**arm, "state": State.IMPORTED.value, "withheld_reason": arm["withheld_reason"]}
+        )
         arms.append({**arm, "state": arm_state("imported", provisional).value})
     typed = [Arm.model_validate(a) for a in arms]
     return {**draft, "arms": arms, "state": packet_state("imported", typed).value}

@@ -60,6 +60,14 @@ class ArmPlan:
     command: LaunchCommand
 
 
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value after `flag` in an argv, or None."""
+    for group in flag_groups(args):
+        if group[0] == flag and len(group) > 1:
+            return group[1]
+    return None
+
+
 def spec_feature(recipe: Recipe) -> str | None:
     for name, feature in recipe.features.items():
         args = [*feature.args, *(a for m in feature.modes.values() for a in m.args)]
@@ -109,7 +117,9 @@ def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, sour
 def ladder_command(arm: ArmPlan) -> LaunchCommand:
     """The same command with room for 64 sequences: ladders batch requests."""
     args = [*arm.command.args, "--max-num-seqs", LADDER_MAX_SEQS]
-    return LaunchCommand(arm.command.model_id, merge_args(args), arm.command.env, arm.command.docker_image, arm.command.platform)
+    return LaunchCommand(
+        arm.command.model_id, merge_args(args), arm.command.env, arm.command.docker_image, arm.command.platform
+    )
 
 
 def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str) -> str:

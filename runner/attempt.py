@@ -1,0 +1,170 @@
+"""One fresh server: start, canaries, strict suite with /metrics before and after, teardown.
+
+The result is a ServerRun (the packet's own model) saved atomically beside the server log, so
+an interrupted campaign resumes from the attempts that finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from catalog.canonical import pretty_json
+from catalog.files import write_file
+from catalog.loading import load_file
+from catalog.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
+from catalog.packet import CanaryResult, PromptRow, ServerRun, SpecMetrics
+from catalog.suite import CanarySet, Suite
+from runner.canaries import judge
+from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
+from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
+from runner.plan import ArmPlan
+from runner.runtime import Runtime
+from runner.server import ServerError, VllmServer, find_free_port
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Workload:
+    suite: Suite
+    canaries: CanarySet
+    max_tokens: int
+    seed: int
+    health_deadline_s: float
+
+
+class AttemptInvalid(Exception):
+    """The server ran, but its answers break a protocol rule (short completion, cache hit...)."""
+
+
+def attempt_paths(run_dir: Path, arm_id: str, label: str) -> tuple[Path, Path]:
+    folder = run_dir / arm_id
+    return folder / f"server-{label}.json", folder / f"server-{label}.log"
+
+
+def finished_attempt(run_dir: Path, arm_id: str, label: str) -> ServerRun | None:
+    result_path, _ = attempt_paths(run_dir, arm_id, label)
+    if not result_path.exists():
+        return None
+    run = load_file(ServerRun, result_path)
+    return run if run.status == "ok" else None
+
+
+def run_attempt(
+    arm: ArmPlan, label: str, runtime: Runtime, workload: Workload, run_dir: Path, progress: Progress
+) -> ServerRun:
+    """Measure one fresh server; a failure is recorded (status failed, log tail) and re-raised."""
+    result_path, log_path = attempt_paths(run_dir, arm.id, label)
+    server_dir = result_path.parent / f"server-{label}"
+    if server_dir.exists():
+        shutil.rmtree(server_dir)  # a retried attempt gets an empty compile cache again
+    port = find_free_port()
+    server = VllmServer(
+        runtime.argv(arm.command, port),
+        port=port,
+        run_dir=server_dir,
+        env=arm.command.env,
+        log_path=log_path,
+        health_deadline_s=workload.health_deadline_s,
+    )
+    try:
+        progress(f"{arm.id} server {label}: starting on port {port} (log {log_path})")
+        with server:
+            progress(f"{arm.id} server {label}: ready after {server.startup_s or 0:.0f} s")
+            run = asyncio.run(_measure(server.base_url, arm, label, workload, progress))
+            run = run.model_copy(update={"startup_s": server.startup_s, "log": log_path.name})
+    except (ServerError, ClientError, MetricsError, AttemptInvalid) as error:
+        tail = getattr(error, "log_tail", "") or server.log_tail()
+        failed = ServerRun(label=label, status="failed", error=f"{error}\n{tail}".strip(), log=log_path.name)
+        write_file(result_path, pretty_json(failed.model_dump(mode="json")))
+        raise
+    write_file(result_path, pretty_json(run.model_dump(mode="json")))
+    return run
+
+
+async def _measure(base_url: str, arm: ArmPlan, label: str, workload: Workload, progress: Progress) -> ServerRun:
+    model = arm.command.model_id
+    async with new_http_client(max_in_flight=1) as http:
+        canaries = await _run_canaries(base_url, model, workload, http)
+        before = scrape_counters(base_url)
+        rows: list[PromptRow] = []
+        class_of = workload.suite.class_of()
+        for index, prompt in enumerate(workload.suite.prompts, start=1):
+            result = await stream_completion(
+                base_url, model, prompt.prompt, workload.max_tokens, workload.seed, http=http
+            )
+            row = prompt_row(prompt.id, class_of[prompt.id], result)
+            rows.append(row)
+            rate = f"{row.decode_tok_s:.1f} tok/s" if row.decode_tok_s else "no rate"
+            progress(
+                f"{arm.id} server {label}: prompt {index}/{len(workload.suite.prompts)}, "
+                f"{row.completion_tokens} tokens, {rate}"
+            )
+        after = scrape_counters(base_url)
+    _check_rows(rows, workload.suite)
+    return ServerRun(
+        label=label,
+        decode_tok_s=server_decode_rate(rows),
+        ttft_ms=server_ttft_ms(rows),
+        rows=rows,
+        canaries=canaries,
+        cache_zero=all(row.cached_tokens == 0 for row in rows),
+        spec_metrics=spec_metrics(after.minus(before)),
+    )
+
+
+def prompt_row(prompt_id: str, class_id: str, result: StreamResult) -> PromptRow:
+    times_ms = [round(t * 1000.0, 3) for t in result.token_times_s]  # microseconds: plenty, and half the bytes
+    return PromptRow(
+        prompt_id=prompt_id,
+        class_id=class_id,
+        token_ids=result.token_ids,
+        prompt_tokens=result.prompt_tokens,
+        completion_tokens=result.completion_tokens,
+        cached_tokens=result.cached_tokens,
+        ttft_ms=round(result.ttft_s * 1000.0, 3),
+        token_times_ms=times_ms,
+        finish_reason=result.finish_reason,
+        decode_tok_s=decode_rate(times_ms),
+    )
+
+
+def _check_rows(rows: list[PromptRow], suite: Suite) -> None:
+    short = [r.prompt_id for r in rows if r.completion_tokens < MIN_COMPLETION_TOKENS]
+    if short:
+        raise AttemptInvalid(f"completions under {MIN_COMPLETION_TOKENS} tokens: {', '.join(short)}")
+    cached = [r.prompt_id for r in rows if r.cached_tokens != 0]
+    if cached:
+        raise AttemptInvalid(f"cached_tokens is not 0 (prefix caching leaked) on: {', '.join(cached)}")
+    missing = {c.id for c in suite.classes} - {r.class_id for r in rows}
+    if missing:
+        raise AttemptInvalid(f"no completion for class {sorted(missing)[0]!r}")
+
+
+async def _run_canaries(base_url: str, model: str, workload: Workload, http: httpx.AsyncClient) -> list[CanaryResult]:
+    results = []
+    for canary in workload.canaries.canaries:
+        runs = canary.repeats or 1
+        outputs = [
+            await chat_completion(base_url, model, canary.prompt, canary.max_tokens, workload.seed, http=http)
+            for _ in range(runs)
+        ]
+        results.append(judge(canary, outputs))
+    return results
+
+
+def spec_metrics(delta: VllmCounters) -> SpecMetrics | None:
+    if delta.spec_drafts is None:
+        return None
+    return SpecMetrics(
+        drafts=round(delta.spec_drafts),
+        draft_tokens=round(delta.spec_draft_tokens or 0),
+        accepted_tokens=round(delta.spec_accepted_tokens or 0),
+        accepted_per_position=[round(v) for _, v in sorted(delta.spec_accepted_per_position.items())],
+    )

@@ -1,0 +1,141 @@
+"""A campaign: every arm on two fresh servers, the gates, then one sealed packet.
+
+The packet is written only when every attempt finished; a failed campaign leaves its attempts
+and logs under runs/<campaign>/ and nothing in packets/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import CatalogError
+from catalog.metrics import compare_rows
+from catalog.packet import Arm, GateResult, Ladder, Packet, ServerRun, State, arm_state, packet_state
+from catalog.packet_io import seal, write_packet
+from runner.attempt import Progress, Workload, finished_attempt, run_attempt
+from runner.identity import strip_local_paths
+from runner.plan import ArmPlan, CampaignRequest, flag_value
+
+SERVER_LABELS = "ABCD"
+
+
+@dataclass(frozen=True)
+class CampaignSetup:
+    request: CampaignRequest
+    arms: list[ArmPlan]
+    workload: Workload
+    run_dir: Path
+    identity: dict[str, Any]
+    title: str
+
+
+class CampaignFailed(CatalogError):
+    """An attempt failed: nothing is promoted; the logs say why."""
+
+
+def measure_arms(setup: CampaignSetup, runtime: Any, progress: Progress) -> dict[str, list[ServerRun]]:
+    results: dict[str, list[ServerRun]] = {}
+    labels = SERVER_LABELS[: setup.request.servers_per_arm]
+    for arm in setup.arms:
+        runs = []
+        for label in labels:
+            done = finished_attempt(setup.run_dir, arm.id, label)
+            if done is not None:
+                progress(f"{arm.id} server {label}: finished earlier, reusing {done.decode_tok_s or 0:.1f} tok/s")
+                runs.append(done)
+                continue
+            try:
+                runs.append(run_attempt(arm, label, runtime, setup.workload, setup.run_dir, progress))
+            except Exception as error:
+                raise CampaignFailed(
+                    f"{arm.id} server {label} failed, no packet written: {str(error).splitlines()[0]}",
+                    file=setup.run_dir / arm.id / f"server-{label}.log",
+                ) from error
+        results[arm.id] = runs
+    return results
+
+
+def gates_for(arm: ArmPlan, runs: list[ServerRun], oracle: ArmPlan, oracle_runs: list[ServerRun]) -> list[GateResult]:
+    """G1 for the oracle (its servers agree); G2 and per-server G3 for a speculative arm."""
+    if arm.spec_depth == 0:
+        return [compare_rows("G1", "the arm's second fresh server", runs[0].rows, runs[1].rows)]
+    gates = [compare_rows("G2", "the arm's second fresh server", runs[0].rows, runs[1].rows)]
+    gates += [compare_rows("G3", oracle.id, run.rows, oracle_runs[0].rows, server=run.label) for run in runs]
+    return gates
+
+
+def arm_record(
+    arm: ArmPlan, runs: list[ServerRun], gates: list[GateResult], request: CampaignRequest
+) -> dict[str, Any]:
+    failed = [g for g in gates if not g.passed]
+    draft: dict[str, Any] = {
+        "id": arm.id,
+        "label": _label(arm, request),
+        "config": {
+            "tensor_parallel_size": request.tp,
+            "spec_method": arm.spec_method,
+            "spec_depth": arm.spec_depth,
+            "graph_capture": "off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
+            "kv_cache_dtype": flag_value(arm.command.args, "--kv-cache-dtype"),
+            "max_model_len": _int_or_none(flag_value(arm.command.args, "--max-model-len")),
+            "argv": [strip_local_paths(a) for a in arm.command.argv()],
+            "env": {k: strip_local_paths(v) for k, v in sorted(arm.command.env.items())},
+        },
+        "servers": [r.model_dump(mode="json") for r in runs],
+        "gates": [g.model_dump(mode="json") for g in gates],
+        "withheld_reason": "; ".join(g.summary for g in failed) or None,
+        "state": State.MEASURED.value,
+    }
+    provisional = Arm.model_validate(draft)
+    return {**draft, "state": arm_state("measured", provisional).value}
+
+
+def _label(arm: ArmPlan, request: CampaignRequest) -> str:
+    cards = "1 card" if request.tp == 1 else f"{request.tp} cards"
+    if arm.spec_depth == 0:
+        return f"{cards}, no speculative decoding (oracle)"
+    return f"{cards}, {arm.spec_method} speculative decoding, depth {arm.spec_depth}"
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+def assemble(
+    setup: CampaignSetup, results: dict[str, list[ServerRun]], ladders: list[Ladder], reproduces: str | None
+) -> Packet:
+    oracle = setup.arms[0]
+    arms = [
+        arm_record(arm, results[arm.id], gates_for(arm, results[arm.id], oracle, results[oracle.id]), setup.request)
+        for arm in setup.arms
+    ]
+    typed = [Arm.model_validate(a) for a in arms]
+    draft = {
+        "schema_version": 1,
+        "title": setup.title,
+        "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        "provenance": {"kind": "measured", "tool": "runner (this repository)"},
+        "identity": setup.identity,
+        "workload": {
+            "suite_id": setup.workload.suite.id,
+            "suite_sha256": setup.workload.suite.sha256,
+            "canary_set_id": setup.workload.canaries.id,
+            "canary_set_sha256": setup.workload.canaries.sha256,
+            "max_tokens": setup.workload.max_tokens,
+            "temperature": 0.0,
+            "top_p": 1.0,
+            "seed": setup.workload.seed,
+        },
+        "arms": arms,
+        "ladders": [ladder.model_dump(mode="json") for ladder in ladders],
+        "reproduces": reproduces,
+        "state": packet_state("measured", typed).value,
+    }
+    return seal(draft)
+
+
+def publish(packet: Packet, packets_dir: Path) -> Path:
+    return write_packet(packet, packets_dir)

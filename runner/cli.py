@@ -1,0 +1,120 @@
+"""The runner's command line: measure, reproduce, import-reference, import-bench."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.repository import load_catalog
+from runner.measure import Places, RuntimeChoice, measure
+from runner.plan import CampaignRequest
+from runner.progress import console_progress
+
+DEFAULT_VLLM_PYTHON = Path(".venv-vllm/bin/python")
+
+
+def _csv_ints(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runner", description="Measure LLM serving on real vLLM servers.")
+    parser.add_argument("--data", type=Path, default=Path("data"))
+    parser.add_argument("--packets", type=Path, default=Path("packets"))
+    parser.add_argument("--runs", type=Path, default=Path("runs"), help="server logs and finished attempts")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("measure", help="measure a model from its recipe and write a packet")
+    run.add_argument("--model", required=True, help="recipe slug in data/models (demo runs anywhere)")
+    run.add_argument("--variant", default="default")
+    run.add_argument("--hardware", help="hardware id in data/hardware.yaml (default for demo: cpu_generic)")
+    run.add_argument("--tp", type=int, default=1, help="tensor parallel size (cards)")
+    run.add_argument("--depths", type=_csv_ints, default=[0], help="speculative depths, e.g. 0,3 (0 is the oracle)")
+    run.add_argument("--ladders", type=_csv, default=[], help="concurrency,context")
+    run.add_argument("--max-tokens", type=int, default=512)
+    run.add_argument("--seed", type=int, default=1234)
+    _runtime_options(run)
+
+    again = commands.add_parser("reproduce", help="re-run the campaign a packet describes and compare")
+    again.add_argument("--packet", required=True, help="packet id")
+    _runtime_options(again)
+
+    ref = commands.add_parser("import-reference", help="seal a transcription of a published page into imported packets")
+    ref.add_argument("transcription", type=Path)
+
+    bench = commands.add_parser(
+        "import-bench", help="turn a `vllm bench serve --save-result` JSON into a screened packet"
+    )
+    bench.add_argument("result", type=Path)
+    bench.add_argument("--model", required=True)
+    bench.add_argument("--variant", default="default")
+    bench.add_argument("--hardware", required=True)
+    bench.add_argument("--cards", type=int, default=1)
+    bench.add_argument("--source", required=True, help="who ran it, where it was published")
+    return parser
+
+
+def _runtime_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--vllm-python", type=Path, default=DEFAULT_VLLM_PYTHON, help="python of an environment with vLLM")
+    sub.add_argument("--docker", action="store_true", help="run the recipe's docker image instead of a local vLLM")
+    sub.add_argument("--model-dir", type=Path, help="local folder with the weights (default: the hub cache)")
+    sub.add_argument("--health-timeout", type=float, default=900.0, help="seconds to wait for a server to be ready")
+
+
+def _places(options: argparse.Namespace) -> Places:
+    return Places(options.data, options.packets, options.runs, Path("models"))
+
+
+def _choice(options: argparse.Namespace) -> RuntimeChoice:
+    return RuntimeChoice(options.vllm_python, options.docker, options.model_dir, options.health_timeout)
+
+
+def run(argv: list[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    if options.command == "import-reference":
+        from runner.import_reference import import_transcription
+
+        for packet in import_transcription(options.transcription, options.packets):
+            print(f"sealed {packet.id} ({packet.state.value})")
+        return 0
+    catalog = load_catalog(options.data, options.packets)
+    if options.command == "import-bench":
+        from runner.import_bench import import_bench
+
+        packet = import_bench(options, catalog)
+        print(f"sealed {packet.id} (screened)")
+        return 0
+    if options.command == "reproduce":
+        from runner.reproduce import reproduce
+
+        return reproduce(catalog, options.packet, _choice(options), _places(options))
+    try:
+        request = CampaignRequest(
+            model=options.model,
+            variant=options.variant,
+            hardware=options.hardware,
+            tp=options.tp,
+            depths=options.depths,
+            ladders=options.ladders,
+            max_tokens=options.max_tokens,
+            seed=options.seed,
+        )
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise CatalogError(first["msg"], field="--" + str(first["loc"][0]).replace("_", "-")) from None
+    with console_progress() as progress:
+        measure(catalog, request, _choice(options), _places(options), progress)
+    return 0
+
+
+main = exit_on_catalog_error(run)

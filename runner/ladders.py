@@ -1,0 +1,164 @@
+"""Ladders on request: concurrency (c1..c64 released together) and context depth (2K..32K).
+
+Each ladder runs on a fresh server of its arm, allowed 64 sequences. Concurrency outputs are
+compared with the sequential oracle's token arrays; context outputs of a speculative arm are
+compared with the oracle arm's outputs at the same depth and class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from time import perf_counter
+
+import httpx
+
+from catalog.canonical import pretty_json
+from catalog.files import write_file
+from catalog.loading import load_file
+from catalog.metrics import decode_rate
+from catalog.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptRow
+from catalog.suite import Suite
+from runner.attempt import Progress, Workload
+from runner.client import ClientError, new_http_client, stream_completion
+from runner.plan import ArmPlan, ladder_command
+from runner.runtime import Runtime
+from runner.server import VllmServer, find_free_port
+
+CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32, 64)
+CONTEXT_DEPTHS = (2048, 4096, 8192, 16384, 24576, 32768)
+CONTEXT_CLASSES = ("prose", "code", "analysis")
+CONTEXT_MAX_TOKENS = 128  # enough for the 100-token decode window
+
+
+def ladder_path(run_dir: Path, arm_id: str, kind: str) -> Path:
+    return run_dir / arm_id / f"ladder-{kind}.json"
+
+
+def run_ladders(
+    kinds: Sequence[str],
+    arm: ArmPlan,
+    oracle_rows: list[PromptRow],
+    oracle_context: dict[tuple[int, str], list[int]],
+    runtime: Runtime,
+    workload: Workload,
+    run_dir: Path,
+    max_model_len: int,
+    progress: Progress,
+) -> tuple[list[Ladder], dict[tuple[int, str], list[int]]]:
+    """Run the missing ladders of one arm on one fresh server; reuse finished ones."""
+    done = {
+        k: load_file(Ladder, ladder_path(run_dir, arm.id, k)) for k in kinds if ladder_path(run_dir, arm.id, k).exists()
+    }
+    outputs: dict[tuple[int, str], list[int]] = {}
+    missing = [k for k in kinds if k not in done]
+    if missing:
+        command = ladder_command(arm)
+        port = find_free_port()
+        server_dir = run_dir / arm.id / "ladder-server"
+        with VllmServer(
+            runtime.argv(command, port),
+            port=port,
+            run_dir=server_dir,
+            env=command.env,
+            log_path=run_dir / arm.id / "ladder-server.log",
+            health_deadline_s=workload.health_deadline_s,
+        ) as server:
+            for kind in missing:
+                if kind == "concurrency":
+                    ladder = asyncio.run(_concurrency(server.base_url, arm, oracle_rows, workload, progress))
+                else:
+                    ladder, outputs = asyncio.run(
+                        _context(server.base_url, arm, oracle_context, workload, max_model_len, progress)
+                    )
+                write_file(ladder_path(run_dir, arm.id, kind), pretty_json(ladder.model_dump(mode="json")))
+                done[kind] = ladder
+    return [done[k] for k in kinds], outputs
+
+
+async def _concurrency(
+    base_url: str, arm: ArmPlan, oracle_rows: list[PromptRow], workload: Workload, progress: Progress
+) -> Ladder:
+    expected = {row.prompt_id: row.token_ids for row in oracle_rows}
+    prompts = workload.suite.prompts
+    points = []
+    async with new_http_client(max_in_flight=max(CONCURRENCY_LEVELS)) as http:
+        for users in CONCURRENCY_LEVELS:
+            batch = [prompts[i % len(prompts)] for i in range(users)]
+            started = perf_counter()
+            results = await asyncio.gather(
+                *(
+                    stream_completion(
+                        base_url, arm.command.model_id, p.prompt, workload.max_tokens, workload.seed, http=http
+                    )
+                    for p in batch
+                )
+            )
+            wall = perf_counter() - started
+            tokens = sum(r.completion_tokens for r in results)
+            identical = all(r.token_ids == expected.get(p.id) for p, r in zip(batch, results, strict=True))
+            points.append(
+                ConcurrencyPoint(users=users, completion_tokens=tokens, wall_s=wall, identical_to_oracle=identical)
+            )
+            progress(
+                f"{arm.id} concurrency c{users}: {tokens / wall:.1f} tok/s aggregate, "
+                f"{'identical to' if identical else 'differs from'} the oracle"
+            )
+    return Ladder(arm=arm.id, kind="concurrency", concurrency=points)
+
+
+async def _context(
+    base_url: str,
+    arm: ArmPlan,
+    oracle_context: dict[tuple[int, str], list[int]],
+    workload: Workload,
+    max_model_len: int,
+    progress: Progress,
+) -> tuple[Ladder, dict[tuple[int, str], list[int]]]:
+    depths = [d for d in CONTEXT_DEPTHS if d + CONTEXT_MAX_TOKENS <= max_model_len]
+    points: list[ContextPoint] = []
+    outputs: dict[tuple[int, str], list[int]] = {}
+    async with new_http_client(max_in_flight=1) as http:
+        for depth in depths:
+            for content_class in _context_classes(workload.suite):
+                prompt_ids = await _prompt_of_depth(
+                    http, base_url, arm.command.model_id, workload.suite, content_class, depth
+                )
+                result = await stream_completion(
+                    base_url, arm.command.model_id, prompt_ids, CONTEXT_MAX_TOKENS, workload.seed, http=http
+                )
+                outputs[(depth, content_class)] = result.token_ids
+                oracle = oracle_context.get((depth, content_class))
+                points.append(
+                    ContextPoint(
+                        depth_tokens=depth,
+                        content_class=content_class,
+                        decode_tok_s=decode_rate([t * 1000 for t in result.token_times_s]),
+                        ttft_ms=result.ttft_s * 1000,
+                        identical_to_oracle=None if arm.spec_depth == 0 else result.token_ids == oracle,
+                    )
+                )
+                progress(f"{arm.id} context {depth} ({content_class}): TTFT {result.ttft_s * 1000:.0f} ms")
+    return Ladder(arm=arm.id, kind="context", context=points), outputs
+
+
+def _context_classes(suite: Suite) -> list[str]:
+    present = [c.id for c in suite.classes]
+    chosen = [c for c in CONTEXT_CLASSES if c in present]
+    return chosen or present[:3]
+
+
+async def _prompt_of_depth(
+    http: httpx.AsyncClient, base_url: str, model: str, suite: Suite, content_class: str, depth: int
+) -> list[int]:
+    """Exactly `depth` prompt tokens of one class's text, repeated, cut with the server's tokenizer."""
+    text = "\n\n".join(p.prompt for p in suite.prompts if p.class_ == content_class)
+    ids: list[int] = []
+    while len(ids) < depth:
+        response = await http.post(f"{base_url}/tokenize", json={"model": model, "prompt": text})
+        if response.status_code != 200:
+            raise ClientError(f"HTTP {response.status_code} from /tokenize: {response.text[:200]}")
+        ids = response.json()["tokens"]
+        text = text + "\n\n" + text
+    return ids[:depth]
