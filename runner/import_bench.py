@@ -79,7 +79,7 @@ def screened_draft(
                 "quantization_label": quantization.upper(),
             },
             "runtime": {
-                "platform": "cpu",
+                "platform": platform,
                 "version": "unknown",
                 "label": f"vLLM ({result.backend or 'unknown'} backend)",
             },
