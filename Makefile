@@ -14,6 +14,10 @@ DEPTHS ?= 0
 LADDERS ?=
 PACKET ?=
 QUICK ?=
+RUNTIME ?= local
+VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
+MODEL_DIR ?=
+RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) $(if $(filter docker,$(RUNTIME)),--docker) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
 
 .PHONY: site test verify measure reproduce serve bench lint check vllm-env chromium clean
 
@@ -49,16 +53,17 @@ chromium:
 test: $(DEV_STAMP) vllm-env chromium
 	$(PY) -m pytest
 
-## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3] [LADDERS=concurrency,context]
+## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3]
+##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...]
 measure: $(SITE_STAMP)
 	@test -n "$(MODEL)" || (echo "usage: make measure MODEL=<slug> (MODEL=demo runs anywhere)" >&2; exit 2)
 	@if [ "$(MODEL)" = demo ]; then $(MAKE) --no-print-directory vllm-env; fi
-	$(PY) -m runner measure --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) --vllm-python $(VLLM_VENV)/bin/python
+	$(PY) -m runner measure --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(RUNTIME_FLAGS)
 
 ## Re-run the campaign a packet describes and compare: make reproduce PACKET=<id>
 reproduce: $(SITE_STAMP)
 	@test -n "$(PACKET)" || (echo "usage: make reproduce PACKET=<id>" >&2; exit 2)
-	$(PY) -m runner reproduce --packet $(PACKET) --vllm-python $(VLLM_VENV)/bin/python
+	$(PY) -m runner reproduce --packet $(PACKET) $(RUNTIME_FLAGS)
 
 ## Preview the catalog on http://127.0.0.1:8000
 serve: site
