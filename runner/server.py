@@ -166,6 +166,11 @@ class VllmServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    @property
+    def is_running(self) -> bool:
+        """False once started and the main process has exited (e.g. crashed mid-run)."""
+        return self._process is not None and self._process.poll() is None
+
     def __enter__(self) -> VllmServer:
         self.start()
         return self
@@ -216,9 +221,9 @@ class VllmServer:
             return
         pgid = process.pid  # start_new_session makes the leader's pid the group id
         self._signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_grace_s
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=self.stop_grace_s)
-        deadline = time.monotonic() + self.stop_grace_s
         while live_group_members(pgid) and time.monotonic() < deadline:
             time.sleep(0.2)
         if live_group_members(pgid):
@@ -243,9 +248,10 @@ class VllmServer:
             while True:
                 exit_code = self._process.poll()
                 if exit_code is not None:
+                    tail = self.log_tail()
+                    cause = " (port taken by another process first)" if "address already in use" in tail.lower() else ""
                     raise ServerError(
-                        f"vLLM server exited with code {exit_code} during startup (log: {self.log_path})",
-                        self.log_tail(),
+                        f"vLLM server exited with code {exit_code} during startup{cause} (log: {self.log_path})", tail
                     )
                 if self._models_ready(http):
                     return

@@ -172,8 +172,8 @@ def test_concurrent_streams_share_one_client(fake: FakeServer) -> None:
 
     results = asyncio.run(run_all())
     assert [result.token_ids for result in results] == [[11, 12, 13, 14, 15]] * 8
-    # Released together and paused 0.2 s each: concurrent, not serialised (~1.6 s).
-    assert max(result.e2e_s for result in results) < 1.0
+    # Each stream pauses 0.25 s in total: concurrent, not serialised (2 s).
+    assert max(result.e2e_s for result in results) < 1.5
 
 
 def test_chat_completion_returns_reply_text(fake: FakeServer) -> None:

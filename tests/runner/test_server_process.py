@@ -45,7 +45,9 @@ def test_ready_server_reports_models_and_teardown_kills_the_whole_group(tmp_path
         pgid = server.pid
         assert pgid is not None
         assert len(live_group_members(pgid)) == 2  # the server and its SIGTERM-proof child
+        assert server.is_running
     assert live_group_members(pgid) == []
+    assert not server.is_running
     assert is_port_free(port)
     assert f"cache root {tmp_path / 'compile-cache' / 'vllm'}" in server.log_tail()
     assert server.env_overrides["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "compile-cache" / "inductor")
@@ -59,6 +61,13 @@ def test_early_exit_raises_with_exit_code_and_log_tail(tmp_path: Path) -> None:
     assert "fatal config error" in caught.value.log_tail
     assert "\n" not in str(caught.value)
     assert any("fatal config error" in note for note in caught.value.__notes__)
+
+
+def test_lost_port_race_is_named(tmp_path: Path) -> None:
+    port = find_free_port()
+    code = "import sys; print('OSError: [Errno 98] Address already in use', flush=True); sys.exit(1)"
+    with pytest.raises(ServerError, match="port taken by another process first"):
+        VllmServer(python_argv(code, port), port=port, run_dir=tmp_path).start()
 
 
 def test_missed_health_deadline_raises_and_leaves_nothing_running(tmp_path: Path) -> None:
