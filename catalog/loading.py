@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,8 +16,67 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 Loc = tuple[str | int, ...]
 
 
+# Limits that keep a hostile file from hanging or exhausting memory: nesting is bounded while the
+# parser runs (before Python's recursion limit), and aliases may not expand a document past
+# MAX_NODES values (a "billion laughs" file is a few lines that expand to billions).
+MAX_DEPTH = 64
+MAX_NODES = 1_000_000
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
+    """SafeLoader that refuses a mapping with the same key twice (PyYAML keeps the last), nesting
+    deeper than MAX_DEPTH, and aliases that expand past MAX_NODES values."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def fetch_flow_collection_start(self, token_class: type) -> None:
+        # The scanner looks ahead through open brackets, slower the deeper they go: stop early.
+        if self.flow_level >= MAX_DEPTH:
+            mark = self.get_mark()
+            raise yaml.scanner.ScannerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+        super().fetch_flow_collection_start(token_class)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:  # more digits than int() converts
+            limit = sys.get_int_max_str_digits()
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer longer than {limit} digits", node.start_mark
+            ) from None
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """How many values the document holds once every alias is expanded, without expanding them."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if children_done or not children:
+            sizes[id(node)] = min(1 + sum(sizes[id(child)] for child in children), MAX_NODES + 1)
+        else:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
 
 
 def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -30,6 +90,7 @@ def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, d
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
 
 
 def read_text(path: Path) -> str:
@@ -41,9 +102,24 @@ def read_text(path: Path) -> str:
         raise CatalogError(f"cannot read: {error.strerror}", file=path) from None
 
 
+def _load_yaml(text: str) -> Any:
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases expand to more than {MAX_NODES:,} values", node.start_mark
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def parse_yaml(text: str, path: Path) -> Any:
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return _load_yaml(text)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -67,11 +143,29 @@ def _reject_constant(name: str) -> Any:
 
 def parse_json(text: str, path: Path) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_json_keys, parse_constant=_reject_constant)
+        data = json.loads(text, object_pairs_hook=_reject_duplicate_json_keys, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
         raise CatalogError(f"invalid JSON: {error.msg}", file=path, line=error.lineno) from None
     except ValueError as error:
         raise CatalogError(f"invalid JSON: {error}", file=path) from None
+    except RecursionError:
+        raise CatalogError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels", file=path) from None
+    if _json_depth(data) > MAX_DEPTH:
+        raise CatalogError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels", file=path)
+    return data
+
+
+def _json_depth(value: Any) -> int:
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                children = item.values() if isinstance(item, dict) else item
+                stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def read_document(path: Path) -> tuple[str, Any]:
@@ -85,7 +179,7 @@ def line_of(text: str, loc: Loc) -> int | None:
 
     JSON is (almost) YAML, so this serves both; None where the path cannot be followed."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = _UniqueKeyLoader(text).get_single_node()
     except yaml.YAMLError:
         return None
     line = None
