@@ -12,6 +12,7 @@ Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
 class StrictModel(BaseModel):
-    """Every input and output model: unknown keys are errors, values are not coerced loosely."""
+    """Every input and output model: unknown keys are errors, values are not coerced loosely, and
+    a number is finite (inf or NaN passed validation, then broke hashing and formatting)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
