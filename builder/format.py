@@ -7,7 +7,7 @@ page, its chart tables and its JSON API always agree digit for digit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from markupsafe import Markup
 
@@ -18,7 +18,9 @@ WORDS_PER_TOKEN = Decimal("0.75")
 
 def rounded(value: float | int | Decimal, places: int = 2) -> Decimal:
     exact = value if isinstance(value, Decimal) else Decimal(repr(value))
-    return exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    with localcontext() as context:  # room for every digit: 1e300 must not overflow the default 28
+        context.prec = max(context.prec, exact.adjusted() + places + 2)
+        return exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
 @dataclass(frozen=True)
