@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
 from catalog.recipe import Args, Env, Feature, Recipe
+from catalog.secrets import redact_argv, redact_env
 
 XPU_DOCKER_OPTIONS = [
     "--device",
@@ -51,6 +52,13 @@ class LaunchCommand:
 
     def argv(self, program: Sequence[str] = ("vllm", "serve")) -> list[str]:
         return [*program, self.model_id, *self.args]
+
+    def redacted(self) -> LaunchCommand:
+        """The same command with credentials (HF_TOKEN=..., --api-key ...) replaced by a marker:
+        the form to record, print or publish."""
+        return LaunchCommand(
+            self.model_id, redact_argv(self.args), redact_env(self.env), self.docker_image, self.platform
+        )
 
     def shell(self) -> str:
         env = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]

@@ -16,7 +16,7 @@ from catalog.metrics import compare_rows
 from catalog.packet import Arm, GateResult, Ladder, Packet, ServerRun, State, arm_state, packet_state
 from catalog.packet_io import seal, write_packet
 from runner.attempt import Progress, Workload, finished_attempt, run_attempt
-from runner.identity import strip_local_paths
+from runner.identity import scrub_argv, scrub_env
 from runner.plan import ArmPlan, CampaignRequest, flag_value
 
 SERVER_LABELS = "ABCD"
@@ -81,8 +81,8 @@ def arm_record(
             "graph_capture": "off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
             "kv_cache_dtype": flag_value(arm.command.args, "--kv-cache-dtype"),
             "max_model_len": _int_or_none(flag_value(arm.command.args, "--max-model-len")),
-            "argv": [strip_local_paths(a) for a in arm.command.argv()],
-            "env": {k: strip_local_paths(v) for k, v in sorted(arm.command.env.items())},
+            "argv": scrub_argv(arm.command.argv()),
+            "env": scrub_env(arm.command.env),
         },
         "servers": [r.model_dump(mode="json") for r in runs],
         "gates": [g.model_dump(mode="json") for g in gates],

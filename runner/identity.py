@@ -1,7 +1,8 @@
 """What a packet records about the machine, the runtime and the weights.
 
-Secrets never leave the machine: environment values whose names look like credentials are
-dropped, and machine-local paths are reduced to names relative to the repository or a marker.
+Secrets never leave the machine: values of environment variables and flags that look like
+credentials are replaced by a marker (catalog.secrets), and machine-local paths are reduced to
+names relative to the repository or a marker.
 """
 
 from __future__ import annotations
@@ -9,21 +10,24 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from catalog.canonical import sha256_hex
 from catalog.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity
+from catalog.secrets import redact_argv, redact_env
 
-SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.IGNORECASE)
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: strip_local_paths(v) for k, v in sorted(env.items()) if not SECRET_NAME.search(k)}
+    return {k: strip_local_paths(v) for k, v in sorted(redact_env(env).items())}
+
+
+def scrub_argv(argv: Sequence[str]) -> list[str]:
+    return [strip_local_paths(a) for a in redact_argv(argv)]
 
 
 def strip_local_paths(text: str) -> str:

@@ -85,7 +85,7 @@ def measure(
         else LocalRuntime(choice.vllm_python or Path("python"), model_dir)
     )
     for arm in arms:
-        progress(f"{arm.id}: {arm.command.shell()}")
+        progress(f"{arm.id}: {arm.command.redacted().shell()}")
 
     cid = campaign_id(request, arms, suite.sha256)
     run_dir = places.runs / cid
