@@ -1,5 +1,6 @@
 """The recipe page `recipes/<slug>/`: the guide, and a command builder whose every command is
-composed in Python by catalog.compose; the page script only looks commands up, never composes."""
+composed in Python by catalog.compose; the page script only looks commands up, never composes.
+A credential a recipe writes (HF_TOKEN: ..., --api-key ...) is shown as <redacted>."""
 
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def _commands(
     for variant, option, bits in product(recipe.variants, hardware, subsets):
         card = known.get(option.id)
         features = [n for n, on in zip(names, bits, strict=True) if on]
-        command = compose(recipe, Selection(variant=variant, hardware=card, features=features))
+        command = compose(recipe, Selection(variant=variant, hardware=card, features=features)).redacted()
         table[_key(variant, option.id, bits)] = [intern(command.shell_multiline()), intern(command.docker_shell())]
     return {"features": names, "strings": strings, "commands": table}, every
 
@@ -129,7 +130,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
     commands, every = _commands(recipe, hardware, known)
     defaults = []
     for variant, option in product(recipe.variants, hardware):
-        command = compose(recipe, Selection(variant=variant, hardware=known.get(option.id)))
+        command = compose(recipe, Selection(variant=variant, hardware=known.get(option.id))).redacted()
         defaults.append(
             DefaultCommand(variant, option.id, option.name, command.shell_multiline(), command.docker_shell())
         )
