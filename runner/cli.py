@@ -76,7 +76,10 @@ def _places(options: argparse.Namespace) -> Places:
 
 
 def _choice(options: argparse.Namespace) -> RuntimeChoice:
-    return RuntimeChoice(options.vllm_python, options.docker, options.model_dir, options.health_timeout)
+    # Absolute, not resolved (a venv's python is a symlink that must stay in its venv): Path("./python")
+    # prints as "python", which exec looks up on PATH instead of running the file preflight checked.
+    python = options.vllm_python.absolute() if options.vllm_python else None
+    return RuntimeChoice(python, options.docker, options.model_dir, options.health_timeout)
 
 
 def run(argv: list[str] | None = None) -> int:
