@@ -39,7 +39,8 @@ DEMO_SERVER_ARGS = [
 ]
 NGRAM_SPEC_CONFIG = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":2}'
 DEMO_SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
-HEALTH_DEADLINE_S = 300.0
+# Startup is ~60-100 s on an idle host but took 285 s while other sessions ran vLLM here too.
+HEALTH_DEADLINE_S = 600.0
 
 _running_servers: dict[str, VllmServer] = {}
 
@@ -75,6 +76,9 @@ SERVER_EXTRA_ARGS = {
     "plain": [],
     "ngram": ["--speculative-config", NGRAM_SPEC_CONFIG],
 }
+# vLLM's "auto" binding pins every server's worker to CPU 0 (CPU 1 is reserved for the API
+# processes), so two servers started together would share one core; give each its own.
+SERVER_CPU = {"plain": "0", "ngram": "1"}
 
 
 @pytest.fixture(scope="session")
@@ -88,8 +92,9 @@ def demo_servers(
     for name, extra_args in SERVER_EXTRA_ARGS.items():
         port = find_free_port()
         argv = vllm_serve_argv(vllm_python, demo_model_dir, port, [*DEMO_SERVER_ARGS, *extra_args])
+        env = {**DEMO_SERVER_ENV, "VLLM_CPU_OMP_THREADS_BIND": SERVER_CPU[name]}
         servers[name] = VllmServer(
-            argv, port=port, run_dir=run_root / name, env=DEMO_SERVER_ENV, health_deadline_s=HEALTH_DEADLINE_S
+            argv, port=port, run_dir=run_root / name, env=env, health_deadline_s=HEALTH_DEADLINE_S
         )
     try:
         with ThreadPoolExecutor(max_workers=len(servers)) as pool:
