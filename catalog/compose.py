@@ -191,8 +191,8 @@ def compose(recipe: Recipe, selection: Selection, *, source: str = "recipe") -> 
         layers.add([*so.extra_args, *so.vllm_args], {**so.env, **so.extra_env})
     for key in keys:
         if key in recipe.hardware_overrides:
-            override = recipe.hardware_overrides[key]
-            layers.add(override.extra_args, override.extra_env)
+            recipe_override = recipe.hardware_overrides[key]
+            layers.add(recipe_override.extra_args, recipe_override.extra_env)
     modes = {**variant.default_modes, **selection.modes}
     for name in _enabled_features(recipe, selection, source):
         _add_feature(layers, recipe.features[name], name, selection, modes, strategy, keys, source)

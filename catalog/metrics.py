@@ -73,7 +73,7 @@ def compare_rows(
         divergences.append(0 if other is None else first_divergence(row.token_ids, other.token_ids))
     exact = sum(d is None for d in divergences)
     return GateResult(
-        gate=gate,  # type: ignore[arg-type]
+        gate=gate,
         against=against,
         server=server,
         exact=exact,

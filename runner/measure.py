@@ -165,7 +165,7 @@ def _docker_identity(image: str, platform: str) -> RuntimeIdentity:
         label=f"vLLM {platform.upper()} ({image})",
         image=image,
         image_digest=digest,
-    )  # type: ignore[arg-type]  # platform checked by Hardware
+    )
 
 
 def ensure_demo_model(vllm_python: Path | None, out_dir: Path, progress: Progress) -> Path:

@@ -29,7 +29,7 @@ def request_for(packet: Packet) -> CampaignRequest:
         hardware=packet.identity.host.hardware,
         tp=packet.arms[0].config.tensor_parallel_size,
         depths=sorted({arm.config.spec_depth for arm in packet.arms}),
-        ladders=ladders,  # type: ignore[arg-type]
+        ladders=ladders,
         suite=packet.workload.suite_id,
         max_tokens=packet.workload.max_tokens,
         seed=packet.workload.seed if packet.workload.seed is not None else 1234,

@@ -141,14 +141,9 @@ def test_json_api_lists_every_input(catalog: Catalog) -> None:
             dumped = json.loads(json.dumps(projection.model_dump(mode="json")))
             assert Projection.model_validate(dumped) == projection
             names = {i["name"] for i in dumped["inputs"]}
-            assert {
-                "memory_bandwidth_gb_s",
-                "cards",
-                "num_layers",
-                "hidden_size",
-                "vocab_size",
-                "context_tokens",
-            } <= names
+            assert {"memory_bandwidth_gb_s", "cards", "context_tokens"} <= names
+            # Either the architecture is known, or the recorded checkpoint bytes stand in for it.
+            assert {"num_layers", "hidden_size", "vocab_size"} <= names or "weight_bytes" in names
             assert all(i["source"] for i in dumped["inputs"])
             assert dumped["formula"] and dumped["substituted"]
             assert sum(t["bytes"] for t in dumped["byte_terms"] if t["per"] == "target step") == pytest.approx(
