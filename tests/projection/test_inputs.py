@@ -82,8 +82,10 @@ def test_recipe_parameter_count_as_last_resort(catalog: Catalog) -> None:
     projection = project_arm(packet, packet.arms[0], catalog.hardware["cpu_generic"], catalog.recipes["demo"])
     assert projection is not None
     assert projection.method == "parameters"
-    assert _inputs(projection)["parameters"].source == "recipe model.active_parameters = '1.3M'"
-    assert projection.target_bytes_per_step == pytest.approx(1.3e6 * 2)
+    stated = catalog.recipes["demo"].model.active_parameters
+    assert stated is not None and stated.endswith("M")
+    assert _inputs(projection)["parameters"].source == f"recipe model.active_parameters = {stated!r}"
+    assert projection.target_bytes_per_step == pytest.approx(float(stated[:-1]) * 1e6 * 2)
     assert any("recipe's parameter count" in n for n in projection.notes)
 
 
