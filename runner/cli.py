@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -120,4 +121,15 @@ def run(argv: list[str] | None = None) -> int:
     return 0
 
 
-main = exit_on_catalog_error(run)
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds like Ctrl-C, so every running server's group is stopped
+
+
+def _main() -> int:
+    # SIGTERM (kill, a CI timeout, systemd) ended the runner on the spot, leaving its vLLM servers,
+    # each in a session of its own, running and holding the cards.
+    signal.signal(signal.SIGTERM, _interrupt)
+    return run()
+
+
+main = exit_on_catalog_error(_main)
