@@ -118,26 +118,30 @@ def measure(
         identity.model_dump(mode="json"),
         _title(recipe.meta.title, request, hardware.name),
     )
-    results = measure_arms(setup, runtime, progress)
-    ladders = []
-    if request.ladders:
-        max_model_len = int(flag_value(arms[0].command.args, "--max-model-len") or recipe.model.context_length)
-        oracle_context: dict[tuple[int, str], list[int]] = {}
-        for arm in arms:
-            arm_ladders, outputs = run_ladders(
-                request.ladders,
-                arm,
-                results[arms[0].id][0].rows,
-                oracle_context,
-                runtime,
-                workload,
-                run_dir,
-                max_model_len,
-                progress,
-            )
-            if arm.spec_depth == 0:
-                oracle_context = outputs
-            ladders.extend(arm_ladders)
+    try:
+        results = measure_arms(setup, runtime, progress)
+        ladders = []
+        if request.ladders:
+            max_model_len = int(flag_value(arms[0].command.args, "--max-model-len") or recipe.model.context_length)
+            oracle_context: dict[tuple[int, str], list[int]] = {}
+            for arm in arms:
+                arm_ladders, outputs = run_ladders(
+                    request.ladders,
+                    arm,
+                    results[arms[0].id][0].rows,
+                    oracle_context,
+                    runtime,
+                    workload,
+                    run_dir,
+                    max_model_len,
+                    progress,
+                )
+                if arm.spec_depth == 0:
+                    oracle_context = outputs
+                ladders.extend(arm_ladders)
+    except KeyboardInterrupt:
+        progress(f"interrupted: no packet written; finished attempts and server logs stay in {run_dir}")
+        raise
     packet = assemble(setup, results, ladders, reproduces)
     path = publish(packet, places.packets)
     progress(f"sealed {packet.id} ({packet.state.value}) -> {path}")
