@@ -8,6 +8,7 @@ Hardware override keys match a card's brand (vendor), generation or id, in that 
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ XPU_DOCKER_OPTIONS = [
 ]
 CUDA_DOCKER_OPTIONS = ["--gpus", "all", "--ipc=host"]
 HF_CACHE_MOUNT = ["-v", "$HOME/.cache/huggingface:/root/.cache/huggingface"]
+_DOUBLE_QUOTE_ACTIVE = re.compile(r'[$`"\\!\n]')
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,12 @@ class LaunchCommand:
 
 
 def _shell_join(argv: Iterable[str]) -> str:
-    # $HOME stays expandable; everything else is quoted for a POSIX shell.
-    return " ".join(f'"{a}"' if a.startswith("$HOME/") else shlex.quote(a) for a in argv)
+    # $HOME stays expandable; everything else is quoted for a POSIX shell. Inside double quotes
+    # $( ), backticks, \ and " still act, so a $HOME/ argument holding any of them (a recipe's
+    # "$HOME/x$(curl ... | sh)") is single-quoted like the rest.
+    return " ".join(
+        f'"{a}"' if a.startswith("$HOME/") and not _DOUBLE_QUOTE_ACTIVE.search(a[6:]) else shlex.quote(a) for a in argv
+    )
 
 
 def _is_flag(token: str) -> bool:
