@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 # Identifiers end up in URLs and file names: ASCII, no path characters, no leading dot.
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,79}$")]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+# Environment variable names are printed unquoted before commands (NAME=value vllm serve ...).
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 
 class StrictModel(BaseModel):

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from catalog.base import Sha256, Slug, StrictModel
+from catalog.base import EnvName, Sha256, Slug, StrictModel
 from catalog.canonical import canonical_sha256
 
 HASH_EXCLUDED = frozenset({"id", "sha256"})
@@ -137,7 +137,7 @@ class ArmConfig(StrictModel):
     kv_cache_dtype: str | None = None
     max_model_len: int | None = Field(default=None, gt=0)
     argv: list[str] = []
-    env: dict[str, str] = {}
+    env: dict[EnvName, str] = {}
 
     @model_validator(mode="after")
     def _depth_needs_method(self) -> ArmConfig:

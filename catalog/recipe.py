@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
-from catalog.base import Slug, StrictModel
+from catalog.base import EnvName, Slug, StrictModel
 
 Args = list[str]
-Env = dict[str, str]
+Env = dict[EnvName, str]
 HardwareStatus = Literal["verified", "unsupported"]
 Support = Literal["supported", "unsupported"]
 
