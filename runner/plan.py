@@ -33,7 +33,7 @@ class CampaignRequest(StrictModel):
     """What the user asked for on the command line; validation errors name the option."""
 
     model: Slug
-    variant: str = "default"
+    variant: Slug = "default"  # part of the runs/ folder name: no "../"
     hardware: Slug | None = None
     tp: int = Field(default=1, ge=1, le=16)
     depths: list[int] = Field(default=[0], min_length=1)
