@@ -171,7 +171,32 @@ def _json_depth(value: Any) -> int:
 def read_document(path: Path) -> tuple[str, Any]:
     text = read_text(path)
     data = parse_json(text, path) if path.suffix == ".json" else parse_yaml(text, path)
+    _reject_lone_surrogates(data, path)
     return text, data
+
+
+def _reject_lone_surrogates(data: Any, path: Path) -> None:
+    """An escape such as \\ud800 (half of a UTF-16 pair) parses into a str no encoder accepts:
+    hashing and writing the page would fail far from the file, so it is refused here."""
+    stack: list[tuple[Any, Loc]] = [(data, ())]
+    while stack:
+        item, loc = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                stack.append((key, loc))
+                if isinstance(value, dict | list | str):
+                    stack.append((value, (*loc, key)))
+        elif isinstance(item, list):
+            stack.extend((value, (*loc, i)) for i, value in enumerate(item) if isinstance(value, dict | list | str))
+        elif isinstance(item, str) and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise CatalogError(
+                    "holds a lone surrogate escape (such as \\ud800), which is not text",
+                    file=path,
+                    field=dotted(loc) or None,
+                ) from None
 
 
 def line_of(text: str, loc: Loc) -> int | None:
