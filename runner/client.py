@@ -5,6 +5,11 @@ counted from the `token_ids` each chunk carries (`return_token_ids: true`), neve
 counts: with speculative decoding one chunk carries several tokens, and each of them gets the
 chunk's arrival time. Many requests can share one `httpx.AsyncClient` from `new_http_client`
 (one pooled connection per request in flight).
+
+The client must never be the bottleneck (bench/, docs/performance.md): `new_http_client` mounts
+`runner.http11.LoopbackTransport` for http://, which hands over everything that arrived in one
+socket read together with the read's time, and the events of one read are parsed with a single
+`json.loads`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from time import perf_counter
 from typing import Any
 
 import httpx
+
+from runner.http11 import ARRIVED_EXTENSION, SENT_EXTENSION, LoopbackTransport
 
 DEFAULT_TIMEOUT_S = 600.0
 JSON_HEADERS = {"content-type": "application/json", "accept-encoding": "identity"}
@@ -29,7 +36,11 @@ class ClientError(Exception):
 
 @dataclass(frozen=True)
 class StreamResult:
-    """One streamed completion. Times are seconds since just before the request was sent.
+    """One streamed completion. Times are seconds since the request was written to the socket,
+    and a token's time is that of the socket read that brought it (with new_http_client; with
+    another httpx client: since just before the request was built, and when the bytes were
+    parsed). So the client's own queueing, before the send or behind other streams' parsing,
+    never counts as server time.
 
     token_times_s has one entry per token; tokens that arrived in the same chunk share it.
     chunk_count counts chunks that carried at least one token.
@@ -53,7 +64,7 @@ class StreamResult:
 def new_http_client(max_in_flight: int = 64, timeout_s: float = DEFAULT_TIMEOUT_S) -> httpx.AsyncClient:
     """An AsyncClient whose pool holds one connection per request in flight."""
     return httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight),
+        transport=LoopbackTransport(max_connections=max_in_flight),
         timeout=httpx.Timeout(timeout_s, connect=30.0),
         trust_env=False,  # never route loopback measurements through a proxy
     )
@@ -101,32 +112,32 @@ async def _stream(http: httpx.AsyncClient, url: str, body: bytes) -> StreamResul
     sent_at = perf_counter()
     stream = _StreamState(sent_at)
     try:
-        async with http.stream("POST", url, content=body, headers=JSON_HEADERS) as response:
+        hooks = {SENT_EXTENSION: stream.request_sent, ARRIVED_EXTENSION: stream.data_arrived}
+        async with http.stream("POST", url, content=body, headers=JSON_HEADERS, extensions=hooks) as response:
             if response.status_code != 200:
                 detail = (await response.aread()).decode("utf-8", errors="replace")
                 raise ClientError(f"HTTP {response.status_code} from POST {url}: {_shorten(detail)}")
-            pending = b""
             async for data in response.aiter_bytes():
-                arrived_at = perf_counter()
-                pending += data
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    stream.feed_line(line, arrived_at)
-            if pending.strip():
-                stream.feed_line(pending, perf_counter())
+                stream.feed(data, stream.arrival())
+            stream.feed_rest(perf_counter())
     except httpx.HTTPError as exc:
         raise ClientError(
             f"connection to {url} failed after {len(stream.token_ids)} tokens: "
             f"{type(exc).__name__}: {_shorten(str(exc))}"
         ) from exc
-    return stream.result(perf_counter() - sent_at)
+    return stream.result(perf_counter() - stream.sent_at)
 
 
 class _StreamState:
-    """Accumulates SSE events of one completion stream."""
+    """Accumulates SSE events of one completion stream.
+
+    `feed` takes whatever arrived in one read: every complete line in it shares the read's
+    arrival time, and the JSON events among them are decoded with one `json.loads` call."""
 
     def __init__(self, sent_at: float) -> None:
         self.sent_at = sent_at
+        self.arrived_at: float | None = None
+        self.pending = b""
         self.token_ids: list[int] = []
         self.token_times: list[float] = []
         self.text_parts: list[str] = []
@@ -137,35 +148,92 @@ class _StreamState:
         self.usage: dict[str, Any] | None = None
         self.done = False
 
+    def request_sent(self, at: float) -> None:
+        """The transport wrote the request: token times count from here."""
+        self.sent_at = at
+
+    def data_arrived(self, at: float) -> None:
+        """The transport says when the socket read of the next piece of body happened."""
+        self.arrived_at = at
+
+    def arrival(self) -> float:
+        """The read time of the piece being fed; now, when the transport does not say."""
+        at, self.arrived_at = self.arrived_at, None
+        return perf_counter() if at is None else at
+
+    def feed(self, data: bytes, arrived_at: float) -> None:
+        pending = self.pending + data if self.pending else data
+        if b"\n" not in data:
+            self.pending = pending
+            return
+        *lines, self.pending = pending.split(b"\n")
+        self._feed_lines(lines, arrived_at)
+
+    def feed_rest(self, arrived_at: float) -> None:
+        """The end of the body: a last line without its newline still counts."""
+        rest, self.pending = self.pending, b""
+        if rest.strip():
+            self._feed_lines([rest], arrived_at)
+
     def feed_line(self, raw_line: bytes, arrived_at: float) -> None:
-        line = raw_line.rstrip(b"\r")
-        if not line:
+        self._feed_lines([raw_line], arrived_at)
+
+    def _feed_lines(self, lines: list[bytes], arrived_at: float) -> None:
+        payloads: list[bytes] = []
+        for raw_line in lines:
+            line = raw_line.rstrip(b"\r")
+            if not line:
+                continue
+            if not line.startswith(SSE_DATA_PREFIX):
+                if line.startswith(SSE_IGNORED_FIELDS):
+                    continue
+                self._feed_payloads(payloads, arrived_at)
+                raise ClientError(f"malformed SSE line: {_shorten(line)}")
+            payloads.append(line[len(SSE_DATA_PREFIX) :].strip())
+        self._feed_payloads(payloads, arrived_at)
+
+    def _feed_payloads(self, payloads: list[bytes], arrived_at: float) -> None:
+        """Events in order; a run of JSON events is decoded in one call, [DONE] ends the stream."""
+        start = 0
+        for index, data in enumerate(payloads):
+            if data == b"[DONE]":
+                self._feed_json(payloads[start:index], arrived_at)
+                if self.done:
+                    raise ClientError(f"data after [DONE]: {_shorten(b'data: ' + data)}")
+                self.done = True
+                start = index + 1
+        self._feed_json(payloads[start:], arrived_at)
+        payloads.clear()
+
+    def _feed_json(self, payloads: list[bytes], arrived_at: float) -> None:
+        if not payloads:
             return
-        if not line.startswith(SSE_DATA_PREFIX):
-            if line.startswith(SSE_IGNORED_FIELDS):
-                return
-            raise ClientError(f"malformed SSE line: {_shorten(line)}")
         if self.done:
-            raise ClientError(f"data after [DONE]: {_shorten(line)}")
-        data = line[len(SSE_DATA_PREFIX) :].strip()
-        if data == b"[DONE]":
-            self.done = True
-            return
-        try:
-            event = json.loads(data)
-        except ValueError:
-            raise ClientError(f"malformed JSON in stream: {_shorten(data)}") from None
-        if not isinstance(event, dict):
-            raise ClientError(f"stream event is not a JSON object: {_shorten(data)}")
-        self._feed_event(event, arrived_at)
+            raise ClientError(f"data after [DONE]: {_shorten(b'data: ' + payloads[0])}")
+        events: Any = None
+        if len(payloads) > 1:
+            try:
+                events = json.loads(b"[" + b",".join(payloads) + b"]")
+            except ValueError:
+                events = None
+            if not isinstance(events, list) or len(events) != len(payloads):
+                events = None  # decode one by one to name the bad event
+        if events is None:
+            events = [_decode_event(data) for data in payloads]
+        for data, event in zip(payloads, events, strict=True):
+            if type(event) is not dict:
+                raise ClientError(f"stream event is not a JSON object: {_shorten(data)}")
+            self._feed_event(event, arrived_at)
 
     def _feed_event(self, event: dict[str, Any], arrived_at: float) -> None:
         if "error" in event:
             error = event["error"]
             message = error.get("message") if isinstance(error, dict) else error
             raise ClientError(f"server reported an error mid-stream: {_shorten(str(message))}")
-        for choice in event.get("choices") or ():
-            self._feed_choice(choice, arrived_at)
+        choices = event.get("choices")
+        if choices:
+            for choice in choices:
+                self._feed_choice(choice, arrived_at)
         usage = event.get("usage")
         if usage:
             self.usage = usage
@@ -178,18 +246,24 @@ class _StreamState:
         if ids is None:
             if text:
                 raise ClientError("chunk has text but no token_ids: server ignored return_token_ids")
-        elif not isinstance(ids, list) or not all(type(token) is int for token in ids):
+        elif type(ids) is not list or not (
+            (len(ids) == 1 and type(ids[0]) is int) or all(type(token) is int for token in ids)
+        ):
             raise ClientError(f"token_ids is not a list of integers: {_shorten(str(ids))}")
         elif ids:
             elapsed = arrived_at - self.sent_at
             if self.ttft is None:
                 self.ttft = elapsed
-            self.token_ids.extend(ids)
-            self.token_times.extend([elapsed] * len(ids))
+            if len(ids) == 1:
+                self.token_ids.append(ids[0])
+                self.token_times.append(elapsed)
+            else:
+                self.token_ids.extend(ids)
+                self.token_times.extend([elapsed] * len(ids))
             self.chunk_count += 1
         if text:
             self.text_parts.append(text)
-        if choice.get("prompt_token_ids") is not None and self.prompt_token_ids is None:
+        if self.prompt_token_ids is None and choice.get("prompt_token_ids") is not None:
             self.prompt_token_ids = list(choice["prompt_token_ids"])
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
@@ -260,6 +334,13 @@ async def chat_completion(
     if not isinstance(content, str):
         raise ClientError(f"chat reply content is not text: {_shorten(str(content))}")
     return content
+
+
+def _decode_event(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ClientError(f"malformed JSON in stream: {_shorten(data)}") from None
 
 
 def _usage_int(usage: dict[str, Any], key: str) -> int:
