@@ -247,6 +247,9 @@ def validation_error(error: ValidationError, path: Path, text: str | None) -> Ca
 
 
 def validate_as(model: type[ModelT], data: Any, path: Path, text: str | None = None) -> ModelT:
+    if not isinstance(data, dict):  # pydantic would say "Input should be a valid dictionary" with no place
+        what = "is empty" if data is None else f"holds a {type(data).__name__}, not a mapping of keys"
+        raise CatalogError(f"the document {what}", file=path, line=1)
     try:
         return model.model_validate(data)
     except ValidationError as error:
