@@ -18,3 +18,12 @@ class StrictModel(BaseModel):
     a number is finite (inf or NaN passed validation, then broke hashing and formatting)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class FieldError(ValueError):
+    """A whole-model check that knows which field is wrong: raised in a model validator, the loader
+    names `loc` (relative to the model) instead of the model as a whole."""
+
+    def __init__(self, message: str, *loc: str | int) -> None:
+        super().__init__(message)
+        self.loc = loc

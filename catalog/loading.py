@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from catalog.base import FieldError
 from catalog.errors import CatalogError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -235,7 +236,12 @@ def validation_error(error: ValidationError, path: Path, text: str | None) -> Ca
     first = error.errors()[0]
     loc: Loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     message = first["msg"]
-    if first["type"] == "extra_forbidden":
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, FieldError):
+        loc, message = (*loc, *cause.loc), str(cause)
+    elif first["type"] == "value_error":
+        message = message.removeprefix("Value error, ")
+    elif first["type"] == "extra_forbidden":
         message = "unknown key"
     elif first["type"] == "missing":
         message = "required key is missing"

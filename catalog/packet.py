@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from catalog.base import EnvName, Sha256, Slug, StrictModel
+from catalog.base import EnvName, FieldError, Sha256, Slug, StrictModel
 from catalog.canonical import canonical_sha256
 
 HASH_EXCLUDED = frozenset({"id", "sha256"})
@@ -311,20 +311,28 @@ class Packet(StrictModel):
 
     @model_validator(mode="after")
     def _derived_values_agree(self) -> Packet:
-        _check_unique([a.id for a in self.arms], "arm id")
+        _check_unique([a.id for a in self.arms], "arm id", "arms")
         arm_ids = {a.id for a in self.arms}
-        for ladder in self.ladders:
+        for index, ladder in enumerate(self.ladders):
             if ladder.arm not in arm_ids:
-                raise ValueError(f"ladder names unknown arm {ladder.arm!r}")
-        for arm in self.arms:
+                raise FieldError(f"ladder names unknown arm {ladder.arm!r}", "ladders", index, "arm")
+        for index, arm in enumerate(self.arms):
             expected = arm_state(self.provenance.kind, arm)
             if arm.state != expected:
-                raise ValueError(f"arm {arm.id!r}: state is {arm.state.value}, its gates make it {expected.value}")
+                raise FieldError(
+                    f"arm {arm.id!r}: state is {arm.state.value}, its gates make it {expected.value}",
+                    "arms",
+                    index,
+                    "state",
+                )
             if arm.state == State.WITHHELD and not arm.withheld_reason:
-                raise ValueError(f"arm {arm.id!r}: a withheld arm needs withheld_reason")
+                raise FieldError(
+                    f"arm {arm.id!r}: a withheld arm needs withheld_reason", "arms", index, "withheld_reason"
+                )
         if self.state != packet_state(self.provenance.kind, self.arms):
-            raise ValueError(
-                f"state is {self.state.value}, its arms make it {packet_state(self.provenance.kind, self.arms).value}"
+            raise FieldError(
+                f"state is {self.state.value}, its arms make it {packet_state(self.provenance.kind, self.arms).value}",
+                "state",
             )
         return self
 
@@ -364,6 +372,6 @@ def packet_id(model_slug: str, quantization: str, sha256: str) -> str:
     return f"{model_slug}-{quantization}-{sha256[:8]}"
 
 
-def _check_unique(ids: list[str], what: str) -> None:
+def _check_unique(ids: list[str], what: str, *loc: str | int) -> None:
     if len(set(ids)) != len(ids):
-        raise ValueError(f"duplicate {what}")
+        raise FieldError(f"duplicate {what}", *loc)

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
-from catalog.base import EnvName, Slug, StrictModel
+from catalog.base import EnvName, FieldError, Slug, StrictModel
 
 Args = list[str]
 Env = dict[EnvName, str]
@@ -230,16 +230,24 @@ class Recipe(StrictModel):
     @model_validator(mode="after")
     def _references_resolve(self) -> Recipe:
         if "default" not in self.variants:
-            raise ValueError("variants must include 'default'")
-        for name in [*self.opt_in_features, *(f for fs in self.hardware_opt_in_features.values() for f in fs)]:
+            raise FieldError("variants must include 'default'", "variants")
+        for index, name in enumerate(self.opt_in_features):
             if name not in self.features:
-                raise ValueError(f"opt-in list names unknown feature {name!r}")
+                raise FieldError(f"opt-in list names unknown feature {name!r}", "opt_in_features", index)
+        for hardware, names in self.hardware_opt_in_features.items():
+            for index, name in enumerate(names):
+                if name not in self.features:
+                    raise FieldError(
+                        f"opt-in list names unknown feature {name!r}", "hardware_opt_in_features", hardware, index
+                    )
         if self.default_strategy and self.default_strategy not in self.compatible_strategies:
-            raise ValueError(f"default_strategy {self.default_strategy!r} is not a compatible strategy")
+            raise FieldError(
+                f"default_strategy {self.default_strategy!r} is not a compatible strategy", "default_strategy"
+            )
         for name, feature in self.features.items():
             for variant in [*feature.variants, *(v for m in feature.modes.values() for v in m.variants)]:
                 if variant not in self.variants:
-                    raise ValueError(f"feature {name!r} names unknown variant {variant!r}")
+                    raise FieldError(f"feature {name!r} names unknown variant {variant!r}", "features", name)
         return self
 
     def default_features(self) -> list[str]:

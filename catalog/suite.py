@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from catalog.base import Slug, StrictModel
+from catalog.base import FieldError, Slug, StrictModel
 from catalog.canonical import canonical_sha256
 
 
@@ -34,14 +34,16 @@ class Suite(StrictModel):
     @model_validator(mode="after")
     def _consistent(self) -> Suite:
         class_ids = [c.id for c in self.classes]
-        _require_unique(class_ids, "class id")
-        _require_unique([p.id for p in self.prompts], "prompt id")
-        for prompt in self.prompts:
+        _require_unique(class_ids, "class id", "classes")
+        _require_unique([p.id for p in self.prompts], "prompt id", "prompts")
+        for index, prompt in enumerate(self.prompts):
             if prompt.class_ not in class_ids:
-                raise ValueError(f"prompt {prompt.id!r} names unknown class {prompt.class_!r}")
-        empty = [c for c in class_ids if all(p.class_ != c for p in self.prompts)]
+                raise FieldError(
+                    f"prompt {prompt.id!r} names unknown class {prompt.class_!r}", "prompts", index, "class"
+                )
+        empty = [i for i, c in enumerate(class_ids) if all(p.class_ != c for p in self.prompts)]
         if empty:
-            raise ValueError(f"class {empty[0]!r} has no prompt")
+            raise FieldError(f"class {class_ids[empty[0]]!r} has no prompt", "classes", empty[0])
         return self
 
     @property
@@ -79,7 +81,7 @@ class CanarySet(StrictModel):
 
     @model_validator(mode="after")
     def _unique(self) -> CanarySet:
-        _require_unique([c.id for c in self.canaries], "canary id")
+        _require_unique([c.id for c in self.canaries], "canary id", "canaries")
         return self
 
     @property
@@ -87,9 +89,9 @@ class CanarySet(StrictModel):
         return canonical_sha256(self.model_dump(mode="json"))
 
 
-def _require_unique(ids: list[str], what: str) -> None:
+def _require_unique(ids: list[str], what: str, field: str) -> None:
     seen: set[str] = set()
-    for item in ids:
+    for index, item in enumerate(ids):
         if item in seen:
-            raise ValueError(f"duplicate {what} {item!r}")
+            raise FieldError(f"duplicate {what} {item!r}", field, index)
         seen.add(item)
