@@ -1,0 +1,155 @@
+"""`python -m runner measure` end to end on the real vLLM CPU server and the demo model.
+
+One campaign (oracle + n-gram depth 3, two fresh servers each) is shared by the checks:
+the packet verifies and re-derives, gates pass, repeats are identical; a rerun resumes.
+A second run is killed mid-suite: nothing is promoted, nothing is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from catalog.packet import Packet, State
+from catalog.packet_io import read_packet
+from catalog.repository import load_catalog
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MAX_TOKENS = "128"
+
+
+@dataclass(frozen=True)
+class Campaign:
+    packets: Path
+    runs: Path
+    output: str
+    seconds: float
+
+
+def _measure_argv(vllm_python: Path, model_dir: Path, packets: Path, runs: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "runner", "--packets", str(packets), "--runs", str(runs),
+        "measure", "--model", "demo", "--depths", "0,3", "--max-tokens", MAX_TOKENS,
+        "--vllm-python", str(vllm_python), "--model-dir", str(model_dir), "--health-timeout", "420", *extra,
+    ]
+
+
+def _run(argv: list[str]) -> tuple[str, float]:
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=1500, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    return output, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def campaign(vllm_python: Path, demo_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    root = tmp_path_factory.mktemp("campaign")
+    packets, runs = root / "packets", root / "runs"
+    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, packets, runs))
+    return Campaign(packets, runs, output, seconds)
+
+
+def _only_packet(folder: Path) -> Packet:
+    (path,) = sorted(folder.glob("*.json"))
+    return read_packet(path)
+
+
+def test_packet_verifies_against_the_catalog(campaign: Campaign) -> None:
+    catalog = load_catalog(REPO / "data", campaign.packets)
+    (packet,) = catalog.packets.values()
+    assert packet.provenance.kind == "measured"
+    assert packet.identity.model.synthetic is True
+    assert packet.identity.model.weight_files, "weight hashes are recorded"
+    assert packet.workload.suite_sha256 == catalog.suites["strict-v1"].sha256
+
+
+def test_gates_pass_and_repeats_are_identical(campaign: Campaign) -> None:
+    packet = _only_packet(campaign.packets)
+    assert packet.state == State.MEASURED
+    assert [arm.config.spec_depth for arm in packet.arms] == [0, 3]
+    for arm in packet.arms:
+        assert arm.state == State.MEASURED, [g.summary for g in arm.gates]
+        assert arm.gates and all(g.passed and g.exact == g.total == 12 for g in arm.gates)
+        first, second = arm.servers
+        assert [r.token_ids for r in first.rows] == [r.token_ids for r in second.rows]
+        assert all(r.cached_tokens == 0 for s in arm.servers for r in s.rows)
+        assert all(len(r.token_ids) == int(MAX_TOKENS) for s in arm.servers for r in s.rows)
+
+
+def test_speculative_arm_records_acceptance(campaign: Campaign) -> None:
+    spec_arm = _only_packet(campaign.packets).arms[1]
+    assert spec_arm.config.spec_method == "ngram"
+    metrics = [s.spec_metrics for s in spec_arm.servers]
+    assert all(m is not None and m.draft_tokens > 0 for m in metrics)
+
+
+def test_command_and_progress_are_shown(campaign: Campaign) -> None:
+    assert "vllm serve local/demo-qwen3-tiny" in campaign.output
+    assert re.search(r"prompt 12/12, \d+ tokens", campaign.output)
+    recorded = _only_packet(campaign.packets).arms[1].config.argv
+    assert recorded[:3] == ["vllm", "serve", "local/demo-qwen3-tiny"]
+    assert "--no-enable-prefix-caching" in recorded and str(REPO) not in " ".join(recorded)
+
+
+def test_logs_are_kept_per_server(campaign: Campaign) -> None:
+    logs = sorted(p.relative_to(campaign.runs).as_posix() for p in campaign.runs.rglob("server-*.log"))
+    assert len(logs) == 4
+    assert all(p.stat().st_size > 0 for p in campaign.runs.rglob("server-*.log"))
+
+
+def test_rerun_resumes_from_finished_attempts(
+    campaign: Campaign, vllm_python: Path, demo_model_dir: Path, tmp_path: Path
+) -> None:
+    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, tmp_path / "packets", campaign.runs))
+    assert output.count("finished earlier, reusing") == 4
+    assert "starting on port" not in output
+    resumed = _only_packet(tmp_path / "packets")
+    original = _only_packet(campaign.packets)
+    assert [a.decode_tok_s for a in resumed.arms] == [a.decode_tok_s for a in original.arms]
+    assert seconds < campaign.seconds
+
+
+def _server_pids(port: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", "--", f"--port {port}"], capture_output=True, text=True, check=False)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def test_server_killed_mid_suite_promotes_nothing_and_leaves_nothing_running(
+    vllm_python: Path, demo_model_dir: Path, tmp_path: Path
+) -> None:
+    packets, runs = tmp_path / "packets", tmp_path / "runs"
+    argv = _measure_argv(vllm_python, demo_model_dir, packets, runs)
+    runner = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines: list[str] = []
+    port = None
+    assert runner.stderr is not None
+    for line in runner.stderr:
+        lines.append(line)
+        if match := re.search(r"starting on port (\d+)", line):
+            port = int(match.group(1))
+        if "prompt 2/12" in line:
+            break
+    assert port is not None, "".join(lines)
+    pids = _server_pids(port)
+    assert pids, "the server was running"
+    os.killpg(os.getpgid(pids[0]), signal.SIGKILL)
+    _, rest = runner.communicate(timeout=180)
+    output = "".join(lines) + rest
+    assert runner.returncode == 1, output[-3000:]
+    assert "failed, no packet written" in output
+    assert "Traceback" not in output
+    assert not list(packets.glob("*.json")) if packets.exists() else True
+    assert _server_pids(port) == []
+    (record,) = list(runs.rglob("server-A.json"))
+    assert '"status": "failed"' in record.read_text()
