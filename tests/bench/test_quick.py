@@ -1,0 +1,84 @@
+"""The quick benchmark runs end to end and writes a well-formed results file.
+
+Benchmarks are not timed tests: this checks the structure, not the numbers. The real-vLLM part
+is skipped here (`--skip-vllm-server`: starting a vLLM CPU server alone takes one to three
+minutes on two cores); `make bench QUICK=1` runs it too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.results import Results
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = Path(os.environ.get("VLLM_VENV", REPO / ".venv-vllm")) / "bin" / "python"
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _require(path: Path, why: str) -> None:
+    if path.exists():
+        return
+    message = f"{path} is missing ({why})"
+    if os.environ.get("CI"):
+        pytest.fail(message + "; CI must not skip the benchmark check")
+    pytest.skip(message)
+
+
+def test_quick_benchmark_writes_results_and_report(tmp_path: Path) -> None:
+    _require(VLLM_PYTHON, "the peer client is vLLM's: make vllm-env")
+    _require(CHROMIUM, "scripts/ensure-chromium.sh")
+    _require(REPO / "models" / "demo" / "tokenizer.json", "the peer's tokenizer: make measure MODEL=demo generates it")
+    results_path, docs_path = tmp_path / "results.json", tmp_path / "performance.md"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--skip-vllm-server",
+            "--results",
+            str(results_path),
+            "--docs",
+            str(docs_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-4000:]
+
+    results = Results.read(results_path)
+    assert results.schema_version == 1 and results.quick
+    assert Results.model_validate(results.model_dump(mode="json")) == results
+    assert len(results.host.load_average_start) == 3
+    assert any("--skip-vllm-server" in s for s in results.skipped)
+
+    by_id = {b.id: b for b in results.benchmarks}
+    for level in (1, 16, 64):
+        client = by_id[f"client.c{level}"]
+        absorbed = client.figure("tokens/s absorbed")
+        assert absorbed.ours and absorbed.peer and absorbed.ratio == pytest.approx(absorbed.ours / absorbed.peer)
+        cpu = client.figure("client CPU per token")
+        assert cpu.better == "lower" and cpu.advantage == pytest.approx(cpu.peer / cpu.ours)
+        assert client.details["tokens_match_server_log"] is True
+        agreement = by_id[f"agreement.c{level}"].figure("decode rate client / server")
+        assert agreement.ours == pytest.approx(1.0, abs=0.2)
+    build = by_id["builder.10x20"]
+    assert build.figure("full build").ours > 0 and build.figure("full build").peer > 0
+    assert build.details["html_pages"] > 200 and build.details["packets"] == 200
+    assert "builder.scaling" in by_id
+    assert by_id["browser.model-page"].figure("all charts drawn, cold cache").ours > 0
+
+    report = docs_path.read_text()
+    assert "# Performance" in report and "client.c64" in report and "## Targets" in report
+    assert "tokens/s absorbed" in completed.stdout  # the table was printed
