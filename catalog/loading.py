@@ -125,8 +125,11 @@ def parse_yaml(text: str, path: Path) -> Any:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else None
         raise CatalogError(f"invalid YAML: {error.problem or error.context}", file=path, line=line) from None
+    except yaml.reader.ReaderError as error:  # a control character: no mark, a position instead
+        line = text.count("\n", 0, error.position) + 1
+        raise CatalogError(f"invalid YAML: {str(error).splitlines()[0]}", file=path, line=line) from None
     except yaml.YAMLError as error:
-        raise CatalogError(f"invalid YAML: {error}", file=path) from None
+        raise CatalogError(f"invalid YAML: {str(error).splitlines()[0]}", file=path) from None
 
 
 def _reject_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
