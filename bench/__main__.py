@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import browser_bench, builder_bench, client_bench, measure_bench, report
-from bench.common import OUT, REPO, VLLM_PYTHON, close_peer_worker, load_average
+from bench.common import OUT, REPO, VLLM_PYTHON, close_peer_worker, ensure_demo_model, load_average
 from bench.results import Benchmark, Host, Results
 
 GROUPS = ("measurement", "client", "builder", "browser")  # the vLLM start overlaps the catalog generation
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:6.1f} s] {message}", flush=True)
 
     log(f"load average at start: {results.host.load_average_start}")
+    if {"measurement", "client"} & set(wanted):
+        ensure_demo_model(log)
 
     def prepare_builder() -> None:
         if "builder" in wanted:

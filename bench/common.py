@@ -24,6 +24,13 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 Log = Callable[[str], None]
 
 
+def ensure_demo_model(log: Log) -> Path:
+    """models/demo (the peer's tokenizer, the real server's model), generated once if missing."""
+    from runner.measure import ensure_demo_model as generate
+
+    return generate(VLLM_PYTHON, DEMO_MODEL, log)
+
+
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
