@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -203,10 +204,59 @@ def _reject_lone_surrogates(data: Any, path: Path) -> None:
                 ) from None
 
 
+_JSON = json.JSONDecoder()
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, index: int) -> int:
+    match = _JSON_SPACE.match(text, index)
+    return match.end() if match else index
+
+
+def _json_line_of(text: str, loc: Loc) -> int | None:
+    """line_of for JSON text: walks to `loc`, skipping other values with the C decoder, so a
+    megabyte packet takes milliseconds (PyYAML's composer took seconds). ValueError if the text
+    is not JSON the walk understands."""
+    index = _skip_space(text, 0)
+    line = None
+    for part in loc:
+        if text.startswith("{", index):
+            index = _skip_space(text, index + 1)
+            while not text.startswith("}", index):
+                key, after = json.decoder.scanstring(text, index + 1)  # type: ignore[attr-defined]
+                key_at = index
+                index = _skip_space(text, _skip_space(text, after) + 1)  # past the colon
+                if key == str(part):
+                    break
+                index = _skip_space(text, _JSON.raw_decode(text, index)[1])
+                index = _skip_space(text, index + 1) if text.startswith(",", index) else index
+            else:
+                break
+            line = text.count("\n", 0, key_at) + 1
+        elif text.startswith("[", index) and isinstance(part, int):
+            index = _skip_space(text, index + 1)
+            for _ in range(part):
+                if text.startswith("]", index):
+                    return line
+                index = _skip_space(text, _JSON.raw_decode(text, index)[1])
+                index = _skip_space(text, index + 1) if text.startswith(",", index) else index
+            if text.startswith("]", index):
+                break
+            line = text.count("\n", 0, index) + 1
+        else:
+            break
+    return line
+
+
 def line_of(text: str, loc: Loc) -> int | None:
     """The 1-based line where the value at `loc` starts, found through YAML's node tree.
 
     JSON is (almost) YAML, so this serves both; None where the path cannot be followed."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return _json_line_of(text, loc)
+        except (ValueError, IndexError):
+            pass  # YAML in flow style, or not JSON after all
     try:
         node = _UniqueKeyLoader(text).get_single_node()
     except yaml.YAMLError:
