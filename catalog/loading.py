@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -97,6 +98,8 @@ _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.const
 
 def read_text(path: Path) -> str:
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO named x.yaml would block the read for ever
+            raise CatalogError("not a regular file", file=path)
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise CatalogError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path) from None
