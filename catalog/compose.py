@@ -73,10 +73,12 @@ class LaunchCommand:
         lines += [f"  {_shell_join(group)}" for group in flag_groups(self.args)]
         return "\n".join([*env, " \\\n".join(lines)])
 
-    def docker_argv(self) -> list[str] | None:
+    def docker_argv(self, publish: str = "8000:8000", hf_cache: str | None = None) -> list[str] | None:
+        """`docker run` of the image; `publish` and `hf_cache` let the runner bind loopback and a real path."""
         if self.docker_image is None:
             return None
         options = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
+        mount = ["-v", f"{hf_cache}:/root/.cache/huggingface"] if hf_cache else HF_CACHE_MOUNT
         env = [token for k, v in sorted(self.env.items()) for token in ("-e", f"{k}={v}")]
         return [
             "docker",
@@ -84,8 +86,8 @@ class LaunchCommand:
             "--rm",
             *options,
             "-p",
-            "8000:8000",
-            *HF_CACHE_MOUNT,
+            publish,
+            *mount,
             *env,
             self.docker_image,
             self.model_id,

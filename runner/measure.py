@@ -80,7 +80,7 @@ def measure(
         model_dir = ensure_demo_model(choice.vllm_python, places.models / DEMO_SLUG, progress)
     preflight.check_weights(arms[0].command.model_id, model_dir)
     runtime: Runtime = (
-        DockerRuntime(image, hardware.platform, Path.home() / ".cache" / "huggingface")
+        DockerRuntime(Path.home() / ".cache" / "huggingface")
         if image
         else LocalRuntime(choice.vllm_python or Path("python"), model_dir)
     )

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.compose import XPU_DOCKER_OPTIONS, LaunchCommand
+from catalog.compose import LaunchCommand
+from catalog.errors import CatalogError
 from runner.server import API_SERVER_MODULE, LOOPBACK
 
 
@@ -42,29 +43,15 @@ class LocalRuntime:
 
 @dataclass(frozen=True)
 class DockerRuntime:
-    """The recipe's image; XPU cards reach the container through /dev/dri."""
+    """The recipe's image (the composed command carries it); XPU cards reach it through /dev/dri."""
 
-    image: str
-    platform: str
     hf_cache: Path
 
     def argv(self, command: LaunchCommand, port: int) -> list[str]:
-        device = XPU_DOCKER_OPTIONS if self.platform == "xpu" else ["--gpus", "all", "--ipc=host"]
-        env = [token for key, value in sorted(command.env.items()) for token in ("-e", f"{key}={value}")]
-        return [
-            "docker",
-            "run",
-            "--rm",
-            *device,
-            "-p",
-            f"{LOOPBACK}:{port}:8000",
-            "-v",
-            f"{self.hf_cache}:/root/.cache/huggingface",
-            *env,
-            self.image,
-            command.model_id,
-            *command.args,
-        ]
+        argv = command.docker_argv(publish=f"{LOOPBACK}:{port}:8000", hf_cache=str(self.hf_cache))
+        if argv is None:
+            raise CatalogError("the recipe names no docker image for this hardware", field="RUNTIME")
+        return argv
 
 
 Runtime = LocalRuntime | DockerRuntime
