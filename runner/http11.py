@@ -312,7 +312,10 @@ async def _with_timeout(awaitable: Any, timeout: float | None, error: type[httpx
     if timeout is None:
         return await awaitable
     try:
-        return await asyncio.wait_for(awaitable, timeout)
+        # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation (Ctrl-C) that arrives as
+        # the awaited call completes, and the campaign then runs on to the end (gh-86296).
+        async with asyncio.timeout(timeout):
+            return await awaitable
     except TimeoutError:
         raise error(f"timed out after {timeout} s") from None
 
