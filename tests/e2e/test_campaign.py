@@ -22,7 +22,9 @@ from catalog.packet import Packet, State
 from catalog.packet_io import read_packet
 from catalog.repository import load_catalog
 
-pytestmark = pytest.mark.e2e
+# The shared campaign fixture starts four servers: on a loaded 2-core machine that exceeds the
+# default per-test timeout, which would count it against the first test.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_TOKENS = "128"
