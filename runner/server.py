@@ -126,6 +126,44 @@ def live_group_members(pgid: int) -> list[int]:
     return members
 
 
+def listening_inodes(port: int) -> set[str] | None:
+    """Socket inodes listening on TCP `port` (IPv4 or IPv6); None where /proc/net cannot be read."""
+    inodes: set[str] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for line in lines:
+            fields = line.split()
+            # sl local_address rem_address st ... inode: state 0A is LISTEN
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes if readable else None
+
+
+def owns_listener(pids: Sequence[int], port: int) -> bool | None:
+    """Whether one of `pids` holds the socket listening on `port`; None when it cannot be told."""
+    inodes = listening_inodes(port)
+    if inodes is None:
+        return None
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) in wanted:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 class VllmServer:
     """One vLLM server subprocess, usable as a context manager.
 
@@ -283,6 +321,8 @@ class VllmServer:
                 time.sleep(0.5)
 
     def _models_ready(self, http: httpx.Client) -> bool:
+        if not self._listening_ourselves():
+            return False
         try:
             if http.get("/health").status_code != 200:
                 return False
@@ -293,6 +333,16 @@ class VllmServer:
             return False
         self.served_models = [model["id"] for model in response.json().get("data", [])]
         return bool(self.served_models)
+
+    def _listening_ourselves(self) -> bool:
+        """Another process can take the port between find_free_port and vLLM's bind; if it is a
+        server too, it would answer /health and be measured in place of ours. Ready therefore
+        needs the listening socket to belong to our process group (`docker run` publishes the
+        port through docker-proxy, outside the group: there the check cannot apply)."""
+        if Path(self.argv[0]).name in ("docker", "podman") or self._process is None:
+            return True
+        owned = owns_listener(live_group_members(self._process.pid), self.port)
+        return owned is not False
 
     def _env_overrides(self, env: Mapping[str, str]) -> dict[str, str]:
         overrides = {name: str(self.cache_dir / subdir) for name, subdir in CACHE_DIRS_BY_ENV_VAR.items()}
