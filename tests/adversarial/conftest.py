@@ -1,0 +1,135 @@
+"""The adversarial suite's fixtures, and docs/reliability.md written from its counters.
+
+Each test records what it tried with `tally.add(area, attack, count)` once it has checked that
+every input survived (loaded, or refused with one line naming the file; no traceback, hang or
+write). When every test of the suite ran and passed, the session writes docs/reliability.md from
+the counts: deterministic (hypothesis runs derandomized), so a rerun leaves it unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.adversarial.fakes import campaign  # noqa: E402, F401 - a fixture for every module
+from tests.adversarial.report import render_report  # noqa: E402
+from tests.adversarial.support import FAKE_VLLM, HERE, REPORT, TALLY, Tally  # noqa: E402
+
+# ---- write docs/reliability.md only when the whole suite ran and passed ----
+
+_state: dict[str, set[str]] = {"collected": set(), "passed": set(), "failed": set()}
+
+
+def _ours(item_path: str) -> bool:
+    return Path(item_path).resolve().is_relative_to(HERE)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _state["collected"] = {item.nodeid for item in session.items if _ours(str(item.path))}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.nodeid not in _state["collected"]:
+        return
+    if report.when == "call" and report.passed:
+        _state["passed"].add(report.nodeid)
+    elif report.failed or report.skipped:
+        _state["failed"].add(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    modules = {path.name for path in HERE.glob("test_*.py")}
+    ran = {nodeid.split("::")[0].rsplit("/", 1)[-1] for nodeid in _state["collected"]}
+    deselected = session.config.getoption("keyword") or session.config.getoption("markexpr")
+    complete = ran == modules and not deselected and not _state["failed"]
+    if complete and _state["passed"] == _state["collected"]:
+        text = render_report(dict(TALLY.counts), len(_state["passed"]))
+        if not REPORT.exists() or REPORT.read_text() != text:
+            REPORT.write_text(text)
+
+
+# ---- fixtures ----
+
+
+@pytest.fixture(scope="session")
+def tally() -> Tally:
+    return TALLY
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A private copy of data/ and packets/ (the real files every attack starts from)."""
+    shutil.copytree(REPO / "data", tmp_path / "data")
+    shutil.copytree(REPO / "packets", tmp_path / "packets")
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One hostile copy of the whole catalog per session (tests/adversarial/hostile.py); tests
+    that change it work on a copy. `hostile / "carried"` holds how many fields carry the payload."""
+    from tests.adversarial.hostile import hostile_catalog
+
+    root = tmp_path_factory.mktemp("hostile")
+    _, _, carried = hostile_catalog(root)
+    (root / "carried").write_text(str(carried))
+    return root
+
+
+@pytest.fixture(scope="session")
+def vllm_shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A "python" whose `-m vllm.entrypoints.openai.api_server` is the fake server: what
+    runner.runtime.LocalRuntime runs, so the runner's real code path drives it."""
+    folder = tmp_path_factory.mktemp("shim")
+    python = folder / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{FAKE_VLLM}" exec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    return python
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No FAKE_VLLM_* settings leak between tests."""
+    for name in list(os.environ):
+        if name.startswith("FAKE_VLLM_"):
+            monkeypatch.delenv(name)
+    yield
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's Chromium through playwright (never a downloaded browser), as tests/browser does.
+    Module-scoped: playwright's sync API keeps an event loop running in this thread, and the
+    runner's asyncio.run cannot start while it lives."""
+    if not CHROMIUM.exists():
+        subprocess.run([str(REPO / "scripts" / "ensure-chromium.sh")], check=False)
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (scripts/ensure-chromium.sh)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

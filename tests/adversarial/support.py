@@ -1,0 +1,55 @@
+"""Shared by the adversarial tests: where things are, the counters, and a file-tree snapshot."""
+
+from __future__ import annotations
+
+import stat
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+FAKE_VLLM = HERE / "fake_vllm"
+REPORT = REPO / "docs" / "reliability.md"
+
+
+@dataclass
+class Tally:
+    """What the suite tried, by area and attack; filled by tests once their inputs survived."""
+
+    counts: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+
+    def add(self, area: str, attack: str, count: int = 1) -> None:
+        self.counts[(area, attack)] += count
+
+
+TALLY = Tally()
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and mtime: to prove nothing was written."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        if not stat.S_ISDIR(info.st_mode):
+            found[path.relative_to(root).as_posix()] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def run_main(main: Callable[[], object], argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """A command line's `main` in this process, as `python -m` runs it: exit code and stderr."""
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        main()
+        code = 0
+    except SystemExit as done:
+        code = int(done.code or 0)
+    finally:
+        sys.argv = saved
+    captured = capsys.readouterr()
+    return code, captured.err

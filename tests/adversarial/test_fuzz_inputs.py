@@ -1,0 +1,250 @@
+"""Fuzzing every input file: start from the real recipe, hardware, suites and packets, mutate them
+(hypothesis, derandomized and bounded), and load the catalog. Every input either loads or is
+refused with errors that each name the file and the line or field, on one line; never another
+exception, a hang, or a file written."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from catalog.errors import CatalogError, CatalogErrors
+from catalog.packet import HASH_EXCLUDED
+from catalog.packet_io import packet_json, seal
+from catalog.repository import load_catalog
+from tests.adversarial.support import REPO, Tally, snapshot
+from tests.catalog.factories import measured_packet
+
+FUZZ = settings(
+    max_examples=20,
+    deadline=None,  # other test sessions share these cores; pytest-timeout bounds a real hang
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure is reported as found, quickly
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+PARSE_ERRORS = ("invalid JSON", "invalid YAML", "not UTF-8", "cannot read", "not a regular file")
+
+Loc = tuple[Any, ...]
+
+
+# ---- the catalog the fuzzer attacks ----
+
+
+@pytest.fixture(scope="module")
+def fuzz_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """data/ and the small real packets, plus a measured packet sealed by the factory (rows,
+    gates and figures that re-derive), so every loader and cross-check is in play."""
+    root = tmp_path_factory.mktemp("fuzz")
+    shutil.copytree(REPO / "data", root / "data")
+    (root / "packets").mkdir()
+    for path in sorted((REPO / "packets").glob("qwen*.json")):
+        shutil.copy(path, root / "packets" / path.name)
+    packet = measured_packet()
+    (root / "packets" / f"{packet.id}.json").write_text(packet_json(packet))
+    return root
+
+
+def targets(root: Path) -> dict[str, Path]:
+    packets = sorted((root / "packets").glob("*.json"))
+    return {
+        "recipe": root / "data" / "models" / "qwen3.5-9b.yaml",
+        "hardware": root / "data" / "hardware.yaml",
+        "suite": root / "data" / "suites" / "strict-v1.json",
+        "canaries": root / "data" / "suites" / "canaries-v1.json",
+        "packet (imported)": next(p for p in packets if p.name.startswith("qwen3.5-9b-fp8")),
+        "packet (measured)": next(p for p in packets if p.name.startswith("qwen3.5-9b-bf16")),
+    }
+
+
+# ---- checking one input ----
+
+
+def check_outcome(root: Path) -> str:
+    """Load the catalog under `root`; assert it loads or fails cleanly without writing."""
+    before = snapshot(root)
+    try:
+        load_catalog(root / "data", root / "packets")
+        outcome = "loaded"
+    except CatalogError as error:
+        problems = error.errors if isinstance(error, CatalogErrors) else [error]
+        for problem in problems:
+            assert problem.file, f"error names no file: {problem}"
+            assert Path(problem.file).resolve().is_relative_to(root.resolve()), problem.file
+            text = str(problem)
+            assert "\n" not in text and "Traceback" not in text, text
+            where = problem.field or problem.line is not None or problem.message.startswith(PARSE_ERRORS)
+            assert where, f"error names no line or field: {text}"
+        outcome = "refused"
+    assert snapshot(root) == before, "loading wrote a file"
+    return outcome
+
+
+# ---- mutations ----
+
+
+def paths_in(doc: Any, loc: Loc = ()) -> list[Loc]:
+    """Every location in the document (containers and leaves), the root first."""
+    found = [loc]
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            found += paths_in(value, (*loc, key))
+    elif isinstance(doc, list):
+        # long arrays (token ids, times): their first elements stand for the rest
+        for index, value in enumerate(doc[:8]):
+            found += paths_in(value, (*loc, index))
+    return found
+
+
+def at(doc: Any, loc: Loc) -> Any:
+    for part in loc:
+        doc = doc[part]
+    return doc
+
+
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=24),
+    st.sampled_from(["", " ", "../../etc/passwd", "/abs/path", "ｄｅｍｏ", "dеmo", "\u202e", "\x00", "A" * 5000]),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=6), st.integers(), max_size=2),
+)
+TRICKY = st.sampled_from(
+    ["\u202egnp.exe", "ｆｕｌｌｗｉｄｔｈ／slash", "Ｑwen", "qwen3.5-9\u0431", "\u200b", "e\u0301", "🦙" * 50, "\ufeff"]
+)
+STRUCTURAL = ["delete", "retype", "unknown key", "nest deeply", "unicode", "huge number", "non-finite number"]
+TEXTUAL = ["truncate", "binary garbage", "duplicate key", "alias bomb", "surrogate escape", "empty", "byte order mark"]
+
+
+def mutate(doc: Any, draw: Callable[[Any], Any], op: str) -> Any:
+    locs = paths_in(doc)
+    loc = locs[draw(st.integers(0, len(locs) - 1))]
+    parent_loc, key = (loc[:-1], loc[-1]) if loc else (None, None)
+    if op == "delete" and parent_loc is not None:
+        del at(doc, parent_loc)[key]
+        return doc
+    new: Any
+    if op == "retype":
+        new = draw(VALUES)
+    elif op == "unknown key":
+        target = at(doc, loc)
+        if isinstance(target, dict):
+            target[draw(st.sampled_from(["x_unknown", "Meta", "__proto__", "", "id "]))] = draw(VALUES)
+            return doc
+        new = {"unknown": at(doc, loc)}
+    elif op == "nest deeply":
+        new = at(doc, loc)
+        for _ in range(draw(st.integers(2, 200))):
+            new = [new]
+    elif op == "unicode":
+        value = at(doc, loc)
+        new = (value if isinstance(value, str) else "") + draw(TRICKY)
+    elif op == "huge number":
+        new = draw(st.sampled_from([10**300, -(10**30), 2**63, 1e308, 5e-324, -0.0, 10**4000]))
+    else:  # non-finite number
+        new = draw(st.sampled_from([math.inf, -math.inf, math.nan]))
+    if parent_loc is None:
+        return new
+    at(doc, parent_loc)[key] = new
+    return doc
+
+
+def serialise(doc: Any, suffix: str) -> bytes:
+    if suffix == ".json":
+        return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
+    return yaml.safe_dump(doc, allow_unicode=True, sort_keys=False).encode("utf-8", "surrogatepass")
+
+
+def mutate_text(data: bytes, suffix: str, draw: Callable[[Any], Any], op: str) -> bytes:
+    if op == "truncate":
+        return data[: draw(st.integers(0, max(len(data) - 1, 0)))]
+    if op == "binary garbage":
+        at_byte = draw(st.integers(0, len(data)))
+        return data[:at_byte] + draw(st.binary(min_size=1, max_size=64)) + data[at_byte:]
+    if op == "empty":
+        return b""
+    if op == "byte order mark":
+        return draw(st.sampled_from([b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"])) + data
+    lines = data.split(b"\n")
+    index = draw(st.integers(0, len(lines) - 1))
+    if op == "duplicate key":
+        keyed = [i for i, line in enumerate(lines) if b":" in line] or [0]
+        index = keyed[index % len(keyed)]
+        lines.insert(index, lines[index])
+    elif op == "surrogate escape":
+        escape = b'"\\ud800"' if suffix == ".json" else b'"\\udc00"'
+        strings = [i for i, line in enumerate(lines) if b'": "' in line or b': "' in line] or [0]
+        index = strings[index % len(strings)]
+        head, _, _ = lines[index].rpartition(b'"')
+        head, _, _ = head.rpartition(b'"')
+        lines[index] = head + escape + (b"," if lines[index].rstrip().endswith(b",") else b"")
+    else:  # alias bomb (YAML) or a value repeated as a huge nested array (JSON)
+        if suffix == ".json":
+            lines.insert(index, b'"x": ' + b"[" * 5000 + b"]" * 5000 + b",")
+        else:
+            bomb = [b'bomb0: &b0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+            bomb += [f"bomb{i}: &b{i} [{', '.join([f'*b{i - 1}'] * 10)}]".encode() for i in range(1, 9)]
+            lines = bomb + lines
+    return b"\n".join(lines)
+
+
+def attack(root: Path, name: str, draw: Callable[[Any], Any]) -> str:
+    """Mutate one target file in place, load the catalog, put the file back; the outcome."""
+    path = targets(root)[name]
+    original_bytes = path.read_bytes()
+    original = json.loads(original_bytes) if path.suffix == ".json" else yaml.safe_load(original_bytes)
+    doc = copy.deepcopy(original)
+    ops = draw(st.lists(st.sampled_from(STRUCTURAL + TEXTUAL), min_size=1, max_size=3))
+    for op in ops:
+        if op in STRUCTURAL:
+            doc = mutate(doc, draw, op)
+    written = path
+    data = serialise(doc, path.suffix)
+    if name.startswith("packet") and isinstance(doc, dict) and draw(st.booleans()):
+        # re-seal what still validates, so the attack reaches the cross-checks behind the hash
+        try:
+            sealed = seal({k: v for k, v in doc.items() if k not in HASH_EXCLUDED})
+            data = packet_json(sealed).encode()
+            written = path.with_name(f"{sealed.id}.json")
+        except (ValueError, TypeError, CatalogError):
+            pass
+    for op in ops:
+        if op in TEXTUAL:
+            data = mutate_text(data, path.suffix, draw, op)
+    if written != path:
+        path.unlink()
+    written.write_bytes(data)
+    try:
+        return check_outcome(root)
+    finally:
+        written.unlink()
+        path.write_bytes(original_bytes)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("name", ["recipe", "hardware", "suite", "canaries", "packet (imported)", "packet (measured)"])
+def test_mutated_inputs_load_or_fail_cleanly(fuzz_tree: Path, name: str, tally: Tally) -> None:
+    outcomes = {"loaded": 0, "refused": 0}
+
+    @FUZZ
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        outcomes[attack(fuzz_tree, name, data.draw)] += 1
+
+    run()
+    assert check_outcome(fuzz_tree) == "loaded"  # the tree is back as it was
+    assert outcomes["refused"] > 0
+    tally.add("fuzzing", f"mutated {name} files", sum(outcomes.values()))
