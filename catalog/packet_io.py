@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from catalog.canonical import pretty_json
 from catalog.errors import CatalogError
 from catalog.files import write_file
-from catalog.loading import read_document, validate_as
+from catalog.loading import read_document, validate_as, validation_error
 from catalog.packet import Packet, packet_hash, packet_id
 
 _PLACEHOLDER_HASH = "0" * 64
@@ -20,6 +22,13 @@ def seal(draft: dict[str, Any]) -> Packet:
     digest = packet_hash(unsealed.model_dump(mode="json"))
     model = unsealed.identity.model
     return unsealed.model_copy(update={"sha256": digest, "id": packet_id(model.slug, model.quantization, digest)})
+
+
+def made_from(source: Path, error: ValidationError) -> CatalogError:
+    """An importer's input that validated but makes an invalid packet: the error names the input
+    file and the packet field, instead of a pydantic traceback."""
+    problem = validation_error(error, source, None)
+    return CatalogError(f"the packet made from it is invalid: {problem.message}", file=source, field=problem.field)
 
 
 def packet_json(packet: Packet) -> str:

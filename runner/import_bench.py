@@ -11,19 +11,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import CatalogError
 from catalog.loading import load_file
 from catalog.packet import Packet
-from catalog.packet_io import seal, write_packet
+from catalog.packet_io import made_from, seal, write_packet
 from catalog.repository import Catalog
 
 
 class BenchServeResult(BaseModel):
     """The fields we use; the tool writes many more, which are ignored, not trusted."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     date: str | None = None
     backend: str | None = None
@@ -127,6 +127,9 @@ def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
         cards=options.cards,
         source=options.source,
     )
-    packet = seal(draft)
+    try:
+        packet = seal(draft)
+    except ValidationError as error:
+        raise made_from(options.result, error) from None
     write_packet(packet, Path(options.packets))
     return packet

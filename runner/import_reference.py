@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from catalog.base import StrictModel
 from catalog.loading import load_file
 from catalog.packet import Packet, RuntimeIdentity, State, arm_state, packet_state
-from catalog.packet_io import seal, write_packet
+from catalog.packet_io import made_from, seal, write_packet
 
 SPEC_METHOD = "mtp"
 INT4_DRAFT_HEAD_ENV = {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"}
@@ -154,7 +154,10 @@ def _with_derived_states(draft: dict[str, Any]) -> dict[str, Any]:
 
 def import_transcription(path: Path, packets_dir: Path) -> list[Packet]:
     transcription = load_file(Transcription, path)
-    packets = [seal(draft) for draft in packet_drafts(transcription)]
+    try:
+        packets = [seal(draft) for draft in packet_drafts(transcription)]
+    except ValidationError as error:
+        raise made_from(path, error) from None
     for packet in packets:
         write_packet(packet, packets_dir)
     return packets
