@@ -59,8 +59,10 @@ def base_url(site: Path) -> Iterator[str]:
     server.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    # Module-scoped: playwright's sync API keeps an event loop running in this thread, and every
+    # later asyncio.run (the runner's client, the real-vLLM tests) fails while it lives.
     if not CHROMIUM.exists():
         subprocess.run([str(REPO / "scripts" / "ensure-chromium.sh")], check=False)
     if not CHROMIUM.exists():
