@@ -7,10 +7,11 @@ import textwrap
 AREAS = {
     "fuzzing": (
         "inputs",
-        "Recipes, hardware, suites, canaries and packets, from the real files in data/ and packets/, "
-        "mutated by hypothesis (derandomized, bounded): keys deleted, types changed, unknown keys, "
-        "unicode, huge and non-finite numbers, deep nesting, truncation, duplicate keys, binary "
-        "garbage, alias bombs. Each loaded, or was refused by an error naming the file and the line "
+        "Recipes, hardware, suites, canaries, packets and the runner importers' inputs, from the "
+        "real files in data/ and packets/, mutated by hypothesis (derandomized, bounded): keys "
+        "deleted, types changed, unknown keys, unicode, huge and non-finite numbers, deep nesting, "
+        "truncation, duplicate keys, binary garbage, alias bombs. Each loaded, or was refused by an "
+        "error naming the file and the line "
         "or field; never a traceback, a hang or a write.",
     ),
     "tampering": (
@@ -76,6 +77,12 @@ FINDINGS = [
     (
         "Finding the line of an error in a 1.2 MB packet took 5 s (PyYAML composed the whole file).",
         "JSON is walked with the C decoder: 17 ms.",
+    ),
+    (
+        "`python -m runner import-bench`/`import-reference` input that their own models accept but "
+        "the packet refuses (a duration of 1e999, `--cards 0`, a gate with 15 exact of 12) ended in "
+        "a pydantic traceback.",
+        "One error line naming the input file and the packet field; nothing written.",
     ),
     (
         "A full disk while the runner sealed a packet or saved an attempt, or the builder published, "

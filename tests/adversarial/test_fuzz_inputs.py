@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +19,11 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from catalog.errors import CatalogError, CatalogErrors
+from catalog.errors import CatalogError, CatalogErrors, exit_on_catalog_error
 from catalog.packet import HASH_EXCLUDED
 from catalog.packet_io import packet_json, seal
 from catalog.repository import load_catalog
+from runner import cli as runner_cli
 from tests.adversarial.support import REPO, Tally, snapshot
 from tests.catalog.factories import measured_packet
 
@@ -126,7 +128,17 @@ TRICKY = st.sampled_from(
     ["\u202egnp.exe", "ｆｕｌｌｗｉｄｔｈ／slash", "Ｑwen", "qwen3.5-9\u0431", "\u200b", "e\u0301", "🦙" * 50, "\ufeff"]
 )
 STRUCTURAL = ["delete", "retype", "unknown key", "nest deeply", "unicode", "huge number", "non-finite number"]
-TEXTUAL = ["truncate", "binary garbage", "duplicate key", "alias bomb", "surrogate escape", "empty", "byte order mark"]
+TEXTUAL = [
+    "truncate",
+    "binary garbage",
+    "duplicate key",
+    "alias bomb",
+    "surrogate escape",
+    "empty",
+    "byte order mark",
+    "overflowing float",
+]
+NUMBER = re.compile(rb"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])")
 
 
 def mutate(doc: Any, draw: Callable[[Any], Any], op: str) -> Any:
@@ -178,6 +190,12 @@ def mutate_text(data: bytes, suffix: str, draw: Callable[[Any], Any], op: str) -
         return b""
     if op == "byte order mark":
         return draw(st.sampled_from([b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"])) + data
+    if op == "overflowing float":  # 1e999 reads as inf in both JSON and YAML
+        numbers = list(NUMBER.finditer(data))
+        if not numbers:
+            return data
+        hit = numbers[draw(st.integers(0, len(numbers) - 1))]
+        return data[: hit.start()] + draw(st.sampled_from([b"1e999", b"-1e999"])) + data[hit.end() :]
     lines = data.split(b"\n")
     index = draw(st.integers(0, len(lines) - 1))
     if op == "duplicate key":
@@ -248,3 +266,127 @@ def test_mutated_inputs_load_or_fail_cleanly(fuzz_tree: Path, name: str, tally: 
     assert check_outcome(fuzz_tree) == "loaded"  # the tree is back as it was
     assert outcomes["refused"] > 0
     tally.add("fuzzing", f"mutated {name} files", sum(outcomes.values()))
+
+
+# ---- the runner's importers: a transcription of a published page, a `vllm bench serve` result ----
+
+BENCH_RESULT = {
+    "date": "20261202-120000",
+    "backend": "vllm",
+    "model_id": "local/demo-qwen3-tiny",
+    "num_prompts": 16,
+    "max_concurrency": 4,
+    "duration": 12.5,
+    "completed": 16,
+    "total_output_tokens": 2048,
+    "output_throughput": 163.8,
+    "median_ttft_ms": 40.0,
+    "median_tpot_ms": 9.5,
+    "output_lens": [128, 128],
+}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("importer", ["import-reference", "import-bench"])
+def test_mutated_importer_inputs_seal_or_fail_cleanly(
+    tmp_path: Path, importer: str, capsys: pytest.CaptureFixture[str], tally: Tally
+) -> None:
+    shutil.copytree(REPO / "data", tmp_path / "data")
+    packets = tmp_path / "packets"
+    packets.mkdir()
+    if importer == "import-reference":
+        source = tmp_path / "transcription.yaml"
+        original_bytes = (REPO / "data" / "imports" / "neural-download.yaml").read_bytes()
+        options: list[str] = []
+    else:
+        source = tmp_path / "bench.json"
+        original_bytes = json.dumps(BENCH_RESULT).encode()
+        options = ["--model", "demo", "--hardware", "cpu_generic", "--source", "fuzzer", "--cards", "1"]
+    original = yaml.safe_load(original_bytes)
+    argv = ["--data", str(tmp_path / "data"), "--packets", str(packets), importer, str(source), *options]
+    outcomes = {"sealed": 0, "refused": 0}
+
+    @FUZZ
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        doc = copy.deepcopy(original)
+        ops = data.draw(st.lists(st.sampled_from(STRUCTURAL + TEXTUAL), min_size=1, max_size=3))
+        for op in ops:
+            if op in STRUCTURAL:
+                doc = mutate(doc, data.draw, op)
+        content = serialise(doc, source.suffix)
+        for op in ops:
+            if op in TEXTUAL:
+                content = mutate_text(content, source.suffix, data.draw, op)
+        source.write_bytes(content)
+        try:
+            exit_on_catalog_error(lambda: runner_cli.run(argv))()
+        except SystemExit as done:
+            code = done.code
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        if code == 0:
+            outcomes["sealed"] += 1
+            load_catalog(tmp_path / "data", packets)  # what it sealed verifies
+        else:
+            assert code == 1, err
+            lines = err.strip().splitlines()
+            assert lines and all(line.startswith("error: ") for line in lines), err
+            assert str(source) in lines[0], err
+            assert not list(packets.iterdir()), "a refused input left a packet"
+            outcomes["refused"] += 1
+        for path in packets.iterdir():
+            path.unlink()
+
+    run()
+    assert outcomes["refused"] > 0
+    tally.add("fuzzing", f"mutated `python -m runner {importer}` inputs", sum(outcomes.values()))
+
+
+IMPORTER_CASES = {
+    "a bench duration of 1e999": (
+        "import-bench",
+        lambda text: text.replace('"duration": 12.5', '"duration": 1e999'),
+        [],
+    ),
+    "--cards 0": ("import-bench", None, ["--cards", "0"]),
+    "an empty --source": ("import-bench", None, ["--source", ""]),
+    "a transcribed gate with more exact prompts than prompts": (
+        "import-reference",
+        lambda text: text.replace("exact: 12, total: 12, passed: true", "exact: 15, total: 12, passed: true", 1),
+        [],
+    ),
+    "a transcribed arm state its gates contradict": (
+        "import-reference",
+        lambda text: text.replace("exact: 8, total: 12, passed: false", "exact: 8, total: 12, passed: true", 1),
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(IMPORTER_CASES))
+def test_importer_input_the_packet_refuses(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str], tally: Tally
+) -> None:
+    """Input the importer's own model accepts but the sealed packet does not: one error line
+    naming the input file, no traceback, no packet."""
+    importer, edit, extra = IMPORTER_CASES[case]
+    packets = tmp_path / "packets"
+    packets.mkdir()
+    if importer == "import-bench":
+        source, text = tmp_path / "bench.json", json.dumps(BENCH_RESULT)
+        options = ["--model", "demo", "--hardware", "cpu_generic", "--source", "fuzzer", "--cards", "1", *extra]
+    else:
+        source, text = tmp_path / "transcription.yaml", (REPO / "data" / "imports" / "neural-download.yaml").read_text()
+        options = list(extra)
+    edited = edit(text) if edit else text
+    assert edited != text or extra
+    source.write_text(edited)
+    argv = ["--data", str(REPO / "data"), "--packets", str(packets), importer, str(source), *options]
+    with pytest.raises(SystemExit) as done:
+        exit_on_catalog_error(lambda: runner_cli.run(argv))()
+    err = capsys.readouterr().err
+    assert done.value.code == 1, err
+    assert "Traceback" not in err and err.startswith(f"error: {source}") and err.count("\n") == 1, err
+    assert not list(packets.iterdir())
+    tally.add("fuzzing", "importer inputs that make an invalid packet", 1)
