@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from catalog.base import EnvName, FieldError, Sha256, Slug, StrictModel
 from catalog.canonical import canonical_sha256
+from catalog.secrets import REDACTED, is_secret_env, redact_argv
 
 HASH_EXCLUDED = frozenset({"id", "sha256"})
 
@@ -143,6 +144,17 @@ class ArmConfig(StrictModel):
     def _depth_needs_method(self) -> ArmConfig:
         if (self.spec_depth > 0) != (self.spec_method is not None):
             raise ValueError("spec_method is set exactly when spec_depth > 0")
+        return self
+
+    @model_validator(mode="after")
+    def _no_credentials(self) -> ArmConfig:
+        """A packet is published byte for byte: a credential in it would be on the site."""
+        for name, value in self.env.items():
+            if is_secret_env(name) and value != REDACTED:
+                raise FieldError(f"{name} holds a credential: record it as {REDACTED}", "env", name)
+        for index, (arg, shown) in enumerate(zip(self.argv, redact_argv(self.argv), strict=True)):
+            if arg != shown:
+                raise FieldError(f"holds a credential: record it as {shown!r}", "argv", index)
         return self
 
 
