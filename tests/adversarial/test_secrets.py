@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from builder import cli as builder_cli
+from catalog import verify
+from catalog.packet_io import packet_json, seal
 from tests.adversarial.fakes import Campaign
-from tests.adversarial.support import Tally
+from tests.adversarial.support import REPO, Tally, run_main
+from tests.catalog.factories import measured_draft
 
 ENVIRONMENT = {
     "HF_TOKEN": "hf_envTokenSECRET0001",
@@ -91,3 +96,40 @@ def test_no_secret_leaves_the_machine(
     files = sum(1 for folder in ("packets", "runs", "failed-run", "site") for p in (campaign.root / folder).rglob("*"))
     tally.add("secrets", "secret values planted (environment, base_env, --api-key)", len(SECRETS))
     tally.add("secrets", "files searched (packet, runs/ logs and records, built site)", files)
+
+
+@pytest.mark.parametrize(
+    ("where", "edit"),
+    [
+        ("env.HF_TOKEN", lambda config: config["env"].__setitem__("HF_TOKEN", ENVIRONMENT["HF_TOKEN"])),
+        ("argv[", lambda config: config["argv"].extend(["--api-key", RECIPE_API_KEY])),
+        ("argv[", lambda config: config["argv"].append(f"--hf-token={ENVIRONMENT['HF_TOKEN']}")),
+    ],
+)
+def test_a_hand_made_packet_with_a_credential_is_refused(
+    tmp_path: Path, where: str, edit: Callable[[dict[str, Any]], None], capsys, tally: Tally
+) -> None:
+    """Packets are published byte for byte, so a credential written into one by hand (or by
+    another tool), even re-sealed, is refused by make verify and make site."""
+    shutil.copytree(REPO / "data", tmp_path / "data")
+    (tmp_path / "packets").mkdir()
+    draft = measured_draft()
+    edit(draft["arms"][0]["config"])
+    with pytest.raises(ValueError, match="holds a credential"):
+        seal(draft)
+    clean = seal(measured_draft())
+    stored = json.loads(packet_json(clean))
+    edit(stored["arms"][0]["config"])
+    path = tmp_path / "packets" / f"{clean.id}.json"
+    path.write_text(json.dumps(stored, indent=2))
+    for main, argv in (
+        (verify.main, ["catalog.verify"]),
+        (builder_cli.main, ["builder", "build", "--out", str(tmp_path / "site")]),
+    ):
+        argv += ["--data", str(tmp_path / "data"), "--packets", str(tmp_path / "packets")]
+        code, err = run_main(main, argv, capsys)
+        assert code == 1 and "Traceback" not in err, err
+        assert f"error: {path}" in err and f"arms[0].config.{where}" in err and "holds a credential" in err
+        assert [s for s in SECRETS if s in err] == [], "the error message itself shows the secret"
+    assert not (tmp_path / "site").exists()
+    tally.add("secrets", "hand-made packets carrying a credential (verify and site)", 2)
