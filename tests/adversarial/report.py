@@ -45,7 +45,8 @@ AREAS = {
     "secrets": (
         "inputs",
         "Tokens and keys in the environment, in a recipe's base_env and as --api-key: none appears "
-        "in a packet, a server log under runs/, the console or a built page.",
+        "in a packet, a server log under runs/, the console or a built page; a packet carrying one "
+        "is refused.",
     ),
 }
 
@@ -94,6 +95,11 @@ FINDINGS = [
         "the server's startup line put the key in runs/ logs and failed attempts' log tails; the "
         "recipe page published them.",
         "catalog.secrets: the values are redacted in packets, on the console, in server logs and tails, and on pages.",
+    ),
+    (
+        "A packet written by hand (or another tool) with a real token in its arm config verified, "
+        "and packets are published byte for byte.",
+        "An arm config's credential values must read `<redacted>`; verify names the field.",
     ),
     (
         "Copy-paste command injection: an environment variable name `A=1 touch x; B` in a recipe, "
