@@ -28,6 +28,7 @@ JSON_HEADERS = {"content-type": "application/json", "accept-encoding": "identity
 SSE_DATA_PREFIX = b"data:"
 SSE_IGNORED_FIELDS = (b"event:", b"id:", b"retry:", b":")
 SHOWN_CHARS = 200
+JSON_BATCH = 64
 
 
 class ClientError(Exception):
@@ -210,6 +211,13 @@ class _StreamState:
             return
         if self.done:
             raise ClientError(f"data after [DONE]: {_shorten(b'data: ' + payloads[0])}")
+        # Batches small enough that their decoded events (about four containers each) stay under
+        # the garbage collector's 700-allocation threshold: a read of hundreds of events decoded
+        # at once kept triggering collections, about a seventh of the client's CPU per token.
+        for start in range(0, len(payloads), JSON_BATCH):
+            self._feed_json_batch(payloads[start : start + JSON_BATCH], arrived_at)
+
+    def _feed_json_batch(self, payloads: list[bytes], arrived_at: float) -> None:
         events: Any = None
         if len(payloads) > 1:
             try:

@@ -197,6 +197,11 @@ class _Body(httpx.AsyncByteStream):
                 except ValueError:
                     chunk_size = _chunk_size_with_extension(data[pos:line_end])
                 pos = line_end + 2
+                end = pos + chunk_size
+                if chunk_size and end + 2 <= size and data[end : end + 2] == b"\r\n":
+                    parts.append(data[pos:end])  # the usual case: the whole chunk is here
+                    pos = end + 2
+                    continue
                 remaining = chunk_size if chunk_size else -3
         self._remaining = remaining
         self._carry = data[pos:]
