@@ -49,8 +49,8 @@ PEER_NAME = "vllm bench serve (vLLM 0.32.0 CPU), --backend vllm"
 @dataclass(frozen=True)
 class ClientPlan:
     levels: tuple[int, ...] = (1, 16, 64)
-    prompts: tuple[int, ...] = (64, 128, 256)
-    rounds: int = 3
+    prompts: tuple[int, ...] = (128, 256, 512)
+    rounds: int = 5
     max_tokens: int = 512
     input_tokens: int = 128
     paced_prompts: tuple[int, ...] = (4, 16, 64)
