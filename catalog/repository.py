@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -27,9 +27,15 @@ class Catalog:
     canary_sets: dict[str, CanarySet]
     packets: dict[str, Packet]
     packet_paths: dict[str, Path] = field(default_factory=dict)
+    reproduced_by: dict[str, list[Packet]] = field(default_factory=dict)
+    by_family: dict[str, list[Packet]] = field(default_factory=dict)
 
     def packets_of(self, slug: str) -> list[Packet]:
-        return sorted((p for p in self.packets.values() if p.identity.model.slug == slug), key=lambda p: p.id)
+        return self.by_family.get(slug, [])
+
+    def reproductions(self, packets: Iterable[Packet]) -> list[Packet]:
+        """The packets that reproduce any of `packets`: all a grade needs to see, looked up, not scanned."""
+        return [r for p in packets for r in self.reproduced_by.get(p.id, [])]
 
 
 class _Collector:
@@ -83,7 +89,13 @@ def load_catalog(data_dir: Path, packets_dir: Path) -> Catalog:
         if packet.reproduces and packet.reproduces not in packets:
             found.add(f"names unknown packet {packet.reproduces!r}", file=paths[packet_id], field="reproduces")
     found.raise_if_any()
-    return Catalog(recipes, hardware, suites, canary_sets, packets, paths)
+    reproduced_by: dict[str, list[Packet]] = {}
+    by_family: dict[str, list[Packet]] = {}
+    for _, packet in sorted(packets.items()):
+        by_family.setdefault(packet.identity.model.slug, []).append(packet)
+        if packet.reproduces:
+            reproduced_by.setdefault(packet.reproduces, []).append(packet)
+    return Catalog(recipes, hardware, suites, canary_sets, packets, paths, reproduced_by, by_family)
 
 
 def _load_recipes(directory: Path, found: _Collector) -> dict[str, Recipe]:

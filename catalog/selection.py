@@ -33,8 +33,8 @@ def qualified(arm: Arm) -> bool:
     return arm.state in (State.MEASURED, State.IMPORTED) and not arm.failed_gates and len(arm.server_values) >= 2
 
 
-def headline(packets: Sequence[Packet], all_packets: Sequence[Packet] = ()) -> Headline | None:
-    candidates = [Headline(p, a, evidence_grade(p, all_packets)) for p in packets for a in p.arms if qualified(a)]
+def headline(packets: Sequence[Packet], reproductions: Sequence[Packet] = ()) -> Headline | None:
+    candidates = [Headline(p, a, evidence_grade(p, reproductions)) for p in packets for a in p.arms if qualified(a)]
     if not candidates:
         return None
     fewest_cards = min(c.arm.config.tensor_parallel_size for c in candidates)

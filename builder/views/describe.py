@@ -15,9 +15,9 @@ from catalog.selection import headline
 from catalog.suite import CanarySet, Suite
 
 
-def lead_arm(packet: Packet, all_packets: Sequence[Packet] = ()) -> Arm:
+def lead_arm(packet: Packet, reproductions: Sequence[Packet] = ()) -> Arm:
     """The arm a packet card talks about: the packet's own headline, else its first published arm."""
-    lead = headline([packet], all_packets)
+    lead = headline([packet], reproductions)
     if lead is not None:
         return lead.arm
     published = [a for a in packet.arms if a.state in PUBLISHED]

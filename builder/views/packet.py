@@ -127,19 +127,15 @@ def _provenance(packet: Packet) -> list[Fact]:
 
 
 def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
-    all_packets = list(ctx.catalog.packets.values())
-    grade = evidence_grade(packet, all_packets)
-    arm = lead_arm(packet, all_packets)
+    reproductions = ctx.catalog.reproductions([packet])
+    grade = evidence_grade(packet, reproductions)
+    arm = lead_arm(packet, reproductions)
     related = (
         [Link(f"reproduces {packet.reproduces}", f"packets/{packet.reproduces}/index.html")]
         if packet.reproduces
         else []
     )
-    related += [
-        Link(f"reproduced by {p.id}", f"packets/{p.id}/index.html")
-        for p in sorted(all_packets, key=lambda p: p.id)
-        if p.reproduces == packet.id
-    ]
+    related += [Link(f"reproduced by {p.id}", f"packets/{p.id}/index.html") for p in reproductions]
     slug = packet.identity.model.slug
     recipe = ctx.catalog.recipes.get(slug)
     for a in packet.arms:
