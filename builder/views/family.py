@@ -12,13 +12,23 @@ from builder.views.common import Fact, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
 from builder.views.projection import PROJECTION_GAP, ProjectionView, cell_estimator, projection_view
-from builder.views.results import STATE_LABELS, ArmResult, arm_results, best_state, packet_href
+from builder.views.results import (
+    STATE_LABELS,
+    ArmResult,
+    arm_results,
+    best_state,
+    ladder_sources,
+    packet_href,
+    representatives,
+)
 from builder.views.scorecard import Matrix, matrices
 from catalog.grade import GRADE_MEANING, evidence_grade
 from catalog.hardware import Hardware
 from catalog.packet import Packet
 from catalog.recipe import Recipe
 from catalog.selection import Headline, headline
+
+CARD_LIMIT = 6  # more packets than this: full cards only for those the page's results cite
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,7 @@ class PacketCard:
     grade_meaning: str
     chips: list[str]
     source: str | None
+    featured: bool  # a full card; the rest are rows of a compact list
 
 
 @dataclass(frozen=True)
@@ -173,10 +184,10 @@ def _count_signal(results: list[ArmResult]) -> Signal:
     return Signal("Results", num(counts["measured"] + counts["imported"], 0), ", ".join(parts) or "none yet")
 
 
-def _card(packet: Packet, ctx: SiteContext) -> PacketCard:
-    all_packets = list(ctx.catalog.packets.values())
-    arm = lead_arm(packet, all_packets)
-    grade = evidence_grade(packet, all_packets)
+def _card(packet: Packet, ctx: SiteContext, featured: bool) -> PacketCard:
+    reproductions = ctx.catalog.reproductions([packet])
+    arm = lead_arm(packet, reproductions)
+    grade = evidence_grade(packet, reproductions)
     source = packet.provenance.source
     return PacketCard(
         id=packet.id,
@@ -191,7 +202,16 @@ def _card(packet: Packet, ctx: SiteContext) -> PacketCard:
         grade_meaning=GRADE_MEANING[grade],
         chips=coverage_chips(packet),
         source=f"{source.name}" + (f" ({source.reference})" if source.reference else "") if source else None,
+        featured=featured,
     )
+
+
+def _cards(packets: list[Packet], shown: list[ArmResult], ctx: SiteContext) -> list[PacketCard]:
+    """Every packet is listed; a full card for each when there are few, otherwise only for the
+    packets whose results the page shows (the rest are repeats, one compact row each)."""
+    cited = {r.packet.id for r in shown}
+    few = len(packets) <= CARD_LIMIT
+    return [_card(p, ctx, few or p.id in cited) for p in packets]
 
 
 def _fine_print(recipe: Recipe | None, packets: list[Packet]) -> list[Fact]:
@@ -237,16 +257,18 @@ def _estimators(
 def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyView:
     catalog = ctx.catalog
     packets = catalog.packets_of(slug)
-    all_packets = list(catalog.packets.values())
-    results = arm_results(packets, catalog.hardware, recipe, all_packets)
-    lead = headline(packets, all_packets)
+    reproductions = catalog.reproductions(packets)
+    results = arm_results(packets, catalog.hardware, recipe, reproductions)
+    shown = representatives(results)
+    lead = headline(packets, reproductions)
     if not packets:
         ctx.warn(f"{slug}: no packets; the family page shows labelled gaps")
-    charts = [*depth_charts(results), *tp_charts(results), *quant_charts(results), *context_charts(packets)]
-    concurrency = concurrency_charts(packets)
+    ladders = ladder_sources(results)
+    charts = [*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)]
+    concurrency = concurrency_charts(ladders)
     lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
-    projection = projection_view(lead_result, results, recipe)
-    grades = sorted(evidence_grade(p, all_packets) for p in packets)
+    projection = projection_view(lead_result, shown, recipe)
+    grades = sorted(evidence_grade(p, reproductions) for p in packets)
     dates = [str(recipe.meta.date_updated)] if recipe else []
     dates += [p.created.date().isoformat() for p in packets if p.created]
     return FamilyView(
@@ -257,7 +279,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         performance_headline=recipe.meta.performance_headline if recipe else None,
         hero=_hero(lead, catalog.hardware),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
-        packets=[_card(p, ctx) for p in packets],
+        packets=_cards(packets, shown, ctx),
         matrices=matrices(results, recipe, _estimators(packets, recipe, results, catalog.hardware)),
         charts=charts,
         concurrency=concurrency,

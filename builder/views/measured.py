@@ -9,7 +9,7 @@ from builder.charts import Chart, Point, chart
 from builder.format import tokens_label
 from builder.views.results import ArmResult, packet_href, short_depth
 from builder.views.scorecard import family_method
-from catalog.packet import Packet
+from catalog.packet import Ladder, Packet
 
 
 def _point(result: ArmResult, series: str, x: float, x_label: str) -> Point:
@@ -125,25 +125,24 @@ def quant_charts(results: Sequence[ArmResult]) -> list[Chart]:
     return charts
 
 
-def concurrency_charts(packets: Sequence[Packet]) -> list[Chart]:
+def concurrency_charts(ladders: Sequence[tuple[Packet, Ladder]]) -> list[Chart]:
     points = []
-    for packet in packets:
-        for ladder in packet.ladders:
-            arm = packet.arm(ladder.arm)
-            for p in ladder.concurrency:
-                points.append(
-                    Point(
-                        series=f"{packet.identity.model.quantization_label} · {arm.label}",
-                        x=p.users,
-                        x_label=f"c{p.users}",
-                        centre=p.aggregate_tok_s,
-                        values=[p.aggregate_tok_s],
-                        state=arm.state.value,
-                        note=_identity_note(p.identical_to_oracle, "the sequential oracle"),
-                        href=packet_href(packet.id, arm.id),
-                        evidence=f"{packet.id} · {arm.id}",
-                    )
+    for packet, ladder in ladders:
+        arm = packet.arm(ladder.arm)
+        for p in ladder.concurrency:
+            points.append(
+                Point(
+                    series=f"{packet.identity.model.quantization_label} · {arm.label}",
+                    x=p.users,
+                    x_label=f"c{p.users}",
+                    centre=p.aggregate_tok_s,
+                    values=[p.aggregate_tok_s],
+                    state=arm.state.value,
+                    note=_identity_note(p.identical_to_oracle, "the sequential oracle"),
+                    href=packet_href(packet.id, arm.id),
+                    evidence=f"{packet.id} · {arm.id}",
                 )
+            )
     if not points:
         return []
     return [
@@ -159,28 +158,27 @@ def concurrency_charts(packets: Sequence[Packet]) -> list[Chart]:
     ]
 
 
-def context_charts(packets: Sequence[Packet]) -> list[Chart]:
+def context_charts(ladders: Sequence[tuple[Packet, Ladder]]) -> list[Chart]:
     points = []
-    for packet in packets:
-        for ladder in packet.ladders:
-            arm = packet.arm(ladder.arm)
-            for p in ladder.context:
-                if p.decode_tok_s is None:
-                    continue
-                points.append(
-                    Point(
-                        series=f"{arm.label} · {p.content_class}",
-                        x=p.depth_tokens,
-                        x_label=tokens_label(p.depth_tokens),
-                        centre=p.decode_tok_s,
-                        values=[p.decode_tok_s],
-                        ttft_ms=p.ttft_ms,
-                        state=arm.state.value,
-                        note=_identity_note(p.identical_to_oracle, "the oracle at this depth"),
-                        href=packet_href(packet.id, arm.id),
-                        evidence=f"{packet.id} · {arm.id}",
-                    )
+    for packet, ladder in ladders:
+        arm = packet.arm(ladder.arm)
+        for p in ladder.context:
+            if p.decode_tok_s is None:
+                continue
+            points.append(
+                Point(
+                    series=f"{arm.label} · {p.content_class}",
+                    x=p.depth_tokens,
+                    x_label=tokens_label(p.depth_tokens),
+                    centre=p.decode_tok_s,
+                    values=[p.decode_tok_s],
+                    ttft_ms=p.ttft_ms,
+                    state=arm.state.value,
+                    note=_identity_note(p.identical_to_oracle, "the oracle at this depth"),
+                    href=packet_href(packet.id, arm.id),
+                    evidence=f"{packet.id} · {arm.id}",
                 )
+            )
     if not points:
         return []
     return [

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
-from catalog.packet import Arm, Packet, State
+from catalog.packet import Arm, Ladder, Packet, State
 from catalog.recipe import Recipe
 
 STATE_LABELS = {
@@ -130,11 +130,11 @@ def quant_identity(packet: Packet, recipe: Recipe | None) -> tuple[str, str]:
 
 
 def arm_results(
-    packets: Sequence[Packet], hardware: dict[str, Hardware], recipe: Recipe | None, all_packets: Sequence[Packet]
+    packets: Sequence[Packet], hardware: dict[str, Hardware], recipe: Recipe | None, reproductions: Sequence[Packet]
 ) -> list[ArmResult]:
     results = []
     for packet in packets:
-        grade = evidence_grade(packet, all_packets)
+        grade = evidence_grade(packet, reproductions)
         key, label = quant_identity(packet, recipe)
         for arm in packet.arms:
             results.append(ArmResult(packet, arm, grade, hardware.get(packet.identity.host.hardware), key, label))
@@ -144,3 +144,68 @@ def arm_results(
 def best_state(states: Iterable[str]) -> str:
     present = set(states)
     return next((s for s in STATE_RANK if s in present), "untested")
+
+
+def configuration(result: ArmResult) -> tuple[str, str, int, int, str, str]:
+    """What makes two results repeats of one measurement: same card, build, cards, depth, drafter."""
+    return (
+        result.hardware_id,
+        result.quant_key,
+        result.tp,
+        result.depth,
+        result.method or "",
+        result.draft_head or "",
+    )
+
+
+def _lead_order(result: ArmResult) -> tuple[bool, bool, int, float]:
+    """catalog.selection.headline's order, so the family's headline result always represents its cell."""
+    qualified = not result.arm.failed_gates and len(result.values) >= 2
+    return (qualified, result.packet.provenance.kind == "measured", -ord(result.grade), result.centre or 0.0)
+
+
+def _newest_order(result: ArmResult) -> tuple[str, str]:
+    created = result.packet.created
+    return (created.isoformat() if created else "", result.packet.id)
+
+
+def representatives(results: Sequence[ArmResult]) -> list[ArmResult]:
+    """Repeats of one configuration collapse, per state, to one result: among published results the
+    one the headline rule would choose, otherwise the newest. A withheld repeat is therefore never
+    hidden behind a measured one; every repeat stays listed with its packet. Input order is kept."""
+    chosen: dict[tuple[tuple[str, str, int, int, str, str], str], ArmResult] = {}
+    for result in results:
+        slot = (configuration(result), result.state)
+        held = chosen.get(slot)
+        if held is None:
+            chosen[slot] = result
+            continue
+        if result.published:
+            better = _lead_order(result) > _lead_order(held)
+        else:
+            better = _newest_order(result) > _newest_order(held)
+        if better:
+            chosen[slot] = result
+    kept = {id(r) for r in chosen.values()}
+    return [r for r in results if id(r) in kept]
+
+
+def ladder_sources(results: Sequence[ArmResult]) -> list[tuple[Packet, Ladder]]:
+    """The ladders a family page charts: per configuration, state and kind, the newest packet's, so
+    repeats do not pile onto one chart. Every ladder stays on its packet page."""
+    chosen: dict[tuple[tuple[str, str, int, int, str, str], str, str], tuple[ArmResult, Ladder]] = {}
+    for result in results:
+        for ladder in result.packet.ladders:
+            if ladder.arm != result.arm.id:
+                continue
+            slot = (configuration(result), result.state, ladder.kind)
+            held = chosen.get(slot)
+            if held is None or _newest_order(result) > _newest_order(held[0]):
+                chosen[slot] = (result, ladder)
+    kept = {id(ladder) for _, ladder in chosen.values()}
+    return [
+        (r.packet, ladder)
+        for r in results
+        for ladder in r.packet.ladders
+        if id(ladder) in kept and ladder.arm == r.arm.id
+    ]

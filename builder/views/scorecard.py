@@ -13,7 +13,16 @@ from typing import Any
 
 from builder.format import Num, num, opt_num
 from builder.views.projection import Estimator
-from builder.views.results import STATE_LABELS, STATE_RANK, ArmResult, best_state, label_key, packet_href, short_depth
+from builder.views.results import (
+    STATE_LABELS,
+    STATE_RANK,
+    ArmResult,
+    best_state,
+    label_key,
+    packet_href,
+    representatives,
+    short_depth,
+)
 from catalog.recipe import Recipe
 
 
@@ -39,6 +48,7 @@ class Cell:
     state: str
     state_label: str
     entries: list[CellEntry]
+    more: int = 0  # repeats of the shown results, listed with their packets
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,9 @@ def _cell(row: str, col: str, results: Sequence[ArmResult], estimated: CellEntry
     if not results and estimated is not None:
         return Cell(row, col, "estimated", STATE_LABELS["estimated"], [estimated])
     state = best_state(r.state for r in results)
-    return Cell(row, col, state, STATE_LABELS[state], [entry(r) for r in sorted(results, key=_order)])
+    shown = representatives(results)
+    entries = [entry(r) for r in sorted(shown, key=_order)]
+    return Cell(row, col, state, STATE_LABELS[state], entries, len(results) - len(shown))
 
 
 def _matching(results: Sequence[ArmResult], at: Coordinate) -> list[ArmResult]:

@@ -1,0 +1,83 @@
+"""A family measured many times over: the page shows one result per configuration and state, keeps
+every packet listed and reachable, and stays small."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder.cli import run
+from catalog.packet import Packet
+from catalog.packet_io import seal, write_packet
+from tests.builder.factory import measured_packet, write_catalog
+
+REPEATS = 9
+FAMILY = "models/fixture-7b/index.html"
+
+
+def _repeat(index: int) -> Packet:
+    draft = measured_packet().model_dump(mode="json", exclude={"id", "sha256"})
+    draft["created"] = f"2026-05-{index + 1:02d}T07:08:09Z"
+    draft["title"] = f"Fixture 7B W4A16 on Arc Pro B70, campaign {index}"
+    return seal(draft)
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[BeautifulSoup, list[Packet], Path]:
+    root = tmp_path_factory.mktemp("repeats")
+    data, packets_dir = write_catalog(root, empty_family=False)
+    repeats = [_repeat(i) for i in range(REPEATS)]
+    for packet in repeats:
+        write_packet(packet, packets_dir)
+    out = root / "site"
+    assert run(["build", "--data", str(data), "--packets", str(packets_dir), "--out", str(out)]) == 0
+    return BeautifulSoup((out / FAMILY).read_text(encoding="utf-8"), "lxml"), repeats, out
+
+
+def _cell(soup: BeautifulSoup, row: str, col: str) -> BeautifulSoup:
+    matrix = soup.select_one("section.matrix#matrix-depth-tp-arc_pro_b70-w4a16")
+    return matrix.select_one(f'td[data-row="{row}"][data-col="{col}"]')
+
+
+def test_every_packet_stays_listed_and_linked(repeated):
+    soup, repeats, _ = repeated
+    section = soup.select_one("#packets")
+    for packet in repeats:
+        anchor = section.select_one(f"#packet-{packet.id}")
+        assert anchor is not None, packet.id
+        assert anchor.select_one(f'a[href$="packets/{packet.id}/index.html"]') is not None
+    # more packets than the card limit: only the cited ones get a full card, the rest a row
+    cards = section.select("article.packet-card")
+    rows = section.select("table.packet-list tbody tr")
+    assert 1 <= len(cards) < REPEATS + 2
+    assert len(cards) + len(rows) == REPEATS + 2  # the repeats, the fixture packet, the imported one
+
+
+def test_a_cell_shows_one_result_per_state_and_counts_the_repeats(repeated):
+    soup, _, _ = repeated
+    measured = _cell(soup, "NGRAM3", "TP1")
+    assert len(measured.select(".entry.state-measured")) == 1
+    assert measured.select_one("a.more").get_text(strip=True) == f"+{REPEATS} repeats"
+    withheld = _cell(soup, "NGRAM5", "TP1")
+    # the withheld repeats are not hidden behind anything: one withheld entry, never a value slot
+    assert len(withheld.select(".entry.state-withheld")) == 1
+    assert withheld.select_one(".entry.state-withheld .cell-value") is None
+
+
+def test_the_headline_result_is_the_one_its_cell_shows(repeated):
+    soup, _, _ = repeated
+    hero_link = soup.select_one(".headline a[href*='packets/']")["href"]
+    packet_id = hero_link.split("packets/")[1].split("/")[0]
+    shown = [a["href"] for a in soup.select("section.matrix .entry.state-measured a.evidence")]
+    assert any(packet_id in href for href in shown)
+
+
+def test_charts_and_projection_do_not_grow_with_repeats(repeated):
+    soup, _, out = repeated
+    labels = [(tr["class"][0], tr.td.get_text(strip=True)) for tr in soup.select("#projection table tbody tr")]
+    assert labels and len(labels) == len(set(labels))  # one row per configuration and state, not per packet
+    points = [p for c in soup.select("figure.chart table tbody tr") for p in [c.get_text(" ", strip=True)]]
+    assert points and len(points) == len(set(points))
+    assert (out / FAMILY).stat().st_size < 100_000
