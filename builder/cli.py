@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -37,13 +38,20 @@ def _report(warnings: list[str], strict: bool) -> bool:
     return False
 
 
+def _sha256(content: bytes | Path, known: stamp.Fingerprints) -> str:
+    return known.sha256(content) if isinstance(content, Path) else hashlib.sha256(content).hexdigest()
+
+
 def run(argv: list[str] | None = None) -> int:
     options = parser().parse_args(argv)
     started = time.perf_counter()
-    inputs = stamp.input_hash(options.data, options.packets, options.templates, options.base_url)
+    known = stamp.Fingerprints.load(options.out)
+    inputs = stamp.input_hash(options.data, options.packets, options.templates, options.base_url, known)
     if not options.check:
-        recorded = stamp.unchanged(options.out, inputs)
+        recorded = stamp.unchanged(options.out, inputs, known)
         if recorded is not None:
+            if known.hashed_bytes:
+                known.save(options.out)  # the next no-op will not read those bytes again
             if _report(recorded, options.strict):
                 return 1
             print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
@@ -52,10 +60,11 @@ def run(argv: list[str] | None = None) -> int:
     from builder.site import build_files, check_output_folder, check_paths, differences, publish
 
     result = build_files(options.data, options.packets, templates=options.templates, base_url=options.base_url)
-    files = {**result.files, stamp.MANIFEST: stamp.manifest(inputs, result.files, result.warnings)}
+    hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
+    files = {**result.files, stamp.MANIFEST: stamp.manifest(inputs, hashes, result.warnings)}
     failed_strict = _report(result.warnings, options.strict)
     if options.check:
-        stale = differences(files, options.out)
+        stale = differences(files, options.out, digest=known.sha256)
         for line in stale:
             print(f"stale: {line}", file=sys.stderr)
         if stale:
@@ -68,7 +77,10 @@ def run(argv: list[str] | None = None) -> int:
         return 1
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
     check_paths(files, options.out)
-    changed = publish(files, options.out)
+    changed = publish(files, options.out, digest=known.sha256)
+    for relative, sha in hashes.items():
+        known.record(options.out / relative, sha)
+    known.save(options.out)
     elapsed = time.perf_counter() - started
     print(f"built {len(files)} files into {options.out}: {changed} changed ({elapsed:.2f} s)")
     return 0

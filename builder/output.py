@@ -6,13 +6,16 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from filecmp import cmp
 from pathlib import Path
 
 from catalog.errors import CatalogError
 from catalog.files import write_file
 
-Files = Mapping[str, bytes]
+Content = bytes | Path  # a Path is copied byte for byte (packet files): never held in memory
+Files = Mapping[str, Content]
+Digest = Callable[[Path], str]
 
 
 def safe_target(root: Path, relative: str) -> Path:
@@ -48,31 +51,44 @@ def existing_files(out: Path) -> set[str]:
     return {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
 
 
-def _same(path: Path, data: bytes) -> bool:
+def _same(path: Path, content: Content, digest: Digest | None) -> bool:
     try:
-        return (
-            path.is_file() and not path.is_symlink() and path.stat().st_size == len(data) and path.read_bytes() == data
-        )
+        if not path.is_file() or path.is_symlink():
+            return False
+        if isinstance(content, Path):
+            if path.stat().st_size != content.stat().st_size:
+                return False
+            return digest(path) == digest(content) if digest else cmp(path, content, shallow=False)
+        return path.stat().st_size == len(content) and path.read_bytes() == content
     except OSError:
         return False
 
 
-def differences(files: Files, out: Path) -> list[str]:
+def differences(files: Files, out: Path, *, digest: Digest | None = None) -> list[str]:
     """One line per file that would change: what `--check` reports."""
     lines = []
     for relative in sorted(files):
         path = out / relative
         if not path.exists():
             lines.append(f"missing: {relative}")
-        elif not _same(path, files[relative]):
+        elif not _same(path, files[relative], digest):
             lines.append(f"differs: {relative}")
     lines += [f"extra: {relative}" for relative in sorted(existing_files(out) - set(files))]
     return lines
 
 
-def publish(files: Files, out: Path) -> int:
-    """Make `out` hold exactly `files`. Returns how many files changed (0: nothing was touched)."""
-    changed = {r for r in files if not _same(out / r, files[r])}
+def _write(target: Path, content: Content) -> None:
+    if isinstance(content, Path):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(content, target)  # the kernel copies; the bytes never pass through Python
+    else:
+        write_file(target, content)
+
+
+def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
+    """Make `out` hold exactly `files`. Returns how many files changed (0: nothing was touched).
+    `digest` (sha256 of a file) lets copied files be compared without reading them."""
+    changed = {r for r in files if not _same(out / r, files[r], digest)}
     if out.is_dir() and not changed and not existing_files(out) - set(files):
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +105,7 @@ def publish(files: Files, out: Path) -> int:
                     continue
                 except OSError:
                     pass
-            write_file(target, files[relative])
+            _write(target, files[relative])
         _swap(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import plotly
 
 from builder.api import family_api, models_api
-from builder.output import check_output_folder, differences, publish, safe_target
+from builder.output import Content, check_output_folder, differences, publish, safe_target
 from builder.render import TEMPLATES, make_environment, render_page
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
@@ -41,7 +41,7 @@ class Page:
 
 @dataclass(frozen=True)
 class BuildResult:
-    files: dict[str, bytes]
+    files: dict[str, Content]
     warnings: list[str]
 
 
@@ -154,17 +154,17 @@ def render_pages(found: list[Page], ctx: SiteContext, templates: Path) -> dict[s
     }
 
 
-def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes]:
+def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, Content]:
     stamp = ctx.build_date.isoformat()
-    files = {"api/models.json": models_api(index_view(families, ctx.catalog.hardware), stamp)}
+    files: dict[str, Content] = {"api/models.json": models_api(index_view(families, ctx.catalog.hardware), stamp)}
     files.update({f"api/models/{v.slug}.json": family_api(v, stamp) for v in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
-        files[f"packets/{packet_id}.json"] = path.read_bytes()  # verbatim: the bytes the hash covers
+        files[f"packets/{packet_id}.json"] = path  # copied verbatim: the bytes the hash covers
     return files
 
 
-def asset_files(assets: Path) -> dict[str, bytes]:
-    files = {
+def asset_files(assets: Path) -> dict[str, Content]:
+    files: dict[str, Content] = {
         f"assets/{p.relative_to(assets).as_posix()}": p.read_bytes() for p in sorted(assets.rglob("*")) if p.is_file()
     }
     files["assets/plotly.min.js"] = PLOTLY_JS.read_bytes()
@@ -176,14 +176,14 @@ def build_files(data: Path, packets: Path, *, templates: Path = TEMPLATES, base_
     ctx = SiteContext(catalog, build_date(catalog), base_url)
     families = family_views(ctx)
     found = pages(ctx, families)
-    files = render_pages(found, ctx, templates)
+    files: dict[str, Content] = {**render_pages(found, ctx, templates)}
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / "assets"))
     files["sitemap.xml"] = sitemap([p.path for p in found if p.path != "404.html"], ctx)
     return BuildResult(dict(sorted(files.items())), ctx.warnings)
 
 
-def check_paths(files: dict[str, bytes], out: Path) -> None:
+def check_paths(files: dict[str, Content], out: Path) -> None:
     for relative in files:
         safe_target(out, relative)
 

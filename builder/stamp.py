@@ -1,6 +1,14 @@
 """Fast no-op rebuilds: a manifest in the output records a hash of every input and of every file
 written. When both still match, the build has nothing to do and skips loading and rendering.
 
+Content hashes are the identity; reading gigabytes of packets to re-hash them on every rebuild is
+not. So, like git's index, `Fingerprints` remembers each file's sha256 under its stat fingerprint
+(size, mtime_ns, ctime_ns, inode) in `.<out>.fingerprints.json` beside the output folder (not in
+it: the file names paths of the build machine, and two builds must stay byte-identical). Any write to
+a file moves its ctime, which no user tool can set back, so a matching fingerprint means the same
+bytes. A file changed within a second of being fingerprinted is not trusted (git's "racy clean"
+case) and is re-hashed next time.
+
 Stdlib only, so the check runs before the heavy imports (pydantic models, plotly, jinja).
 """
 
@@ -10,12 +18,75 @@ import hashlib
 import json
 import os
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
 MANIFEST = ".catalog-build.json"
 SOURCE = Path(__file__).resolve().parent.parent
 LIBRARIES = ("jinja2", "markupsafe", "markdown-it-py", "plotly", "pydantic", "pyyaml")
+RACY_NS = 1_000_000_000
+CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while block := stream.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fingerprint(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+class Fingerprints:
+    """sha256 of files by stat fingerprint, loaded from and saved to an output folder."""
+
+    def __init__(self, known: dict[str, list[object]] | None = None) -> None:
+        self.known = known or {}
+        self.fresh: dict[str, list[object]] = {}
+        self.hashed_bytes = 0
+
+    @staticmethod
+    def path_for(out: Path) -> Path:
+        return out.parent / f".{out.name}.fingerprints.json"
+
+    @classmethod
+    def load(cls, out: Path) -> Fingerprints:
+        try:
+            known = json.loads(cls.path_for(out).read_text(encoding="utf-8"))
+            return cls(known if isinstance(known, dict) else {})
+        except (OSError, ValueError):
+            return cls()
+
+    def sha256(self, path: Path) -> str:
+        key = str(path.resolve())
+        fingerprint = _fingerprint(path)
+        for table in (self.fresh, self.known):
+            entry = table.get(key)
+            if isinstance(entry, list) and entry[:4] == fingerprint and isinstance(entry[4], str):
+                self.fresh[key] = entry
+                return entry[4]
+        sha = file_sha256(path)
+        self.hashed_bytes += fingerprint[0]
+        if time.time_ns() - fingerprint[2] > RACY_NS:
+            self.fresh[key] = [*fingerprint, sha]
+        return sha
+
+    def record(self, path: Path, sha: str) -> None:
+        """A file this build just wrote with known content."""
+        self.fresh[str(path.resolve())] = [*_fingerprint(path), sha]
+
+    def save(self, out: Path) -> None:
+        """Keep what this run saw; entries for files it did not look at are dropped."""
+        body = json.dumps(self.fresh, sort_keys=True, separators=(",", ":")) + "\n"
+        target = self.path_for(out)
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_text(body, encoding="utf-8")
+        os.replace(temporary, target)
 
 
 def _files(folder: Path) -> list[Path]:
@@ -24,7 +95,7 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
-def input_hash(data: Path, packets: Path, templates: Path, base_url: str) -> str:
+def input_hash(data: Path, packets: Path, templates: Path, base_url: str, known: Fingerprints) -> str:
     """Everything the output is a function of: inputs, templates, the code, library versions, options."""
     digest = hashlib.sha256()
     roots = {
@@ -39,7 +110,7 @@ def input_hash(data: Path, packets: Path, templates: Path, base_url: str) -> str
             if root in (SOURCE / "builder", SOURCE / "catalog") and path.suffix != ".py":
                 continue
             digest.update(f"{name}/{path.relative_to(root).as_posix()}\0".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            digest.update(bytes.fromhex(known.sha256(path)))
     for library in LIBRARIES:
         try:
             version = metadata.version(library)
@@ -55,16 +126,12 @@ def input_hash(data: Path, packets: Path, templates: Path, base_url: str) -> str
     return digest.hexdigest()
 
 
-def manifest(inputs: str, files: dict[str, bytes], warnings: list[str]) -> bytes:
-    body = {
-        "inputs": inputs,
-        "files": {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())},
-        "warnings": warnings,
-    }
+def manifest(inputs: str, file_hashes: dict[str, str], warnings: list[str]) -> bytes:
+    body = {"inputs": inputs, "files": dict(sorted(file_hashes.items())), "warnings": warnings}
     return (json.dumps(body, sort_keys=True, indent=1) + "\n").encode()
 
 
-def unchanged(out: Path, inputs: str) -> list[str] | None:
+def unchanged(out: Path, inputs: str, known: Fingerprints) -> list[str] | None:
     """The recorded warnings when `out` was built from exactly these inputs and no file in it has
     been touched since; None when a real build is needed."""
     try:
@@ -77,7 +144,7 @@ def unchanged(out: Path, inputs: str) -> list[str] | None:
             return None
         for relative, sha in expected.items():
             path = out / relative
-            if path.is_symlink() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            if path.is_symlink() or known.sha256(path) != sha:
                 return None
         return [str(w) for w in recorded.get("warnings", [])]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

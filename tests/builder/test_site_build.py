@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import output
+from builder import output, stamp
 from builder.cli import run
 from builder.output import check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
@@ -114,7 +114,8 @@ def test_changed_input_replaces_the_site_whole(tmp_path, catalog):
     assert _build(data, packets, out) == 0
     assert "Still nobody" in (out / "models/empty-1b/index.html").read_text()
     assert not (out / "leftover.html").exists()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == []
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")]
+    assert leftovers == [".site.fingerprints.json"]  # no staging or retired folder
 
 
 def test_invalid_input_leaves_the_old_site(tmp_path, catalog):
@@ -149,7 +150,7 @@ def test_failure_while_writing_leaves_the_old_site(tmp_path, catalog, monkeypatc
     with pytest.raises(OSError, match="disk full"):
         _build(data, packets, out)
     assert _snapshot(out) == before
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith((".site.new-", ".site.old-"))] == []
 
 
 @pytest.mark.parametrize("bad", ["../escape.html", "/etc/passwd", "a/../../x", "a//b", "", ".", "a\\b"])
@@ -265,3 +266,63 @@ def test_manifest_records_every_file(tmp_path, catalog):
     recorded = json.loads((out / ".catalog-build.json").read_text())
     assert set(recorded["files"]) == set(_snapshot(out)) - {".catalog-build.json"}
     assert recorded["warnings"] == [w for w in recorded["warnings"] if w]
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    read: list[Path] = []
+    real = stamp.file_sha256
+
+    def counting(path: Path) -> str:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(stamp, "file_sha256", counting)
+    return read
+
+
+def test_no_op_rebuild_reads_no_file_through_fingerprints(tmp_path, catalog, monkeypatch):
+    monkeypatch.setattr(stamp, "RACY_NS", 0)  # the fixture's files are seconds old at most
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    read = _count_reads(monkeypatch)
+    assert _build(*catalog, out) == 0
+    assert read == []
+
+
+def test_a_file_changed_within_the_racy_window_is_hashed_again(tmp_path, catalog, monkeypatch):
+    monkeypatch.setattr(stamp, "RACY_NS", 10**18)  # as if every input had been written just now
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    read = _count_reads(monkeypatch)
+    assert _build(*catalog, out) == 0
+    assert any(p.suffix == ".json" and p.parent.name == "packets" for p in read)
+
+
+def _rewrite_keeping_size_and_mtime(path: Path, old: bytes, new: bytes) -> None:
+    before = path.stat()
+    content = path.read_bytes()
+    assert len(old) == len(new) and old in content
+    path.write_bytes(content.replace(old, new, 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # only ctime still tells
+
+
+def test_a_packet_edited_behind_the_fingerprints_is_still_caught(tmp_path, catalog, monkeypatch, capsys):
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out) == 0
+    victim = next(packets.glob("fixture-7b-w4a16-*.json"))
+    _rewrite_keeping_size_and_mtime(victim, b'"seed": 7', b'"seed": 8')
+    with pytest.raises(CatalogError, match="does not match its hash"):
+        _build(data, packets, out)
+
+
+def test_a_site_file_edited_behind_the_fingerprints_is_rebuilt(tmp_path, catalog, monkeypatch):
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    page = out / "index.html"
+    original = page.read_bytes()
+    _rewrite_keeping_size_and_mtime(page, b"<html", b"<HTML")
+    assert _build(*catalog, out) == 0
+    assert page.read_bytes() == original
