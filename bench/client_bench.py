@@ -395,6 +395,21 @@ def _agreement_benchmarks(plan: ClientPlan, paced: dict[str, Any]) -> list[Bench
                         better="lower",
                         note="client arrival minus server write time, same clock",
                     ),
+                    Figure(
+                        name="TTFT gap: request transit, median",
+                        unit="ms",
+                        ours=ours["request_transit_median_ms"],
+                        better="lower",
+                        note="server's read of the request minus our send; with the first-token lag below it is"
+                        " the whole TTFT gap (one clock: client TTFT = transit + server TTFT + first-token lag)",
+                    ),
+                    Figure(
+                        name="TTFT gap: first-token delivery lag, median",
+                        unit="ms",
+                        ours=ours["first_token_lag_median_ms"],
+                        better="lower",
+                        note="our read of the first token minus the server's write of it",
+                    ),
                 ],
                 details={
                     "server_ttft_s": plan.ttft_s,
