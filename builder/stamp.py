@@ -3,8 +3,10 @@ written. When both still match, the build has nothing to do and skips loading an
 
 Content hashes are the identity; reading gigabytes of packets to re-hash them on every rebuild is
 not. So, like git's index, `Fingerprints` remembers each file's sha256 under its stat fingerprint
-(size, mtime_ns, ctime_ns, inode) in `.<out>.fingerprints.json` beside the output folder (not in
-it: the file names paths of the build machine, and two builds must stay byte-identical). Any write to
+(size, mtime_ns, ctime_ns, inode) in a cache file per output folder, under
+`$XDG_CACHE_HOME/llm-serving-catalog/` (not in the site: it names paths of the build machine, and
+two builds must stay byte-identical; not beside it: the builder writes nowhere but its output).
+Losing the cache costs one slower rebuild, nothing else. Any write to
 a file moves its ctime, which no user tool can set back, so a matching fingerprint means the same
 bytes. A file changed within a second of being fingerprinted is not trusted (git's "racy clean"
 case) and is re-hashed next time.
@@ -52,7 +54,9 @@ class Fingerprints:
 
     @staticmethod
     def path_for(out: Path) -> Path:
-        return out.parent / f".{out.name}.fingerprints.json"
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-serving-catalog"
+        key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:24]
+        return cache / f"builder-fingerprints-{key}.json"
 
     @classmethod
     def load(cls, out: Path) -> Fingerprints:
@@ -84,9 +88,13 @@ class Fingerprints:
         """Keep what this run saw; entries for files it did not look at are dropped."""
         body = json.dumps(self.fresh, sort_keys=True, separators=(",", ":")) + "\n"
         target = self.path_for(out)
-        temporary = target.with_name(target.name + ".tmp")
-        temporary.write_text(body, encoding="utf-8")
-        os.replace(temporary, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            temporary.write_text(body, encoding="utf-8")
+            os.replace(temporary, target)
+        except OSError:
+            pass  # an unwritable cache only makes the next no-op rebuild slower
 
 
 def _files(folder: Path) -> list[Path]:
