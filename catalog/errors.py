@@ -25,6 +25,10 @@ class CatalogError(Exception):
         self.field = field
         self.line = line
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only fields: the default exception pickling would lose them (parallel loading).
+        return (_rebuild_error, (self.message, self.file, self.field, self.line))
+
     def __str__(self) -> str:
         where = self.file or ""
         if where and self.line is not None:
@@ -33,12 +37,19 @@ class CatalogError(Exception):
         return ": ".join([*parts, self.message])
 
 
+def _rebuild_error(message: str, file: str | None, field: str | None, line: int | None) -> CatalogError:
+    return CatalogError(message, file=file, field=field, line=line)
+
+
 class CatalogErrors(CatalogError):
     """Several independent problems found in one pass (each still names its file)."""
 
     def __init__(self, errors: list[CatalogError]) -> None:
         super().__init__(f"{len(errors)} problems")
         self.errors = errors
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (CatalogErrors, (self.errors,))
 
     def __str__(self) -> str:
         return "\n".join(str(e) for e in self.errors)
