@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -210,6 +211,8 @@ def _check_workload(
             found.add(f"suite {workload.suite_id!r} is not in data/suites", file=path, field="workload.suite_id")
     elif workload.suite_sha256 != suite.sha256:
         found.add("suite hash differs from data/suites: the suite changed", file=path, field="workload.suite_sha256")
+    else:
+        _check_coverage(packet, path, suite, found)
     if workload.canary_set_id is not None:
         canaries = canary_sets.get(workload.canary_set_id)
         if canaries is None:
@@ -221,3 +224,33 @@ def _check_workload(
                 )
         elif workload.canary_set_sha256 != canaries.sha256:
             found.add("canary set hash differs from data/suites", file=path, field="workload.canary_set_sha256")
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+
+def _check_coverage(packet: Packet, path: Path, suite: Suite, found: _Collector) -> None:
+    """Every server that published rows ran the whole suite, each prompt once under its own class:
+    a median over a chosen subset of prompts would not be the suite's figure."""
+    class_of = suite.class_of()
+    for arm_index, arm in enumerate(packet.arms):
+        for server_index, server in enumerate(arm.servers):
+            if server.status != "ok" or not server.rows:
+                continue  # publishes nothing from rows; a gate that claims rows is caught by evidence
+            where = f"arms[{arm_index}].servers[{server_index}].rows"
+            ids = [row.prompt_id for row in server.rows]
+            missing = sorted(set(class_of) - set(ids))
+            unknown = sorted(set(ids) - set(class_of))
+            repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
+            misfiled = [
+                r.prompt_id for r in server.rows if r.prompt_id in class_of and r.class_id != class_of[r.prompt_id]
+            ]
+            for problem, items in [
+                (f"misses prompts of suite {suite.id!r}", missing),
+                (f"has prompts that are not in suite {suite.id!r}", unknown),
+                ("has prompts more than once", repeated),
+                ("files prompts under another class than the suite's", misfiled),
+            ]:
+                if items:
+                    found.add(f"{problem}: {_listed(items)}", file=path, field=where)

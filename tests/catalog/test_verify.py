@@ -17,16 +17,20 @@ import pytest
 
 from catalog.canonical import pretty_json
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.packet import Packet
+from catalog.metrics import compare_rows
+from catalog.packet import Packet, PromptRow
 from catalog.packet_io import packet_json, read_packet, seal, write_packet
 from catalog.repository import Catalog, load_catalog
 from tests.catalog.factories import (
     REPO,
     SPEC_ARM,
+    make_rows,
+    make_server,
     measured_draft,
     measured_packet,
     published_arm,
     published_draft,
+    strict_suite,
 )
 
 # --- helpers -------------------------------------------------------------------------------
@@ -687,3 +691,39 @@ def test_cli_without_any_data(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith(f"error: {tmp_path / 'data' / 'hardware.yaml'}: cannot read")
+
+
+# --- suite coverage: a measured server ran the whole suite, each prompt once ----------------
+
+
+def oracle_only_with(tree: Path, change_rows: Callable[[list[PromptRow]], list[PromptRow]]) -> Path:
+    """A one-arm packet whose every figure and gate is re-derived from the changed rows, so the
+    coverage check is the only thing that can object."""
+    draft = measured_draft(spec=False)
+    a, b = change_rows(make_rows(ms_per_token=20.0)), change_rows(make_rows(ms_per_token=20.05))
+    arm = draft["arms"][0]
+    arm["servers"] = [make_server("A", a), make_server("B", b)]
+    arm["gates"] = [compare_rows("G1", "B", a, b).model_dump(mode="json")]
+    return put(tree, seal(draft))
+
+
+def test_a_server_that_skipped_a_suite_prompt(tree: Path) -> None:
+    path = oracle_only_with(tree, lambda rows: rows[:-1])
+    found = problems(tree)
+    assert [(e.file, e.field) for e in found] == [
+        (str(path), "arms[0].servers[0].rows"),
+        (str(path), "arms[0].servers[1].rows"),
+    ]
+    assert "misses prompts of suite 'strict-v1'" in found[0].message
+    assert strict_suite().prompts[-1].id in found[0].message
+
+
+def test_a_prompt_run_twice_or_filed_under_another_class(tree: Path) -> None:
+    def twice_and_misfiled(rows: list[PromptRow]) -> list[PromptRow]:
+        other_class = next(r.class_id for r in rows if r.class_id != rows[0].class_id)
+        return [rows[0].model_copy(update={"class_id": other_class}), *rows[1:], rows[1]]
+
+    oracle_only_with(tree, twice_and_misfiled)
+    messages = [e.message for e in problems(tree) if e.field == "arms[0].servers[0].rows"]
+    assert any(m.startswith("has prompts more than once") for m in messages)
+    assert any(m.startswith("files prompts under another class") for m in messages)
