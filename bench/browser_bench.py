@@ -10,51 +10,18 @@ assets such as plotly.min.js cached).
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from statistics import median
 from typing import Any
 
 from bench.builder_bench import BROWSER_SITE
 from bench.common import Log
+from bench.local_browser import CHROMIUM, CHROMIUM_ARGS, chromium, serve_folder
 from bench.results import Benchmark, Figure
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ALL_DRAWN = """() => {
   const charts = [...document.querySelectorAll('[data-chart]')];
   return charts.length > 0 && charts.every(n => n.classList.contains('js-plotly-plot') && n.querySelector('.main-svg'));
 }"""
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@contextmanager
-def _serve(folder: Path) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _load(page: Any, url: str) -> dict[str, float]:
@@ -82,24 +49,18 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
         raise RuntimeError(f"no built site at {BROWSER_SITE}: the builder benchmark builds it first")
     target = pages[0].relative_to(BROWSER_SITE).as_posix()
     repeats = 2 if quick else 5
-    from playwright.sync_api import sync_playwright
-
     cold, warm = [], []
-    with _serve(BROWSER_SITE) as base_url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            for _ in range(repeats):
-                context = browser.new_context(viewport={"width": 1280, "height": 900})
-                cold.append(_load(context.new_page(), base_url + target))
-                context.close()
+    with serve_folder(BROWSER_SITE) as base_url, chromium() as browser:
+        for _ in range(repeats):
             context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            _load(page, base_url + target)  # fill the cache
-            for _ in range(repeats):
-                warm.append(_load(page, base_url + target))
+            cold.append(_load(context.new_page(), base_url + target))
             context.close()
-        finally:
-            browser.close()
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        _load(page, base_url + target)  # fill the cache
+        for _ in range(repeats):
+            warm.append(_load(page, base_url + target))
+        context.close()
     cold_ms = median(r["charts_drawn_ms"] for r in cold)
     warm_ms = median(r["charts_drawn_ms"] for r in warm)
     log(f"browser: {target}: every chart drawn after {cold_ms:.0f} ms cold, {warm_ms:.0f} ms warm")
@@ -126,6 +87,6 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
                 ),
                 Figure(name="page HTML", unit="KB", ours=page_kb, better="lower"),
             ],
-            details={"page": target, "cold": cold, "warm": warm, "chromium": str(CHROMIUM), "args": ARGS},
+            details={"page": target, "cold": cold, "warm": warm, "chromium": str(CHROMIUM), "args": CHROMIUM_ARGS},
         )
     ]

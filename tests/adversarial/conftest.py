@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.local_browser import chromium, ensure_chromium  # noqa: E402
 from tests.adversarial.fakes import campaign  # noqa: E402, F401 - a fixture for every module
 from tests.adversarial.report import render_report  # noqa: E402
 from tests.adversarial.support import FAKE_VLLM, HERE, REPORT, TALLY, Tally  # noqa: E402
@@ -106,30 +106,11 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Debian's Chromium through playwright (never a downloaded browser), as tests/browser does.
-    Module-scoped: playwright's sync API keeps an event loop running in this thread, and the
-    runner's asyncio.run cannot start while it lives."""
-    if not CHROMIUM.exists():
-        subprocess.run([str(REPO / "scripts" / "ensure-chromium.sh")], check=False)
-    if not CHROMIUM.exists():
+    """Debian's Chromium, as tests/browser drives it. Module-scoped: the runner's asyncio.run
+    cannot start while playwright lives in this thread."""
+    if not ensure_chromium():
         pytest.skip("Debian's chromium is not installed (scripts/ensure-chromium.sh)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched

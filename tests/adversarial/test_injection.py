@@ -6,12 +6,9 @@ reader has hovered the charts and used the filters and the command builder."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from bench.local_browser import serve_folder
 from builder import cli as builder_cli
 from catalog.compose import LaunchCommand
 from tests.adversarial.hostile import MARK
@@ -191,23 +189,15 @@ NO_SCRIPT_RAN = """() => ({
 })"""
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.mark.browser
 @pytest.mark.timeout(240)
 def test_no_injected_script_runs_in_chromium(hostile_site: Path, browser, tally: Tally) -> None:  # type: ignore[no-untyped-def]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(hostile_site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     visited = interactions = 0
-    try:
+    with serve_folder(hostile_site) as base:
         for path in sorted(hostile_site.rglob("*.html")):
             page.goto(base + path.relative_to(hostile_site).as_posix(), wait_until="load")
             for chart in page.query_selector_all(".js-plotly-plot"):  # hover labels render trace text
@@ -227,10 +217,7 @@ def test_no_injected_script_runs_in_chromium(hostile_site: Path, browser, tally:
             assert state["pwned"] == "undefined", path
             assert state["handlers"] == [] and state["foreign"] == 0, (path, state)
             visited += 1
-    finally:
-        context.close()
-        server.shutdown()
-        server.server_close()
+    context.close()
     assert dialogs == []
     tally.add("injection", "pages loaded in Chromium with no injected script run", visited)
     tally.add("injection", "charts hovered and controls used in Chromium", interactions)

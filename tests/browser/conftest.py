@@ -5,11 +5,7 @@ scripts/ensure-chromium.sh when missing)."""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,19 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.local_browser import chromium, ensure_chromium, serve_folder  # noqa: E402
 from builder.cli import run  # noqa: E402
 from tests.builder.factory import write_catalog  # noqa: E402
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture(scope="session")
@@ -43,36 +29,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="session")
 def base_url(site: Path) -> Iterator[str]:
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serve_folder(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    # Module-scoped: playwright's sync API keeps an event loop running in this thread, and every
-    # later asyncio.run (the runner's client, the real-vLLM tests) fails while it lives.
-    if not CHROMIUM.exists():
-        subprocess.run([str(REPO / "scripts" / "ensure-chromium.sh")], check=False)
-    if not CHROMIUM.exists():
+    # Module-scoped: while playwright lives, every later asyncio.run in this thread (the runner's
+    # client, the real-vLLM tests) fails.
+    if not ensure_chromium():
         pytest.skip("Debian's chromium is not installed (scripts/ensure-chromium.sh)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
