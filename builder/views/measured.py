@@ -9,7 +9,7 @@ from builder.charts import Chart, Point, chart
 from builder.format import tokens_label
 from builder.views.results import ArmResult, packet_href, short_depth
 from builder.views.scorecard import family_method
-from catalog.packet import Ladder, Packet
+from catalog.packet import Arm, Ladder, Packet
 
 
 def _point(result: ArmResult, series: str, x: float, x_label: str) -> Point:
@@ -125,24 +125,32 @@ def quant_charts(results: Sequence[ArmResult]) -> list[Chart]:
     return charts
 
 
+def _ladder_point(
+    packet: Packet, arm: Arm, series: str, x: float, x_label: str, value: float, note: str, ttft_ms: float | None = None
+) -> Point:
+    """One batch of a ladder: a single measurement, so its value is also its only value."""
+    return Point(
+        series=series,
+        x=x,
+        x_label=x_label,
+        centre=value,
+        values=[value],
+        ttft_ms=ttft_ms,
+        state=arm.state.value,
+        note=note,
+        href=packet_href(packet.id, arm.id),
+        evidence=f"{packet.id} · {arm.id}",
+    )
+
+
 def concurrency_charts(ladders: Sequence[tuple[Packet, Ladder]]) -> list[Chart]:
     points = []
     for packet, ladder in ladders:
         arm = packet.arm(ladder.arm)
         for p in ladder.concurrency:
-            points.append(
-                Point(
-                    series=f"{packet.identity.model.quantization_label} · {arm.label}",
-                    x=p.users,
-                    x_label=f"c{p.users}",
-                    centre=p.aggregate_tok_s,
-                    values=[p.aggregate_tok_s],
-                    state=arm.state.value,
-                    note=_identity_note(p.identical_to_oracle, "the sequential oracle"),
-                    href=packet_href(packet.id, arm.id),
-                    evidence=f"{packet.id} · {arm.id}",
-                )
-            )
+            series = f"{packet.identity.model.quantization_label} · {arm.label}"
+            note = _identity_note(p.identical_to_oracle, "the sequential oracle")
+            points.append(_ladder_point(packet, arm, series, p.users, f"c{p.users}", p.aggregate_tok_s, note))
     if not points:
         return []
     return [
@@ -165,20 +173,9 @@ def context_charts(ladders: Sequence[tuple[Packet, Ladder]]) -> list[Chart]:
         for p in ladder.context:
             if p.decode_tok_s is None:
                 continue
-            points.append(
-                Point(
-                    series=f"{arm.label} · {p.content_class}",
-                    x=p.depth_tokens,
-                    x_label=tokens_label(p.depth_tokens),
-                    centre=p.decode_tok_s,
-                    values=[p.decode_tok_s],
-                    ttft_ms=p.ttft_ms,
-                    state=arm.state.value,
-                    note=_identity_note(p.identical_to_oracle, "the oracle at this depth"),
-                    href=packet_href(packet.id, arm.id),
-                    evidence=f"{packet.id} · {arm.id}",
-                )
-            )
+            note = _identity_note(p.identical_to_oracle, "the oracle at this depth")
+            series, label = f"{arm.label} · {p.content_class}", tokens_label(p.depth_tokens)
+            points.append(_ladder_point(packet, arm, series, p.depth_tokens, label, p.decode_tok_s, note, p.ttft_ms))
     if not points:
         return []
     return [
