@@ -1,6 +1,6 @@
 """A small fixture catalog for builder tests: recipes written here, packets sealed with
-catalog.packet_io.seal from rows whose every figure is computed by catalog.metrics, so
-load_catalog accepts them exactly as it accepts the runner's packets."""
+catalog.packet_io.seal from the rows and servers of tests/catalog/factories.py (every figure
+computed by catalog.metrics), so load_catalog accepts them exactly as it accepts the runner's."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from catalog.loading import load_file
-from catalog.metrics import compare_rows, decode_rate, server_decode_rate, server_ttft_ms
+from catalog.metrics import compare_rows
 from catalog.packet import Packet, PromptRow
 from catalog.packet_io import seal, write_packet
-from catalog.suite import CanarySet, Suite
+from tests.catalog.factories import canary_set, make_rows, make_server, strict_suite
 
 REPO = Path(__file__).resolve().parents[2]
-N_TOKENS = 120
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
@@ -94,49 +92,13 @@ variants:
 """
 
 
-def suite() -> Suite:
-    return load_file(Suite, REPO / "data" / "suites" / "strict-v1.json")
-
-
-def canaries() -> CanarySet:
-    return load_file(CanarySet, REPO / "data" / "suites" / "canaries-v1.json")
-
-
 def rows(ms_per_token: float, *, diverge: set[int] = frozenset(), ttft: float = 40.0) -> list[PromptRow]:  # type: ignore[assignment]
-    found = []
-    for index, prompt in enumerate(suite().prompts):
-        ids = [(index * 7919 + i * 31) % 151_000 for i in range(N_TOKENS)]
-        if index in diverge:
-            ids[50] += 1
-        step = ms_per_token + 0.25 * index
-        times = [round(ttft + index + i * step, 6) for i in range(N_TOKENS)]
-        found.append(
-            PromptRow(
-                prompt_id=prompt.id,
-                class_id=prompt.class_,
-                token_ids=ids,
-                prompt_tokens=200 + index,
-                completion_tokens=N_TOKENS,
-                cached_tokens=0,
-                ttft_ms=times[0],
-                token_times_ms=times,
-                finish_reason="length",
-                decode_tok_s=decode_rate(times),
-            )
-        )
-    return found
+    """The strict suite's twelve rows; prompts in `diverge` differ from the reference at token 50."""
+    return make_rows(ms_per_token=ms_per_token, diverge=dict.fromkeys(diverge, 50), ttft_ms=ttft)
 
 
 def server(label: str, prompt_rows: list[PromptRow]) -> dict[str, Any]:
-    return {
-        "label": label,
-        "decode_tok_s": server_decode_rate(prompt_rows),
-        "ttft_ms": server_ttft_ms(prompt_rows),
-        "rows": [r.model_dump(mode="json") for r in prompt_rows],
-        "canaries": [{"id": c.id, "passed": True, "detail": ""} for c in canaries().canaries],
-        "cache_zero": True,
-        "startup_s": 12.5,
-    }
+    return make_server(label, prompt_rows)
 
 
 def arm(
@@ -247,9 +209,9 @@ def measured_packet() -> Packet:
             },
             "workload": {
                 "suite_id": "strict-v1",
-                "suite_sha256": suite().sha256,
+                "suite_sha256": strict_suite().sha256,
                 "canary_set_id": "canaries-v1",
-                "canary_set_sha256": canaries().sha256,
+                "canary_set_sha256": canary_set().sha256,
                 "max_tokens": 512,
                 "seed": 7,
             },
