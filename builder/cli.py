@@ -39,7 +39,7 @@ def _report(warnings: list[str], strict: bool) -> bool:
 
 
 def _sha256(content: bytes | Path, known: stamp.Fingerprints) -> str:
-    return known.sha256(content) if isinstance(content, Path) else hashlib.sha256(content).hexdigest()
+    return known.sha256_at_start(content) if isinstance(content, Path) else hashlib.sha256(content).hexdigest()
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -57,11 +57,16 @@ def run(argv: list[str] | None = None) -> int:
             print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
             return 0
 
+    from builder.output import Copy
     from builder.site import build_files, check_output_folder, check_paths, differences, publish
 
     result = build_files(options.data, options.packets, templates=options.templates, base_url=options.base_url)
     hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
-    files = {**result.files, stamp.MANIFEST: stamp.manifest(inputs, hashes, result.warnings)}
+    files: dict[str, bytes | Copy] = {
+        relative: Copy(content, hashes[relative]) if isinstance(content, Path) else content
+        for relative, content in result.files.items()
+    }
+    files[stamp.MANIFEST] = stamp.manifest(inputs, hashes, result.warnings)
     failed_strict = _report(result.warnings, options.strict)
     if options.check:
         stale = differences(files, options.out, digest=known.sha256)

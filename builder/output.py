@@ -7,13 +7,24 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from filecmp import cmp
+from dataclasses import dataclass
 from pathlib import Path
 
+from builder.stamp import file_sha256
 from catalog.errors import CatalogError
 from catalog.files import write_file
 
-Content = bytes | Path  # a Path is copied byte for byte (packet files): never held in memory
+
+@dataclass(frozen=True)
+class Copy:
+    """A file published byte for byte (a packet), never held in memory; `sha256` is what it held
+    when the build began, so a file changed while the site was built is refused, not published."""
+
+    source: Path
+    sha256: str
+
+
+Content = bytes | Copy
 Files = Mapping[str, Content]
 Digest = Callable[[Path], str]
 
@@ -55,10 +66,8 @@ def _same(path: Path, content: Content, digest: Digest | None) -> bool:
     try:
         if not path.is_file() or path.is_symlink():
             return False
-        if isinstance(content, Path):
-            if path.stat().st_size != content.stat().st_size:
-                return False
-            return digest(path) == digest(content) if digest else cmp(path, content, shallow=False)
+        if isinstance(content, Copy):
+            return (digest or file_sha256)(path) == content.sha256
         return path.stat().st_size == len(content) and path.read_bytes() == content
     except OSError:
         return False
@@ -78,16 +87,18 @@ def differences(files: Files, out: Path, *, digest: Digest | None = None) -> lis
 
 
 def _write(target: Path, content: Content) -> None:
-    if isinstance(content, Path):
+    if isinstance(content, Copy):
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(content, target)  # the kernel copies; the bytes never pass through Python
+        shutil.copyfile(content.source, target)  # the kernel copies; the bytes never pass through Python
+        if file_sha256(target) != content.sha256:
+            raise CatalogError("changed while the site was being built: build again", file=content.source)
     else:
         write_file(target, content)
 
 
 def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
     """Make `out` hold exactly `files`. Returns how many files changed (0: nothing was touched).
-    `digest` (sha256 of a file) lets copied files be compared without reading them."""
+    `digest` (sha256 of a file, e.g. through fingerprints) compares copies without reading them."""
     changed = {r for r in files if not _same(out / r, files[r], digest)}
     if out.is_dir() and not changed and not existing_files(out) - set(files):
         return 0

@@ -6,6 +6,7 @@ Everything is rendered into memory (path -> bytes) before a single byte is writt
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import plotly
 
 from builder.api import family_api, models_api
-from builder.output import Content, check_output_folder, differences, publish, safe_target
+from builder.output import check_output_folder, differences, publish, safe_target
 from builder.render import TEMPLATES, make_environment, render_page
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
@@ -41,7 +42,7 @@ class Page:
 
 @dataclass(frozen=True)
 class BuildResult:
-    files: dict[str, Content]
+    files: dict[str, bytes | Path]
     warnings: list[str]
 
 
@@ -154,17 +155,17 @@ def render_pages(found: list[Page], ctx: SiteContext, templates: Path) -> dict[s
     }
 
 
-def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, Content]:
+def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes | Path]:
     stamp = ctx.build_date.isoformat()
-    files: dict[str, Content] = {"api/models.json": models_api(index_view(families, ctx.catalog.hardware), stamp)}
+    files: dict[str, bytes | Path] = {"api/models.json": models_api(index_view(families, ctx.catalog.hardware), stamp)}
     files.update({f"api/models/{v.slug}.json": family_api(v, stamp) for v in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
-        files[f"packets/{packet_id}.json"] = path  # copied verbatim: the bytes the hash covers
+        files[f"packets/{packet_id}.json"] = path  # copied verbatim: the bytes the seal covers
     return files
 
 
-def asset_files(assets: Path) -> dict[str, Content]:
-    files: dict[str, Content] = {
+def asset_files(assets: Path) -> dict[str, bytes | Path]:
+    files: dict[str, bytes | Path] = {
         f"assets/{p.relative_to(assets).as_posix()}": p.read_bytes() for p in sorted(assets.rglob("*")) if p.is_file()
     }
     files["assets/plotly.min.js"] = PLOTLY_JS.read_bytes()
@@ -176,14 +177,14 @@ def build_files(data: Path, packets: Path, *, templates: Path = TEMPLATES, base_
     ctx = SiteContext(catalog, build_date(catalog), base_url)
     families = family_views(ctx)
     found = pages(ctx, families)
-    files: dict[str, Content] = {**render_pages(found, ctx, templates)}
+    files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates)}
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / "assets"))
     files["sitemap.xml"] = sitemap([p.path for p in found if p.path != "404.html"], ctx)
     return BuildResult(dict(sorted(files.items())), ctx.warnings)
 
 
-def check_paths(files: dict[str, Content], out: Path) -> None:
+def check_paths(files: Mapping[str, object], out: Path) -> None:
     for relative in files:
         safe_target(out, relative)
 

@@ -50,6 +50,7 @@ class Fingerprints:
     def __init__(self, known: dict[str, list[object]] | None = None) -> None:
         self.known = known or {}
         self.fresh: dict[str, list[object]] = {}
+        self.at_start: dict[str, str] = {}
         self.hashed_bytes = 0
 
     @staticmethod
@@ -68,6 +69,15 @@ class Fingerprints:
 
     def sha256(self, path: Path) -> str:
         key = str(path.resolve())
+        sha = self._sha256(path, key)
+        self.at_start.setdefault(key, sha)
+        return sha
+
+    def sha256_at_start(self, path: Path) -> str:
+        """What the file held when this run first looked at it (the inputs: before loading)."""
+        return self.at_start.get(str(path.resolve())) or self.sha256(path)
+
+    def _sha256(self, path: Path, key: str) -> str:
         fingerprint = _fingerprint(path)
         for table in (self.fresh, self.known):
             entry = table.get(key)

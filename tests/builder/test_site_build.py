@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import output, stamp
+from builder import output, site, stamp
 from builder.cli import run
 from builder.output import check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
@@ -325,3 +325,23 @@ def test_a_site_file_edited_behind_the_fingerprints_is_rebuilt(tmp_path, catalog
     _rewrite_keeping_size_and_mtime(page, b"<html", b"<HTML")
     assert _build(*catalog, out) == 0
     assert page.read_bytes() == original
+
+
+def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, monkeypatch):
+    """The pages were rendered from what was verified; a copy of other bytes must not be published."""
+    data, packets = catalog
+    victim = next(packets.glob("fixture-7b-w4a16-*.json"))
+    real_build = site.build_files
+
+    def build_then_edit(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real_build(*args, **kwargs)
+        victim.write_text(victim.read_text().replace('"seed": 7', '"seed": 8'))
+        return result
+
+    monkeypatch.setattr(site, "build_files", build_then_edit)
+    out = tmp_path / "site"
+    with pytest.raises(CatalogError, match="changed while the site was being built") as caught:
+        _build(data, packets, out)
+    assert caught.value.file == str(victim)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
