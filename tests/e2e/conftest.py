@@ -2,6 +2,9 @@
 
 Without `.venv-vllm` the tests skip locally, but fail in CI (env CI set): there a missing
 vLLM environment is a broken pipeline, not a reason to pass.
+
+No child outlives the session: every runner and server started here is tagged (processes.py),
+stopped by its test or fixture, and swept at session end; a leftover fails the session.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from runner.server import VllmServer, find_free_port, vllm_serve_argv  # noqa: E402
+from tests.e2e.processes import TAG_VAR, new_tag, stop_all  # noqa: E402
 
 SERVED_MODEL = "demo"
 # Fastest reliable settings measured for the tiny model on 2 cores: eager mode starts in about
@@ -43,6 +47,24 @@ DEMO_SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
 HEALTH_DEADLINE_S = 600.0
 
 _running_servers: dict[str, VllmServer] = {}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """No runner or vLLM server of this session survives it: stop what is still running, and
+    fail the session if anything escaped its test's own teardown."""
+    running, orphans = stop_all()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if running and reporter is not None:
+        reporter.write_line(f"stopped at session end, still running: {', '.join(running)}")
+    if orphans:
+        lines = "\n".join(f"  {leftover}" for leftover in orphans)
+        message = f"test processes outlived their test (now stopped):\n{lines}"
+        if reporter is not None:
+            reporter.write_sep("=", "leftover processes", red=True)
+            reporter.write_line(message)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -92,7 +114,7 @@ def demo_servers(
     for name, extra_args in SERVER_EXTRA_ARGS.items():
         port = find_free_port()
         argv = vllm_serve_argv(vllm_python, demo_model_dir, port, [*DEMO_SERVER_ARGS, *extra_args])
-        env = {**DEMO_SERVER_ENV, "VLLM_CPU_OMP_THREADS_BIND": SERVER_CPU[name]}
+        env = {**DEMO_SERVER_ENV, "VLLM_CPU_OMP_THREADS_BIND": SERVER_CPU[name], TAG_VAR: new_tag(f"smoke-{name}")}
         servers[name] = VllmServer(
             argv, port=port, run_dir=run_root / name, env=env, health_deadline_s=HEALTH_DEADLINE_S
         )

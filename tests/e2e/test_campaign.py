@@ -3,6 +3,9 @@
 One campaign (oracle + n-gram depth 3, two fresh servers each) is shared by the checks:
 the packet verifies and re-derives, gates pass, repeats are identical; a rerun resumes.
 A second run is killed mid-suite: nothing is promoted, nothing is left running.
+
+Every runner here runs in a session of its own (processes.Child): a timeout or a failure stops
+it and the vLLM servers it started, instead of leaving them to PID 1.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pytest
 from catalog.packet import Packet, State
 from catalog.packet_io import read_packet
 from catalog.repository import load_catalog
+from tests.e2e.processes import Child
 
 # The shared campaign fixture starts four servers: on a loaded 2-core machine that exceeds the
 # default per-test timeout, which would count it against the first test.
@@ -40,17 +44,38 @@ class Campaign:
 
 def _measure_argv(vllm_python: Path, model_dir: Path, packets: Path, runs: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "runner", "--packets", str(packets), "--runs", str(runs),
-        "measure", "--model", "demo", "--depths", "0,3", "--max-tokens", MAX_TOKENS,
-        "--vllm-python", str(vllm_python), "--model-dir", str(model_dir), "--health-timeout", "420", *extra,
+        sys.executable,
+        "-m",
+        "runner",
+        "--packets",
+        str(packets),
+        "--runs",
+        str(runs),
+        "measure",
+        "--model",
+        "demo",
+        "--depths",
+        "0,3",
+        "--max-tokens",
+        MAX_TOKENS,
+        "--vllm-python",
+        str(vllm_python),
+        "--model-dir",
+        str(model_dir),
+        "--health-timeout",
+        "420",
+        *extra,
     ]
 
 
-def _run(argv: list[str]) -> tuple[str, float]:
+def _run(argv: list[str], owner: str) -> tuple[str, float]:
     started = time.monotonic()
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=1500, check=False)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-4000:]
+    child = Child(argv, owner, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = child.process.communicate(timeout=1500)
+    finally:
+        child.stop()  # on a timeout or an interruption: the runner's group and its servers
+    assert child.process.returncode == 0, output[-4000:]
     return output, time.monotonic() - started
 
 
@@ -58,7 +83,7 @@ def _run(argv: list[str]) -> tuple[str, float]:
 def campaign(vllm_python: Path, demo_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Campaign:
     root = tmp_path_factory.mktemp("campaign")
     packets, runs = root / "packets", root / "runs"
-    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, packets, runs))
+    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, packets, runs), "campaign")
     return Campaign(packets, runs, output, seconds)
 
 
@@ -113,7 +138,7 @@ def test_logs_are_kept_per_server(campaign: Campaign) -> None:
 def test_rerun_resumes_from_finished_attempts(
     campaign: Campaign, vllm_python: Path, demo_model_dir: Path, tmp_path: Path
 ) -> None:
-    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, tmp_path / "packets", campaign.runs))
+    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, tmp_path / "packets", campaign.runs), "resume")
     assert output.count("finished earlier, reusing") == 4
     assert "starting on port" not in output
     resumed = _only_packet(tmp_path / "packets")
@@ -132,26 +157,30 @@ def test_server_killed_mid_suite_promotes_nothing_and_leaves_nothing_running(
 ) -> None:
     packets, runs = tmp_path / "packets", tmp_path / "runs"
     argv = _measure_argv(vllm_python, demo_model_dir, packets, runs)
-    runner = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    lines: list[str] = []
-    port = None
-    assert runner.stderr is not None
-    for line in runner.stderr:
-        lines.append(line)
-        if match := re.search(r"starting on port (\d+)", line):
-            port = int(match.group(1))
-        if "prompt 2/12" in line:
-            break
-    assert port is not None, "".join(lines)
-    pids = _server_pids(port)
-    assert pids, "the server was running"
-    os.killpg(os.getpgid(pids[0]), signal.SIGKILL)
-    _, rest = runner.communicate(timeout=180)
+    runner = Child(argv, "kill-mid-suite", cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        lines: list[str] = []
+        port = None
+        assert runner.process.stderr is not None
+        for line in runner.process.stderr:
+            lines.append(line)
+            if match := re.search(r"starting on port (\d+)", line):
+                port = int(match.group(1))
+            if "prompt 2/12" in line:
+                break
+        assert port is not None, "".join(lines)
+        pids = _server_pids(port)
+        assert pids, "the server was running"
+        os.killpg(os.getpgid(pids[0]), signal.SIGKILL)
+        _, rest = runner.process.communicate(timeout=180)
+    finally:
+        leftovers = runner.stop()
     output = "".join(lines) + rest
-    assert runner.returncode == 1, output[-3000:]
+    assert runner.process.returncode == 1, output[-3000:]
     assert "failed, no packet written" in output
     assert "Traceback" not in output
     assert not list(packets.glob("*.json")) if packets.exists() else True
     assert _server_pids(port) == []
+    assert leftovers == [], "the runner left processes behind"
     (record,) = list(runs.rglob("server-A.json"))
     assert '"status": "failed"' in record.read_text()
