@@ -1,16 +1,21 @@
-"""Session fixtures for the real-vLLM smoke tests: one demo model, few servers, logs kept.
+"""Fixtures for the real-vLLM tests: one demo model, few servers, logs kept.
 
-Without `.venv-vllm` the tests skip locally, but fail in CI (env CI set): there a missing
-vLLM environment is a broken pipeline, not a reason to pass.
+Starting vLLM servers is most of the suite's time, and each start is mostly one core importing
+Python. So the shared campaign (test_campaign.py, four servers one after the other) starts in
+the background as soon as collection ends, beside the rest of the suite, and the tests of this
+folder run last: the smoke servers and the kill-mid-suite run overlap the campaign's tail, and
+the campaign's own tests come last of all.
 
 No child outlives the session: every runner and server started here is tagged (processes.py),
 stopped by its test or fixture, and swept at session end; a leftover fails the session.
+
+Without `.venv-vllm` the tests skip locally, but fail in CI (env CI set): there a missing
+vLLM environment is a broken pipeline, not a reason to pass.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +28,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from runner.server import VllmServer, find_free_port, vllm_serve_argv  # noqa: E402
+from tests.e2e.demo_campaign import HEALTH_DEADLINE_S, CampaignRun, vllm_python_path  # noqa: E402
 from tests.e2e.processes import TAG_VAR, new_tag, stop_all  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
 
 SERVED_MODEL = "demo"
 # Fastest reliable settings measured for the tiny model on 2 cores: eager mode starts in about
@@ -43,10 +51,47 @@ DEMO_SERVER_ARGS = [
 ]
 NGRAM_SPEC_CONFIG = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":2}'
 DEMO_SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
-# Startup is ~60-100 s on an idle host but took 285 s while other sessions ran vLLM here too.
-HEALTH_DEADLINE_S = 600.0
 
 _running_servers: dict[str, VllmServer] = {}
+_early_campaign: CampaignRun | None = None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the session around the campaign started early: everything else first, while it
+    measures; then this folder's tests (smoke, kill-mid-suite, then the campaign's own, which
+    wait for it); last the tests marked `quiet`, on a machine no vLLM server shares any more.
+    The order is otherwise kept."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("quiet"):
+            return 4
+        if item.path.parent != HERE:
+            return 0
+        if "campaign" in getattr(item, "fixturenames", ()):
+            return 3
+        return 2 if item.path.name == "test_campaign.py" else 1
+
+    items[:] = sorted(items, key=rank)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the shared campaign now when a selected test needs it (its fixture waits for it)."""
+    global _early_campaign
+    options = session.config.option
+    wanted = any("campaign" in getattr(item, "fixturenames", ()) for item in session.items)
+    broken = session.testsfailed and not options.continue_on_collection_errors  # nothing will run
+    if not wanted or broken or options.collectonly or not vllm_python_path().exists():
+        return
+    root = session.config._tmp_path_factory.mktemp("campaign")  # what tmp_path_factory returns
+    _early_campaign = CampaignRun(vllm_python_path(), root, wanted=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    """Before every test of the session (unlike the runtest hooks, this one is not limited to
+    this folder's tests): start the campaign's runner once its model is generated."""
+    if _early_campaign is not None:
+        _early_campaign.advance()
 
 
 @pytest.hookimpl(trylast=True)
@@ -69,7 +114,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def vllm_python() -> Path:
-    python = Path(os.environ.get("VLLM_VENV", REPO / ".venv-vllm")) / "bin" / "python"
+    python = vllm_python_path()
     if python.exists():
         return python
     message = f"no vLLM environment at {python.parent.parent}: run scripts/install-vllm-cpu.sh"
@@ -79,19 +124,15 @@ def vllm_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_model_dir(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo-model") / "demo"
-    completed = subprocess.run(
-        [str(vllm_python), "-m", "runner.demo_model", "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"demo model generation failed:\n{completed.stdout}\n{completed.stderr}")
-    return out
+def campaign_run(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> CampaignRun:
+    """The shared campaign: the one started at collection, or one started when first needed."""
+    return _early_campaign or CampaignRun(vllm_python, tmp_path_factory.mktemp("campaign"), wanted=False)
+
+
+@pytest.fixture(scope="session")
+def demo_model_dir(campaign_run: CampaignRun) -> Path:
+    """The demo model the campaign measures (the generator is deterministic: one is enough)."""
+    return campaign_run.wait_for_model()
 
 
 SERVER_EXTRA_ARGS = {
@@ -99,16 +140,18 @@ SERVER_EXTRA_ARGS = {
     "ngram": ["--speculative-config", NGRAM_SPEC_CONFIG],
 }
 # vLLM's "auto" binding pins every server's worker to CPU 0 (CPU 1 is reserved for the API
-# processes), so two servers started together would share one core; give each its own.
-SERVER_CPU = {"plain": "0", "ngram": "1"}
+# processes), the campaign's servers' too. These two are asked one at a time, so they share
+# CPU 1 and leave CPU 0 to a campaign server measuring meanwhile.
+SERVER_CPU = {"plain": "1", "ngram": "1"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def demo_servers(
     vllm_python: Path, demo_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, VllmServer]]:
     """Both servers, started in parallel: startup is mostly single-threaded imports, so two
-    overlap well on 2 cores (about 80 s together instead of 150 s one after the other)."""
+    overlap well on 2 cores (about 80 s together instead of 150 s one after the other).
+    Module-scoped: stopped once the smoke tests are done, not idle beside the campaign."""
     run_root = tmp_path_factory.mktemp("servers")
     servers = {}
     for name, extra_args in SERVER_EXTRA_ARGS.items():
@@ -133,12 +176,12 @@ def demo_servers(
             server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def plain_server(demo_servers: dict[str, VllmServer]) -> VllmServer:
     return demo_servers["plain"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ngram_server(demo_servers: dict[str, VllmServer]) -> VllmServer:
     return demo_servers["ngram"]
 

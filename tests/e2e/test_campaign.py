@@ -2,6 +2,7 @@
 
 One campaign (oracle + n-gram depth 3, two fresh servers each) is shared by the checks:
 the packet verifies and re-derives, gates pass, repeats are identical; a rerun resumes.
+It starts in the background when collection ends (conftest.py), so these tests only wait for it.
 A second run is killed mid-suite: nothing is promoted, nothing is left running.
 
 Every runner here runs in a session of its own (processes.Child): a timeout or a failure stops
@@ -14,9 +15,7 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,55 +23,23 @@ import pytest
 from catalog.packet import Packet, State
 from catalog.packet_io import read_packet
 from catalog.repository import load_catalog
+from tests.e2e.demo_campaign import CAMPAIGN_MAX_TOKENS, Campaign, CampaignRun, measure_argv
 from tests.e2e.processes import Child
 
-# The shared campaign fixture starts four servers: on a loaded 2-core machine that exceeds the
-# default per-test timeout, which would count it against the first test.
+# The shared campaign fixture waits for four servers started one after the other: on a loaded
+# 2-core machine that exceeds the default per-test timeout, which would count it against the
+# first test.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
-MAX_TOKENS = "128"
-
-
-@dataclass(frozen=True)
-class Campaign:
-    packets: Path
-    runs: Path
-    output: str
-    seconds: float
-
-
-def _measure_argv(vllm_python: Path, model_dir: Path, packets: Path, runs: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "runner",
-        "--packets",
-        str(packets),
-        "--runs",
-        str(runs),
-        "measure",
-        "--model",
-        "demo",
-        "--depths",
-        "0,3",
-        "--max-tokens",
-        MAX_TOKENS,
-        "--vllm-python",
-        str(vllm_python),
-        "--model-dir",
-        str(model_dir),
-        "--health-timeout",
-        "420",
-        *extra,
-    ]
+RUNNER_DEADLINE_S = 1500.0
 
 
 def _run(argv: list[str], owner: str) -> tuple[str, float]:
     started = time.monotonic()
     child = Child(argv, owner, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        output, _ = child.process.communicate(timeout=1500)
+        output, _ = child.process.communicate(timeout=RUNNER_DEADLINE_S)
     finally:
         child.stop()  # on a timeout or an interruption: the runner's group and its servers
     assert child.process.returncode == 0, output[-4000:]
@@ -80,11 +47,8 @@ def _run(argv: list[str], owner: str) -> tuple[str, float]:
 
 
 @pytest.fixture(scope="module")
-def campaign(vllm_python: Path, demo_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Campaign:
-    root = tmp_path_factory.mktemp("campaign")
-    packets, runs = root / "packets", root / "runs"
-    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, packets, runs), "campaign")
-    return Campaign(packets, runs, output, seconds)
+def campaign(campaign_run: CampaignRun) -> Campaign:
+    return campaign_run.result()
 
 
 def _only_packet(folder: Path) -> Packet:
@@ -111,7 +75,7 @@ def test_gates_pass_and_repeats_are_identical(campaign: Campaign) -> None:
         first, second = arm.servers
         assert [r.token_ids for r in first.rows] == [r.token_ids for r in second.rows]
         assert all(r.cached_tokens == 0 for s in arm.servers for r in s.rows)
-        assert all(len(r.token_ids) == int(MAX_TOKENS) for s in arm.servers for r in s.rows)
+        assert all(len(r.token_ids) == CAMPAIGN_MAX_TOKENS for s in arm.servers for r in s.rows)
 
 
 def test_speculative_arm_records_acceptance(campaign: Campaign) -> None:
@@ -138,7 +102,7 @@ def test_logs_are_kept_per_server(campaign: Campaign) -> None:
 def test_rerun_resumes_from_finished_attempts(
     campaign: Campaign, vllm_python: Path, demo_model_dir: Path, tmp_path: Path
 ) -> None:
-    output, seconds = _run(_measure_argv(vllm_python, demo_model_dir, tmp_path / "packets", campaign.runs), "resume")
+    output, seconds = _run(measure_argv(vllm_python, demo_model_dir, tmp_path / "packets", campaign.runs), "resume")
     assert output.count("finished earlier, reusing") == 4
     assert "starting on port" not in output
     resumed = _only_packet(tmp_path / "packets")
@@ -156,7 +120,7 @@ def test_server_killed_mid_suite_promotes_nothing_and_leaves_nothing_running(
     vllm_python: Path, demo_model_dir: Path, tmp_path: Path
 ) -> None:
     packets, runs = tmp_path / "packets", tmp_path / "runs"
-    argv = _measure_argv(vllm_python, demo_model_dir, packets, runs)
+    argv = measure_argv(vllm_python, demo_model_dir, packets, runs)
     runner = Child(argv, "kill-mid-suite", cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         lines: list[str] = []
