@@ -100,14 +100,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     fail the session if anything escaped its test's own teardown."""
     running, orphans = stop_all()
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if running and reporter is not None:
-        reporter.write_line(f"stopped at session end, still running: {', '.join(running)}")
+    if reporter is not None and (running or orphans):
+        reporter.write("\n")  # after the progress line
+    if reporter is not None and running:
+        reporter.write_sep("-", f"stopped at session end, still running: {', '.join(running)}")
     if orphans:
-        lines = "\n".join(f"  {leftover}" for leftover in orphans)
-        message = f"test processes outlived their test (now stopped):\n{lines}"
         if reporter is not None:
-            reporter.write_sep("=", "leftover processes", red=True)
-            reporter.write_line(message)
+            reporter.write_sep("=", "test processes that outlived their test (now stopped)", red=True)
+            for leftover in orphans:
+                reporter.write_line(f"  {leftover}")
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
