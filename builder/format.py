@@ -7,7 +7,7 @@ page, its chart tables and its JSON API always agree digit for digit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_HALF_UP, Decimal, getcontext, localcontext
 
 from markupsafe import escape
 
@@ -16,11 +16,18 @@ from markupsafe import escape
 WORDS_PER_TOKEN = Decimal("0.75")
 
 
+_QUANTUM = {places: Decimal(1).scaleb(-places) for places in range(7)}
+
+
 def rounded(value: float | int | Decimal, places: int = 2) -> Decimal:
     exact = value if isinstance(value, Decimal) else Decimal(repr(value))
+    quantum = _QUANTUM.get(places) or Decimal(1).scaleb(-places)
+    needed = exact.adjusted() + places + 2
+    if needed <= getcontext().prec:  # the usual case: no context to set up (a page formats thousands)
+        return exact.quantize(quantum, rounding=ROUND_HALF_UP)
     with localcontext() as context:  # room for every digit: 1e300 must not overflow the default 28
-        context.prec = max(context.prec, exact.adjusted() + places + 2)
-        return exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        context.prec = needed
+        return exact.quantize(quantum, rounding=ROUND_HALF_UP)
 
 
 @dataclass(frozen=True)
