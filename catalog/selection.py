@@ -39,7 +39,9 @@ def headline(packets: Sequence[Packet], reproductions: Sequence[Packet] = ()) ->
         return None
     fewest_cards = min(c.arm.config.tensor_parallel_size for c in candidates)
     on_fewest = [c for c in candidates if c.arm.config.tensor_parallel_size == fewest_cards]
-    return max(
-        on_fewest,
-        key=lambda c: (c.packet.provenance.kind == "measured", -ord(c.grade), c.decode_tok_s),
-    )
+    return max(on_fewest, key=lambda c: headline_order(c.packet, c.grade, c.decode_tok_s))
+
+
+def headline_order(packet: Packet, grade: str, decode_tok_s: float) -> tuple[bool, int, float]:
+    """Among qualified results: measured over imported, then the better grade, then the faster."""
+    return (packet.provenance.kind == "measured", -ord(grade), decode_tok_s)

@@ -10,6 +10,7 @@ from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
 from catalog.packet import Arm, Ladder, Packet, State
 from catalog.recipe import Recipe
+from catalog.selection import headline_order, qualified
 
 STATE_LABELS = {
     "measured": "Measured",
@@ -158,10 +159,9 @@ def configuration(result: ArmResult) -> tuple[str, str, int, int, str, str]:
     )
 
 
-def _lead_order(result: ArmResult) -> tuple[bool, bool, int, float]:
+def _lead_order(result: ArmResult) -> tuple[bool, tuple[bool, int, float]]:
     """catalog.selection.headline's order, so the family's headline result always represents its cell."""
-    qualified = not result.arm.failed_gates and len(result.values) >= 2
-    return (qualified, result.packet.provenance.kind == "measured", -ord(result.grade), result.centre or 0.0)
+    return (qualified(result.arm), headline_order(result.packet, result.grade, result.centre or 0.0))
 
 
 def _newest_order(result: ArmResult) -> tuple[str, str]:
