@@ -25,6 +25,11 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--base-url", default="", help="absolute URL the site is published at (sitemap, og:url)")
     build.add_argument("--check", action="store_true", help="write nothing; fail if the output folder is stale")
     build.add_argument("--strict", action="store_true", help="fail on any warning")
+    build.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="a local build: admit packets without a known signature, marked 'unsigned, local' on every page",
+    )
     return top
 
 
@@ -60,7 +65,13 @@ def run(argv: list[str] | None = None) -> int:
     from builder.output import Copy
     from builder.site import build_files, check_output_folder, check_paths, differences, publish
 
-    result = build_files(options.data, options.packets, templates=options.templates, base_url=options.base_url)
+    result = build_files(
+        options.data,
+        options.packets,
+        templates=options.templates,
+        base_url=options.base_url,
+        allow_unsigned=options.allow_unsigned,
+    )
     hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
         relative: Copy(content, hashes[relative]) if isinstance(content, Path) else content

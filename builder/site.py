@@ -25,6 +25,7 @@ from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
+from catalog.packet_io import SIGNATURE_SUFFIX, signature_path
 from catalog.repository import Catalog, load_catalog
 
 ASSETS = TEMPLATES / "assets"
@@ -160,7 +161,9 @@ def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes 
     files: dict[str, bytes | Path] = {"api/models.json": models_api(index_view(families, ctx.catalog.hardware), stamp)}
     files.update({f"api/models/{v.slug}.json": family_api(v, stamp) for v in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
-        files[f"packets/{packet_id}.json"] = path  # copied verbatim: the bytes the seal covers
+        files[f"packets/{packet_id}.json"] = path  # copied verbatim: the bytes the digest covers
+        if ctx.catalog.packets[packet_id].signed:
+            files[f"packets/{packet_id}{SIGNATURE_SUFFIX}"] = signature_path(path)
     return files
 
 
@@ -172,8 +175,10 @@ def asset_files(assets: Path) -> dict[str, bytes | Path]:
     return files
 
 
-def build_files(data: Path, packets: Path, *, templates: Path = TEMPLATES, base_url: str = "") -> BuildResult:
-    catalog = load_catalog(data, packets)
+def build_files(
+    data: Path, packets: Path, *, templates: Path = TEMPLATES, base_url: str = "", allow_unsigned: bool = False
+) -> BuildResult:
+    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned)
     ctx = SiteContext(catalog, build_date(catalog), base_url)
     families = family_views(ctx)
     found = pages(ctx, families)

@@ -1,3 +1,1 @@
 """The data model shared by the runner and the builder: recipes, hardware, suites, packets."""
-
-SCHEMA_VERSION = 1

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+from catalog.canaries import verdict
 from catalog.metrics import compare_rows, server_decode_rate, server_ttft_ms
 from catalog.packet import Arm, GateResult, Packet, PromptRow
+from catalog.suite import CanarySet
 
 Problem = tuple[str, str]
 
@@ -70,3 +72,26 @@ def _gate_pair(packet: Packet, arm: Arm, gate: GateResult) -> tuple[list[PromptR
     if oracle is None or not oracle.servers or server is None:
         return None
     return server.rows, oracle.servers[0].rows
+
+
+def canary_problems(packet: Packet, canaries: CanarySet) -> list[Problem]:
+    """Every recorded verdict is judged again from the recorded answers."""
+    problems: list[Problem] = []
+    by_id = {c.id: c for c in canaries.canaries}
+    for arm_index, arm in enumerate(packet.arms):
+        for server_index, server in enumerate(arm.servers):
+            for index, result in enumerate(server.canaries):
+                field = f"arms[{arm_index}].servers[{server_index}].canaries[{index}]"
+                canary = by_id.get(result.id)
+                if canary is None:
+                    problems.append((f"{field}.id", f"canary {result.id!r} is not in {canaries.id}"))
+                    continue
+                passed, detail = verdict(canary, result.outputs)
+                if (passed, detail) != (result.passed, result.detail):
+                    problems.append(
+                        (
+                            f"{field}.passed",
+                            f"recorded {result.passed} ({result.detail!r}), its answers give {passed} ({detail!r})",
+                        )
+                    )
+    return problems

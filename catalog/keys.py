@@ -73,6 +73,10 @@ class KeyRing(StrictModel):
             seen.add(entry.id)
         return self
 
+    @classmethod
+    def empty(cls) -> KeyRing:
+        return cls(schema_version=1, keys=[])
+
     def by_id(self) -> dict[str, KeyEntry]:
         return {entry.id: entry for entry in self.keys}
 

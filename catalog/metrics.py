@@ -19,11 +19,11 @@ DECODE_WINDOW = 100
 MIN_COMPLETION_TOKENS = DECODE_WINDOW + 1
 
 
-def decode_rate(token_times_ms: Sequence[float]) -> float | None:
+def decode_rate(token_times_us: Sequence[int]) -> float | None:
     """Tokens per second over tokens 1..100; None when the completion is too short or instant."""
-    if len(token_times_ms) < MIN_COMPLETION_TOKENS:
+    if len(token_times_us) < MIN_COMPLETION_TOKENS:
         return None
-    span_s = (token_times_ms[DECODE_WINDOW] - token_times_ms[1]) / 1000.0
+    span_s = (token_times_us[DECODE_WINDOW] - token_times_us[1]) / 1e6
     if span_s <= 0:
         return None
     return (DECODE_WINDOW - 1) / span_s
@@ -39,7 +39,7 @@ def server_decode_rate(rows: Sequence[PromptRow]) -> float | None:
     """Class-balanced median decode rate of one server; None if any prompt has no rate."""
     by_class: dict[str, list[float]] = {}
     for row in rows:
-        rate = decode_rate(row.token_times_ms)
+        rate = decode_rate(row.token_times_us)
         if rate is None:
             return None
         by_class.setdefault(row.class_id, []).append(rate)
@@ -47,7 +47,11 @@ def server_decode_rate(rows: Sequence[PromptRow]) -> float | None:
 
 
 def server_ttft_ms(rows: Sequence[PromptRow]) -> float | None:
-    return median(row.ttft_ms for row in rows) if rows else None
+    """Median TTFT; None when a row has no token (it has no first-token time)."""
+    values = [row.ttft_ms for row in rows]
+    if not values or any(v is None for v in values):
+        return None
+    return median(v for v in values if v is not None)
 
 
 def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:

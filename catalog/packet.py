@@ -1,32 +1,71 @@
-"""Evidence packets: one JSON file per campaign in `packets/`, sealed by a canonical sha256.
+"""Evidence packets, schema 2: one JSON file per campaign in `packets/`.
 
 A packet holds one or more *arms* (a configuration: TP size, speculative method and depth,
 draft head) measured on fresh servers, the gates comparing their token arrays, and ladders.
-States and the packet id are derived; the validators refuse a file whose stored values
-disagree with what they derive from.
+The file's bytes are its canonical form: its sha256 is the packet's digest, its id is
+`<model>-<quant>-<digest[:8]>`, and a signature beside it (`<id>.dsse.json`) signs that digest
+(catalog/packet_io.py seals, reads and writes; catalog/signing.py signs). States are derived
+from the gates by the rules below; the validators refuse a file whose stored values disagree.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
+from catalog.arrays import UInt32Array
 from catalog.base import EnvName, FieldError, Sha256, Slug, StrictModel
-from catalog.canonical import canonical_sha256
 from catalog.secrets import REDACTED, is_secret_env, redact_argv
 
-HASH_EXCLUDED = frozenset({"id", "sha256"})
+SCHEMA_VERSION = 2
 
 
 class State(StrEnum):
+    """The one home of what each state means, which ones publish a figure, and their order."""
+
     MEASURED = "measured"
     WITHHELD = "withheld"
     SCREENED = "screened"
     IMPORTED = "imported"
     ESTIMATED = "estimated"
+
+    @property
+    def published(self) -> bool:
+        """A figure that may lead a page: measured here, or imported from a named source."""
+        return self in (State.MEASURED, State.IMPORTED)
+
+    @property
+    def has_speed(self) -> bool:
+        """A speed figure exists and may be drawn (screened is speed only); withheld never is."""
+        return self.published or self == State.SCREENED
+
+    @property
+    def rank(self) -> int:
+        """Best evidence first: the order a family's best state is chosen in."""
+        return _STATE_ORDER.index(self)
+
+    @property
+    def label(self) -> str:
+        return self.value.capitalize()
+
+    @property
+    def meaning(self) -> str:
+        return _STATE_MEANINGS[self]
+
+
+_STATE_ORDER = [State.MEASURED, State.IMPORTED, State.SCREENED, State.ESTIMATED, State.WITHHELD]
+_STATE_MEANINGS = {
+    State.MEASURED: "measured by this runner on fresh servers; every gate it carries passed",
+    State.IMPORTED: "taken from a named published source; not measured by this runner",
+    State.WITHHELD: "measured, but speculative output was not identical to the oracle (or the oracle itself "
+    "was not repeat-exact): its speed is not published",
+    State.SCREENED: "a speed check only, with no identity gate",
+    State.ESTIMATED: "derived, not measured",
+}
 
 
 class SourceRef(StrictModel):
@@ -159,30 +198,38 @@ class ArmConfig(StrictModel):
 
 
 class PromptRow(StrictModel):
-    """One strict-suite prompt on one server. Times are client perf_counter offsets from send."""
+    """One strict-suite prompt on one server. Token times are integer microseconds after the
+    request was sent (client perf_counter), one per token id: a chunk carrying k tokens gives k
+    equal times. TTFT is the first token's time; rates are derived, never stored."""
 
     prompt_id: str
     class_id: str
-    token_ids: list[int]
+    token_ids: UInt32Array
+    token_times_us: UInt32Array
     prompt_tokens: int = Field(ge=0)
     completion_tokens: int = Field(ge=0)
     cached_tokens: int | None = Field(default=None, ge=0)
-    ttft_ms: float = Field(ge=0)
-    token_times_ms: list[float]
     finish_reason: str | None = None
-    decode_tok_s: float | None = None
 
     @model_validator(mode="after")
     def _counts_agree(self) -> PromptRow:
         if len(self.token_ids) != self.completion_tokens:
-            raise ValueError("token_ids length differs from completion_tokens")
-        if len(self.token_times_ms) != len(self.token_ids):
-            raise ValueError("token_times_ms needs one time per token")
+            raise FieldError("token_ids length differs from completion_tokens", "token_ids")
+        if len(self.token_times_us) != len(self.token_ids):
+            raise FieldError("needs one time per token id", "token_times_us")
         return self
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return self.token_times_us[0] / 1000.0 if self.token_times_us else None
 
 
 class CanaryResult(StrictModel):
+    """A canary's raw answers (one, or one per repeat) and the verdict judged from them; verify
+    judges the answers again, so the verdict is never taken on trust."""
+
     id: str
+    outputs: list[str] = Field(min_length=1)
     passed: bool
     detail: str = ""
 
@@ -248,14 +295,15 @@ class GateResult(StrictModel):
         return f"{self.gate}{who} {count} vs {self.against}"
 
 
-class Arm(StrictModel):
+class ArmParts(StrictModel):
+    """What a writer supplies for an arm; `seal` derives its state (catalog/packet_io.py)."""
+
     id: Slug
     label: str
     config: ArmConfig
     servers: list[ServerRun] = []
     oracle_decode_tok_s: list[float] = []
     gates: list[GateResult] = []
-    state: State
     withheld_reason: str | None = None
     published_figure: float | None = None
     published_ttft_ms: list[float] = []
@@ -279,6 +327,10 @@ class Arm(StrictModel):
     @property
     def failed_gates(self) -> list[GateResult]:
         return [g for g in self.gates if not g.passed]
+
+
+class Arm(ArmParts):
+    state: State
 
 
 class ConcurrencyPoint(StrictModel):
@@ -307,19 +359,37 @@ class Ladder(StrictModel):
     context: list[ContextPoint] = []
 
 
-class Packet(StrictModel):
-    schema_version: Literal[1]
-    id: str
-    sha256: Sha256
+class PacketBody(StrictModel):
     title: str
     created: datetime | None = None
     provenance: Provenance
     identity: Identity
     workload: Workload
-    arms: list[Arm] = Field(min_length=1)
     ladders: list[Ladder] = []
     reproduces: str | None = None
+
+
+class PacketParts(PacketBody):
+    """Everything a writer supplies; `seal` turns it into a Packet with its states, bytes,
+    digest, id and signature. The runner, the importers and the benchmark generator all do."""
+
+    arms: list[ArmParts] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class PacketSeal:
+    """Facts about a packet's file, set when it is sealed or read: never stored in the file."""
+
+    sha256: str
+    id: str
+    signed_by: str | None  # key id, None for an unsigned local packet
+
+
+class Packet(PacketBody):
+    schema_version: Literal[2]
+    arms: list[Arm] = Field(min_length=1)
     state: State
+    _seal: PacketSeal | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _derived_values_agree(self) -> Packet:
@@ -348,17 +418,29 @@ class Packet(StrictModel):
             )
         return self
 
-    def content_hash(self) -> str:
-        return packet_hash(self.model_dump(mode="json"))
+    @property
+    def seal(self) -> PacketSeal:
+        if self._seal is None:
+            raise RuntimeError("an unsealed packet has no digest or id: seal it or read it from its file")
+        return self._seal
 
-    def expected_id(self) -> str:
-        return packet_id(self.identity.model.slug, self.identity.model.quantization, self.sha256)
+    @property
+    def sha256(self) -> str:
+        return self.seal.sha256
+
+    @property
+    def id(self) -> str:
+        return self.seal.id
+
+    @property
+    def signed(self) -> bool:
+        return self.seal.signed_by is not None
 
     def arm(self, arm_id: str) -> Arm:
         return next(a for a in self.arms if a.id == arm_id)
 
 
-def arm_state(provenance: str, arm: Arm) -> State:
+def arm_state(provenance: str, arm: ArmParts) -> State:
     """Screened stays screened; a failed gate withholds; otherwise measured or imported."""
     if provenance == "screened":
         return State.SCREENED
@@ -373,11 +455,6 @@ def packet_state(provenance: str, arms: list[Arm]) -> State:
     if all(a.state == State.WITHHELD for a in arms):
         return State.WITHHELD
     return State.MEASURED if provenance == "measured" else State.IMPORTED
-
-
-def packet_hash(dumped: dict[str, object]) -> str:
-    """sha256 of the canonical JSON of everything but the id and the hash itself."""
-    return canonical_sha256({k: v for k, v in dumped.items() if k not in HASH_EXCLUDED})
 
 
 def packet_id(model_slug: str, quantization: str, sha256: str) -> str:

@@ -7,15 +7,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.evidence import evidence_problems
+from catalog.evidence import canary_problems, evidence_problems
 from catalog.hardware import Hardware, HardwareFile
+from catalog.keys import KeyRing, load_keys
 from catalog.loading import load_file
 from catalog.packet import Packet
-from catalog.packet_io import read_packet
+from catalog.packet_io import SIGNATURE_SUFFIX, is_signature, read_packet
 from catalog.recipe import Recipe
 from catalog.suite import CanarySet, Suite
 
@@ -30,6 +32,7 @@ class Catalog:
     suites: dict[str, Suite]
     canary_sets: dict[str, CanarySet]
     packets: dict[str, Packet]
+    keys: KeyRing = field(default_factory=KeyRing.empty)
     packet_paths: dict[str, Path] = field(default_factory=dict)
     reproduced_by: dict[str, list[Packet]] = field(default_factory=dict)
     by_family: dict[str, list[Packet]] = field(default_factory=dict)
@@ -67,8 +70,11 @@ class _Collector:
             raise CatalogErrors(self.errors)
 
 
-def load_catalog(data_dir: Path, packets_dir: Path) -> Catalog:
+def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = False) -> Catalog:
+    """`allow_unsigned` admits packets without a signature (a local build; pages say so); a
+    signature that is present is always checked."""
     found = _Collector()
+    keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
     recipes = _load_recipes(data_dir / "models", found)
@@ -79,8 +85,11 @@ def load_catalog(data_dir: Path, packets_dir: Path) -> Catalog:
         unloaded.add("*hardware")  # not a valid slug, so no hardware id can collide with it
     packets: dict[str, Packet] = {}
     paths: dict[str, Path] = {}
-    packet_files = sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []
-    for path, (packet, problems) in zip(packet_files, read_packets(packet_files), strict=True):
+    entries = sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []
+    packet_files = [path for path in entries if not is_signature(path)]
+    _check_signatures_have_packets(entries, found)
+    verified = read_packets(packet_files, keys, allow_unsigned)
+    for path, (packet, problems) in zip(packet_files, verified, strict=True):
         found.errors.extend(problems)
         if packet is None:
             continue
@@ -100,14 +109,23 @@ def load_catalog(data_dir: Path, packets_dir: Path) -> Catalog:
         by_family.setdefault(packet.identity.model.slug, []).append(packet)
         if packet.reproduces:
             reproduced_by.setdefault(packet.reproduces, []).append(packet)
-    return Catalog(recipes, hardware, suites, canary_sets, packets, paths, reproduced_by, by_family)
+    return Catalog(recipes, hardware, suites, canary_sets, packets, keys, paths, reproduced_by, by_family)
 
 
-def read_verified(path: Path) -> tuple[Packet | None, list[CatalogError]]:
-    """Read one packet, check its seal and re-derive its evidence: the costly part of loading,
-    independent of every other file."""
+def _check_signatures_have_packets(entries: list[Path], found: _Collector) -> None:
+    names = {path.name for path in entries}
+    for path in entries:
+        if is_signature(path) and path.name.removesuffix(SIGNATURE_SUFFIX) + ".json" not in names:
+            found.add("a signature for a packet that is not here", file=path, field="subject")
+
+
+def read_verified(
+    path: Path, keys: KeyRing | None = None, allow_unsigned: bool = False
+) -> tuple[Packet | None, list[CatalogError]]:
+    """Read one packet, check its bytes and signature and re-derive its evidence: the costly
+    part of loading, independent of every other file."""
     try:
-        packet = read_packet(path)
+        packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned)
     except CatalogErrors as many:
         return None, many.errors
     except CatalogError as error:
@@ -117,14 +135,17 @@ def read_verified(path: Path) -> tuple[Packet | None, list[CatalogError]]:
     return packet, [CatalogError(message, file=path, field=where) for where, message in evidence_problems(packet)]
 
 
-def read_packets(paths: list[Path]) -> Iterator[tuple[Packet | None, list[CatalogError]]]:
+def read_packets(
+    paths: list[Path], keys: KeyRing, allow_unsigned: bool = False
+) -> Iterator[tuple[Packet | None, list[CatalogError]]]:
     """`read_verified` over every path, in order; on every core when there are enough packets."""
+    read = partial(read_verified, keys=keys, allow_unsigned=allow_unsigned)
     workers = min(len(os.sched_getaffinity(0)), len(paths) // PACKETS_PER_WORKER)
     if workers < 2:
-        yield from map(read_verified, paths)
+        yield from map(read, paths)
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(read_verified, paths, chunksize=2)
+        yield from pool.map(read, paths, chunksize=2)
 
 
 def _load_recipes(directory: Path, found: _Collector) -> dict[str, Recipe]:
@@ -224,6 +245,9 @@ def _check_workload(
                 )
         elif workload.canary_set_sha256 != canaries.sha256:
             found.add("canary set hash differs from data/suites", file=path, field="workload.canary_set_sha256")
+        else:
+            for where, message in canary_problems(packet, canaries):
+                found.add(message, file=path, field=where)
 
 
 def _listed(items: list[str]) -> str:

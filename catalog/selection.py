@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from catalog.grade import Grade, evidence_grade
-from catalog.packet import Arm, Packet, State
+from catalog.packet import Arm, Packet
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Headline:
 
 
 def qualified(arm: Arm) -> bool:
-    return arm.state in (State.MEASURED, State.IMPORTED) and not arm.failed_gates and len(arm.server_values) >= 2
+    return arm.state.published and not arm.failed_gates and len(arm.server_values) >= 2
 
 
 def headline(packets: Sequence[Packet], reproductions: Sequence[Packet] = ()) -> Headline | None:

@@ -204,6 +204,12 @@ def _read_envelope(data: bytes, file: Path) -> Envelope:
         raise CatalogError(f"not a DSSE envelope: {error}", file=file, field="signatures") from None
 
 
+def signer_key_id(envelope: bytes, file: Path) -> str | None:
+    """The key id an envelope claims, before any check (to tell a local key from a forgery)."""
+    signatures = _read_envelope(envelope, file).signatures
+    return next(iter(signatures), None)
+
+
 def verify_packet_signature(
     envelope: bytes, digest: str, packet_name: str, keys: KeyRing, *, role: str, file: Path
 ) -> KeyEntry:

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import httpx
 
+from catalog.arrays import to_uint32
+from catalog.canaries import judge
 from catalog.canonical import pretty_json
 from catalog.files import write_file
 from catalog.loading import load_file
 from catalog.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
 from catalog.packet import CanaryResult, PromptRow, ServerRun, SpecMetrics
 from catalog.suite import CanarySet, Suite
-from runner.canaries import judge
 from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
 from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
 from runner.plan import ArmPlan
@@ -101,7 +102,8 @@ async def _measure(base_url: str, arm: ArmPlan, label: str, workload: Workload, 
             )
             row = prompt_row(prompt.id, class_of[prompt.id], result)
             rows.append(row)
-            rate = f"{row.decode_tok_s:.1f} tok/s" if row.decode_tok_s else "no rate"
+            row_rate = decode_rate(row.token_times_us)
+            rate = f"{row_rate:.1f} tok/s" if row_rate else "no rate"
             progress(
                 f"{arm.id} server {label}: prompt {index}/{len(workload.suite.prompts)}, "
                 f"{row.completion_tokens} tokens, {rate}"
@@ -120,18 +122,15 @@ async def _measure(base_url: str, arm: ArmPlan, label: str, workload: Workload, 
 
 
 def prompt_row(prompt_id: str, class_id: str, result: StreamResult) -> PromptRow:
-    times_ms = [round(t * 1000.0, 3) for t in result.token_times_s]  # microseconds: plenty, and half the bytes
     return PromptRow(
         prompt_id=prompt_id,
         class_id=class_id,
-        token_ids=result.token_ids,
+        token_ids=to_uint32(result.token_ids),
+        token_times_us=to_uint32(round(t * 1e6) for t in result.token_times_s),
         prompt_tokens=result.prompt_tokens,
         completion_tokens=result.completion_tokens,
         cached_tokens=result.cached_tokens,
-        ttft_ms=round(result.ttft_s * 1000.0, 3),
-        token_times_ms=times_ms,
         finish_reason=result.finish_reason,
-        decode_tok_s=decode_rate(times_ms),
     )
 
 

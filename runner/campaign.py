@@ -13,8 +13,10 @@ from typing import Any
 
 from catalog.errors import CatalogError
 from catalog.metrics import compare_rows
-from catalog.packet import Arm, GateResult, Ladder, Packet, ServerRun, State, arm_state, packet_state
-from catalog.packet_io import seal, write_packet
+from catalog.packet import ArmConfig, ArmParts, GateResult, Identity, Ladder, PacketParts, Provenance, ServerRun
+from catalog.packet import Workload as PacketWorkload
+from catalog.packet_io import Sealed, seal, write_packet
+from catalog.signing import HostKey
 from runner.attempt import Progress, Workload, finished_attempt, run_attempt
 from runner.identity import scrub_argv, scrub_env
 from runner.plan import ArmPlan, CampaignRequest, flag_value
@@ -28,7 +30,7 @@ class CampaignSetup:
     arms: list[ArmPlan]
     workload: Workload
     run_dir: Path
-    identity: dict[str, Any]
+    identity: Identity
     title: str
 
 
@@ -67,30 +69,23 @@ def gates_for(arm: ArmPlan, runs: list[ServerRun], oracle: ArmPlan, oracle_runs:
     return gates
 
 
-def arm_record(
-    arm: ArmPlan, runs: list[ServerRun], gates: list[GateResult], request: CampaignRequest
-) -> dict[str, Any]:
-    failed = [g for g in gates if not g.passed]
-    draft: dict[str, Any] = {
-        "id": arm.id,
-        "label": _label(arm, request),
-        "config": {
-            "tensor_parallel_size": request.tp,
-            "spec_method": arm.spec_method,
-            "spec_depth": arm.spec_depth,
-            "graph_capture": "off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
-            "kv_cache_dtype": flag_value(arm.command.args, "--kv-cache-dtype"),
-            "max_model_len": _int_or_none(flag_value(arm.command.args, "--max-model-len")),
-            "argv": scrub_argv(arm.command.argv()),
-            "env": scrub_env(arm.command.env),
-        },
-        "servers": [r.model_dump(mode="json") for r in runs],
-        "gates": [g.model_dump(mode="json") for g in gates],
-        "withheld_reason": "; ".join(g.summary for g in failed) or None,
-        "state": State.MEASURED.value,
-    }
-    provisional = Arm.model_validate(draft)
-    return {**draft, "state": arm_state("measured", provisional).value}
+def arm_parts(arm: ArmPlan, runs: list[ServerRun], gates: list[GateResult], request: CampaignRequest) -> ArmParts:
+    return ArmParts(
+        id=arm.id,
+        label=_label(arm, request),
+        config=ArmConfig(
+            tensor_parallel_size=request.tp,
+            spec_method=arm.spec_method,
+            spec_depth=arm.spec_depth,
+            graph_capture="off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
+            kv_cache_dtype=flag_value(arm.command.args, "--kv-cache-dtype"),
+            max_model_len=_int_or_none(flag_value(arm.command.args, "--max-model-len")),
+            argv=scrub_argv(arm.command.argv()),
+            env=scrub_env(arm.command.env),
+        ),
+        servers=runs,
+        gates=gates,
+    )
 
 
 def _label(arm: ArmPlan, request: CampaignRequest) -> str:
@@ -105,37 +100,38 @@ def _int_or_none(value: str | None) -> int | None:
 
 
 def assemble(
-    setup: CampaignSetup, results: dict[str, list[ServerRun]], ladders: list[Ladder], reproduces: str | None
-) -> Packet:
+    setup: CampaignSetup,
+    results: dict[str, list[ServerRun]],
+    ladders: list[Ladder],
+    reproduces: str | None,
+    key: HostKey | None,
+) -> Sealed:
     oracle = setup.arms[0]
     arms = [
-        arm_record(arm, results[arm.id], gates_for(arm, results[arm.id], oracle, results[oracle.id]), setup.request)
+        arm_parts(arm, results[arm.id], gates_for(arm, results[arm.id], oracle, results[oracle.id]), setup.request)
         for arm in setup.arms
     ]
-    typed = [Arm.model_validate(a) for a in arms]
-    draft = {
-        "schema_version": 1,
-        "title": setup.title,
-        "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
-        "provenance": {"kind": "measured", "tool": "runner (this repository)"},
-        "identity": setup.identity,
-        "workload": {
-            "suite_id": setup.workload.suite.id,
-            "suite_sha256": setup.workload.suite.sha256,
-            "canary_set_id": setup.workload.canaries.id,
-            "canary_set_sha256": setup.workload.canaries.sha256,
-            "max_tokens": setup.workload.max_tokens,
-            "temperature": 0.0,
-            "top_p": 1.0,
-            "seed": setup.workload.seed,
-        },
-        "arms": arms,
-        "ladders": [ladder.model_dump(mode="json") for ladder in ladders],
-        "reproduces": reproduces,
-        "state": packet_state("measured", typed).value,
-    }
-    return seal(draft)
+    parts = PacketParts(
+        title=setup.title,
+        created=datetime.now(UTC).replace(microsecond=0),
+        provenance=Provenance(kind="measured", tool="runner (this repository)"),
+        identity=setup.identity,
+        workload=PacketWorkload(
+            suite_id=setup.workload.suite.id,
+            suite_sha256=setup.workload.suite.sha256,
+            canary_set_id=setup.workload.canaries.id,
+            canary_set_sha256=setup.workload.canaries.sha256,
+            max_tokens=setup.workload.max_tokens,
+            temperature=0.0,
+            top_p=1.0,
+            seed=setup.workload.seed,
+        ),
+        arms=arms,
+        ladders=ladders,
+        reproduces=reproduces,
+    )
+    return seal(parts, key)
 
 
-def publish(packet: Packet, packets_dir: Path) -> Path:
-    return write_packet(packet, packets_dir)
+def publish(sealed: Sealed, packets_dir: Path) -> Path:
+    return write_packet(sealed, packets_dir)

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from catalog.errors import CatalogError
 from catalog.loading import load_file
-from catalog.packet import Packet
+from catalog.packet import Packet, PacketParts
 from catalog.packet_io import made_from, seal, write_packet
 from catalog.repository import Catalog
+from catalog.signing import host_key
 
 
 class BenchServeResult(BaseModel):
@@ -42,7 +42,7 @@ class BenchServeResult(BaseModel):
     spec_decode_accepted_tokens: int | None = None
 
 
-def screened_draft(
+def screened_parts(
     result: BenchServeResult,
     *,
     slug: str,
@@ -52,7 +52,7 @@ def screened_draft(
     platform: str,
     cards: int,
     source: str,
-) -> dict[str, Any]:
+) -> PacketParts:
     users = result.max_concurrency or 1
     spec = None
     if result.spec_decode_num_drafts is not None:
@@ -66,45 +66,45 @@ def screened_draft(
     if users > 1:
         point = {"users": users, "completion_tokens": result.total_output_tokens, "wall_s": result.duration}
         ladders.append({"arm": arm_id, "kind": "concurrency", "concurrency": [point]})
-    return {
-        "schema_version": 1,
-        "title": f"{slug} · {variant} · screened with vllm bench serve ({result.completed} requests, {users} at once)",
-        "provenance": {"kind": "screened", "tool": "vllm bench serve --save-result", "source": {"name": source}},
-        "identity": {
-            "model": {
-                "slug": slug,
-                "variant": variant,
-                "repo": result.model_id,
-                "quantization": quantization,
-                "quantization_label": quantization.upper(),
+    return PacketParts.model_validate(
+        {
+            "title": f"{slug} · {variant} · screened with vllm bench serve "
+            f"({result.completed} requests, {users} at once)",
+            "provenance": {"kind": "screened", "tool": "vllm bench serve --save-result", "source": {"name": source}},
+            "identity": {
+                "model": {
+                    "slug": slug,
+                    "variant": variant,
+                    "repo": result.model_id,
+                    "quantization": quantization,
+                    "quantization_label": quantization.upper(),
+                },
+                "runtime": {
+                    "platform": platform,
+                    "version": "unknown",
+                    "label": f"vLLM ({result.backend or 'unknown'} backend)",
+                },
+                "host": {"hardware": hardware, "card_count": cards},
             },
-            "runtime": {
-                "platform": platform,
-                "version": "unknown",
-                "label": f"vLLM ({result.backend or 'unknown'} backend)",
-            },
-            "host": {"hardware": hardware, "card_count": cards},
-        },
-        "workload": {"suite_id": "vllm-bench-serve", "max_tokens": max(result.output_lens or [1])},
-        "arms": [
-            {
-                "id": arm_id,
-                "label": f"{cards} card(s), {users} request(s) at once, speculation unknown",
-                "config": {"tensor_parallel_size": cards},
-                "servers": [
-                    {
-                        "label": "A",
-                        "decode_tok_s": 1000.0 / result.median_tpot_ms,
-                        "ttft_ms": result.median_ttft_ms,
-                        "spec_metrics": spec,
-                    }
-                ],
-                "state": "screened",
-            }
-        ],
-        "ladders": ladders,
-        "state": "screened",
-    }
+            "workload": {"suite_id": "vllm-bench-serve", "max_tokens": max(result.output_lens or [1])},
+            "arms": [
+                {
+                    "id": arm_id,
+                    "label": f"{cards} card(s), {users} request(s) at once, speculation unknown",
+                    "config": {"tensor_parallel_size": cards},
+                    "servers": [
+                        {
+                            "label": "A",
+                            "decode_tok_s": 1000.0 / result.median_tpot_ms,
+                            "ttft_ms": result.median_ttft_ms,
+                            "spec_metrics": spec,
+                        }
+                    ],
+                }
+            ],
+            "ladders": ladders,
+        }
+    )
 
 
 def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
@@ -117,19 +117,19 @@ def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
     if options.hardware not in catalog.hardware:
         raise CatalogError(f"unknown hardware {options.hardware!r}", file=options.result, field="--hardware")
     platform = catalog.hardware[options.hardware].platform
-    draft = screened_draft(
-        result,
-        slug=options.model,
-        variant=options.variant,
-        quantization=recipe.variants[options.variant].precision.lower(),
-        hardware=options.hardware,
-        platform=platform,
-        cards=options.cards,
-        source=options.source,
-    )
     try:
-        packet = seal(draft)
+        parts = screened_parts(
+            result,
+            slug=options.model,
+            variant=options.variant,
+            quantization=recipe.variants[options.variant].precision.lower(),
+            hardware=options.hardware,
+            platform=platform,
+            cards=options.cards,
+            source=options.source,
+        )
+        sealed = seal(parts, host_key(role="importer"))
     except ValidationError as error:
         raise made_from(options.result, error) from None
-    write_packet(packet, Path(options.packets))
-    return packet
+    write_packet(sealed, Path(options.packets))
+    return sealed.packet

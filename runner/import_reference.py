@@ -14,8 +14,9 @@ from pydantic import Field, ValidationError
 
 from catalog.base import StrictModel
 from catalog.loading import load_file
-from catalog.packet import Packet, RuntimeIdentity, State, arm_state, packet_state
+from catalog.packet import ArmParts, Packet, PacketParts, RuntimeIdentity
 from catalog.packet_io import made_from, seal, write_packet
+from catalog.signing import HostKey
 
 SPEC_METHOD = "mtp"
 INT4_DRAFT_HEAD_ENV = {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"}
@@ -78,29 +79,31 @@ def _gate(gate: TranscribedGate) -> dict[str, Any]:
     return {**gate.model_dump(exclude={"against"}), "against": against}
 
 
-def _arm(arm: TranscribedArm, graph_capture: str) -> dict[str, Any]:
+def _arm(arm: TranscribedArm, graph_capture: str) -> ArmParts:
     int4_head = arm.draft_head is not None and "INT4" in arm.draft_head
-    draft: dict[str, Any] = {
-        "id": arm.id,
-        "label": _arm_label(arm),
-        "config": {
-            "tensor_parallel_size": arm.tp,
-            "spec_method": SPEC_METHOD if arm.depth else None,
-            "spec_depth": arm.depth,
-            "draft_head": arm.draft_head,
-            "graph_capture": graph_capture,
-            "env": INT4_DRAFT_HEAD_ENV if int4_head else {},
-        },
-        "servers": [{"label": label, "decode_tok_s": value} for label, value in zip("AB", arm.servers, strict=False)],
-        "oracle_decode_tok_s": arm.oracle,
-        "gates": [_gate(g) for g in arm.gates],
-        "withheld_reason": arm.withheld_reason,
-        "published_figure": arm.published_figure,
-        "published_ttft_ms": arm.ttft_ms,
-        "note": arm.note,
-        "state": State.IMPORTED.value,
-    }
-    return draft
+    return ArmParts.model_validate(
+        {
+            "id": arm.id,
+            "label": _arm_label(arm),
+            "config": {
+                "tensor_parallel_size": arm.tp,
+                "spec_method": SPEC_METHOD if arm.depth else None,
+                "spec_depth": arm.depth,
+                "draft_head": arm.draft_head,
+                "graph_capture": graph_capture,
+                "env": INT4_DRAFT_HEAD_ENV if int4_head else {},
+            },
+            "servers": [
+                {"label": label, "decode_tok_s": value} for label, value in zip("AB", arm.servers, strict=False)
+            ],
+            "oracle_decode_tok_s": arm.oracle,
+            "gates": [_gate(g) for g in arm.gates],
+            "withheld_reason": arm.withheld_reason,
+            "published_figure": arm.published_figure,
+            "published_ttft_ms": arm.ttft_ms,
+            "note": arm.note,
+        }
+    )
 
 
 def _arm_label(arm: TranscribedArm) -> str:
@@ -111,53 +114,39 @@ def _arm_label(arm: TranscribedArm) -> str:
     return f"{cards}, MTP depth {arm.depth}{head}"
 
 
-def packet_drafts(transcription: Transcription) -> list[dict[str, Any]]:
-    drafts = []
-    for item in transcription.packets:
-        arms = [_arm(a, transcription.graph_capture) for a in item.arms]
-        draft: dict[str, Any] = {
-            "schema_version": 1,
-            "title": item.title,
-            "provenance": {
-                "kind": "imported",
-                "source": {
-                    "name": transcription.source.name,
-                    "reference": item.reference,
-                    "note": " · ".join(n for n in (transcription.source.note, item.note) if n),
+def packet_parts(transcription: Transcription) -> list[PacketParts]:
+    return [
+        PacketParts.model_validate(
+            {
+                "title": item.title,
+                "provenance": {
+                    "kind": "imported",
+                    "source": {
+                        "name": transcription.source.name,
+                        "reference": item.reference,
+                        "note": " · ".join(n for n in (transcription.source.note, item.note) if n),
+                    },
                 },
-            },
-            "identity": {
-                "model": item.model,
-                "runtime": transcription.runtime.model_dump(mode="json"),
-                "host": {"hardware": "arc_pro_b70", "card_count": item.card_count},
-            },
-            "workload": transcription.workload.model_dump(mode="json"),
-            "arms": arms,
-        }
-        drafts.append(_with_derived_states(draft))
-    return drafts
-
-
-def _with_derived_states(draft: dict[str, Any]) -> dict[str, Any]:
-    """Fill arm and packet states from the gates with the same rules validation applies."""
-    from catalog.packet import Arm
-
-    arms = []
-    for arm in draft["arms"]:
-        provisional = Arm.model_validate(
-            {**arm, "state": State.IMPORTED.value, "withheld_reason": arm["withheld_reason"]}
+                "identity": {
+                    "model": item.model,
+                    "runtime": transcription.runtime.model_dump(mode="json"),
+                    "host": {"hardware": "arc_pro_b70", "card_count": item.card_count},
+                },
+                "workload": transcription.workload.model_dump(mode="json"),
+                "arms": [_arm(a, transcription.graph_capture) for a in item.arms],
+            }
         )
-        arms.append({**arm, "state": arm_state("imported", provisional).value})
-    typed = [Arm.model_validate(a) for a in arms]
-    return {**draft, "arms": arms, "state": packet_state("imported", typed).value}
+        for item in transcription.packets
+    ]
 
 
-def import_transcription(path: Path, packets_dir: Path) -> list[Packet]:
+def import_transcription(path: Path, packets_dir: Path, key: HostKey | None) -> list[Packet]:
+    """Seal every packet of a transcription with the importer's key."""
     transcription = load_file(Transcription, path)
     try:
-        packets = [seal(draft) for draft in packet_drafts(transcription)]
+        sealed = [seal(parts, key) for parts in packet_parts(transcription)]
     except ValidationError as error:
         raise made_from(path, error) from None
-    for packet in packets:
-        write_packet(packet, packets_dir)
-    return packets
+    for item in sealed:
+        write_packet(item, packets_dir)
+    return [item.packet for item in sealed]

@@ -134,7 +134,7 @@ async def _context(
                     ContextPoint(
                         depth_tokens=depth,
                         content_class=content_class,
-                        decode_tok_s=decode_rate([t * 1000 for t in result.token_times_s]),
+                        decode_tok_s=decode_rate([round(t * 1e6) for t in result.token_times_s]),
                         ttft_ms=result.ttft_s * 1000,
                         identical_to_oracle=None if arm.spec_depth == 0 else result.token_ids == oracle,
                     )

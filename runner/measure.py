@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import getpass
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 from catalog.errors import CatalogError
 from catalog.packet import Identity, ModelIdentity, Packet, RuntimeIdentity
 from catalog.repository import Catalog
+from catalog.signing import HostKey, host_key
 from runner import preflight
 from runner.attempt import Progress, Workload
 from runner.campaign import CampaignSetup, assemble, measure_arms, publish
@@ -79,6 +82,7 @@ def measure(
     if request.model == DEMO_SLUG and model_dir is None:
         model_dir = ensure_demo_model(choice.vllm_python, places.models / DEMO_SLUG, progress)
     preflight.check_weights(arms[0].command.model_id, model_dir)
+    key = signing_key(catalog, progress)
     runtime: Runtime = (
         DockerRuntime(Path.home() / ".cache" / "huggingface")
         if image
@@ -115,7 +119,7 @@ def measure(
         arms,
         workload,
         run_dir,
-        identity.model_dump(mode="json"),
+        identity,
         _title(recipe.meta.title, request, hardware.name),
     )
     try:
@@ -142,10 +146,24 @@ def measure(
     except KeyboardInterrupt:
         progress(f"interrupted: no packet written; finished attempts and server logs stay in {run_dir}")
         raise
-    packet = assemble(setup, results, ladders, reproduces)
-    path = publish(packet, places.packets)
-    progress(f"sealed {packet.id} ({packet.state.value}) -> {path}")
+    sealed = assemble(setup, results, ladders, reproduces, key)
+    path = publish(sealed, places.packets)
+    packet = sealed.packet
+    progress(f"sealed {packet.id} ({packet.state.value}), signed by key {key.key_id[:12]} -> {path}")
     return packet
+
+
+def signing_key(catalog: Catalog, progress: Progress) -> HostKey:
+    """This host's key (made on first use, outside the repository); until its public half is in
+    data/keys.yaml, its packets are refused by every build but a local `--allow-unsigned` one."""
+    key = host_key(role="measurer")
+    if key.key_id not in catalog.keys.by_id():
+        owner = f"{getpass.getuser()}@{socket.gethostname()}"
+        progress(
+            f"this host's signing key {key.key_id[:12]} is not in data/keys.yaml yet: "
+            f"add these lines there so others can verify its packets:\n{key.keys_yaml_entry(owner)}"
+        )
+    return key
 
 
 def _title(model_title: str, request: CampaignRequest, hardware_name: str) -> str:

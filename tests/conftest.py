@@ -18,3 +18,18 @@ def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_config_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Signing keys are made under $XDG_CONFIG_HOME on first use: tests get throwaway ones, and
+    the user's own key (or a CATALOG_SIGNING_KEY) is never used to sign a test packet."""
+    saved = {name: os.environ.get(name) for name in ("XDG_CONFIG_HOME", "CATALOG_SIGNING_KEY")}
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config-home"))
+    os.environ.pop("CATALOG_SIGNING_KEY", None)
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

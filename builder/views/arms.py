@@ -9,7 +9,7 @@ from builder.format import Num, num, opt_num
 from builder.views.common import Fact
 from builder.views.describe import config_clause, gate_phrase
 from builder.views.results import STATE_LABELS, withheld_reason
-from catalog.grade import PUBLISHED
+from catalog.metrics import decode_rate
 from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 
 TOKEN_PREVIEW = 24
@@ -21,7 +21,7 @@ class RowView:
     class_id: str
     prompt_tokens: Num
     completion_tokens: Num
-    ttft_ms: Num
+    ttft_ms: Num | None
     decode_tok_s: Num | None
     finish_reason: str
     cached_tokens: Num | None
@@ -82,8 +82,8 @@ def _row(row: PromptRow) -> RowView:
         class_id=row.class_id,
         prompt_tokens=num(row.prompt_tokens, 0),
         completion_tokens=num(row.completion_tokens, 0),
-        ttft_ms=num(row.ttft_ms),
-        decode_tok_s=opt_num(row.decode_tok_s),
+        ttft_ms=opt_num(row.ttft_ms),
+        decode_tok_s=opt_num(decode_rate(row.token_times_us)),
         finish_reason=row.finish_reason or "—",
         cached_tokens=opt_num(row.cached_tokens, 0),
         token_preview=preview + (" …" if len(row.token_ids) > TOKEN_PREVIEW else ""),
@@ -134,7 +134,7 @@ def divergence_summary(arm: Arm, gate: GateResult) -> str:
 
 
 def arm_view(arm: Arm) -> ArmView:
-    published = arm.state in PUBLISHED
+    published = arm.state.published
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
     facts = []
     if arm.oracle_decode_tok_s:

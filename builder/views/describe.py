@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from builder.format import fmt, tokens_label
-from catalog.grade import PUBLISHED
 from catalog.packet import Arm, GateResult, Packet
 from catalog.selection import headline
 from catalog.suite import CanarySet, Suite
@@ -20,7 +19,7 @@ def lead_arm(packet: Packet, reproductions: Sequence[Packet] = ()) -> Arm:
     lead = headline([packet], reproductions)
     if lead is not None:
         return lead.arm
-    published = [a for a in packet.arms if a.state in PUBLISHED]
+    published = [a for a in packet.arms if a.state.published]
     return (published or packet.arms)[0]
 
 

@@ -47,6 +47,7 @@ class Hero:
     cards: int
     grade: str
     grade_meaning: str
+    unsigned: bool
     state: str
     state_label: str
 
@@ -70,6 +71,7 @@ class PacketCard:
     sentence: str
     grade: str
     grade_meaning: str
+    unsigned: bool
     chips: list[str]
     source: str | None
     featured: bool  # a full card; the rest are rows of a compact list
@@ -124,6 +126,7 @@ def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
         cards=arm.config.tensor_parallel_size,
         grade=lead.grade,
         grade_meaning=GRADE_MEANING[lead.grade],
+        unsigned=not packet.signed,
         state=arm.state.value,
         state_label=STATE_LABELS[arm.state.value],
     )
@@ -195,11 +198,12 @@ def _card(packet: Packet, ctx: SiteContext, featured: bool) -> PacketCard:
         title=packet.title,
         state=packet.state.value,
         state_label=STATE_LABELS[packet.state.value],
-        value=opt_num(arm.decode_tok_s, unit="tok/s") if arm.state.value in ("measured", "imported") else None,
+        value=opt_num(arm.decode_tok_s, unit="tok/s") if arm.state.published else None,
         value_arm=arm.label,
         sentence=methodology_sentence(packet, arm, ctx.catalog.suites, ctx.catalog.canary_sets),
         grade=grade,
         grade_meaning=GRADE_MEANING[grade],
+        unsigned=not packet.signed,
         chips=coverage_chips(packet),
         source=f"{source.name}" + (f" ({source.reference})" if source.reference else "") if source else None,
         featured=featured,

@@ -9,8 +9,9 @@ from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.results import STATE_LABELS
-from catalog.grade import GRADE_MEANING, PUBLISHED, evidence_grade
+from catalog.grade import GRADE_MEANING, evidence_grade
 from catalog.packet import Packet
+from catalog.packet_io import SIGNATURE_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class PacketView:
     related: list[Link]
     family: Link
     raw_href: str
+    unsigned: bool
+    signature: str
+    signature_href: str | None
 
 
 def reproduce_commands(packet: Packet) -> list[str]:
@@ -126,6 +130,14 @@ def _provenance(packet: Packet) -> list[Fact]:
     return facts
 
 
+def signature_line(packet: Packet, ctx: SiteContext) -> str:
+    signer = packet.seal.signed_by
+    if signer is None:
+        return "unsigned, local: no signature by a key in data/keys.yaml; not for publication"
+    entry = ctx.catalog.keys.by_id()[signer]
+    return f"signed by key {signer[:16]}… ({entry.owner}, role {entry.role})"
+
+
 def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     reproductions = ctx.catalog.reproductions([packet])
     grade = evidence_grade(packet, reproductions)
@@ -139,7 +151,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     slug = packet.identity.model.slug
     recipe = ctx.catalog.recipes.get(slug)
     for a in packet.arms:
-        if a.state in PUBLISHED and len(a.server_values) < 2:
+        if a.state.published and len(a.server_values) < 2:
             ctx.warn(f"{packet.id}: arm {a.id} is published without a fresh-server pair")
     return PacketView(
         id=packet.id,
@@ -162,4 +174,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         related=related,
         family=Link(recipe.meta.title if recipe else slug, f"models/{slug}/index.html"),
         raw_href=f"packets/{packet.id}.json",
+        unsigned=not packet.signed,
+        signature=signature_line(packet, ctx),
+        signature_href=f"packets/{packet.id}{SIGNATURE_SUFFIX}" if packet.signed else None,
     )

@@ -12,25 +12,13 @@ from catalog.packet import Arm, Ladder, Packet, State
 from catalog.recipe import Recipe
 from catalog.selection import headline_order, qualified
 
-STATE_LABELS = {
-    "measured": "Measured",
-    "imported": "Imported",
-    "withheld": "Withheld",
-    "screened": "Screened",
-    "estimated": "Estimated",
-    "untested": "Untested",
-}
-STATE_MEANINGS = {
-    "measured": "measured by this runner on fresh servers; every gate it carries passed",
-    "imported": "taken from a named published source; not measured by this runner",
-    "withheld": "measured, but speculative output was not identical to the oracle (or the oracle itself "
-    "was not repeat-exact): its speed is not published",
-    "screened": "a speed check only, with no identity gate",
-    "estimated": "derived, not measured",
-    "untested": "no packet covers this combination",
-}
-# Best evidence first: the order a family's "best state" is chosen in.
-STATE_RANK = ["measured", "imported", "screened", "estimated", "withheld", "untested"]
+# The packet states' words and order live on catalog.packet.State; a page adds one state of its
+# own, for a combination no packet covers.
+UNTESTED = "untested"
+_BY_RANK = sorted(State, key=lambda state: state.rank)
+STATE_LABELS = {**{s.value: s.label for s in _BY_RANK}, UNTESTED: "Untested"}
+STATE_MEANINGS = {**{s.value: s.meaning for s in _BY_RANK}, UNTESTED: "no packet covers this combination"}
+STATE_RANK = [*(s.value for s in _BY_RANK), UNTESTED]
 
 
 def packet_href(packet_id: str, arm_id: str | None = None) -> str:
@@ -97,7 +85,7 @@ class ArmResult:
 
     @property
     def published(self) -> bool:
-        return self.arm.state in (State.MEASURED, State.IMPORTED)
+        return self.arm.state.published
 
     @property
     def centre(self) -> float | None:

@@ -354,12 +354,7 @@ def project_cell(cell: Cell, *, force_upper_bound: bool = False) -> Projection |
     utilisation = measured / ceiling.tok_s if measured else None
     consistent = utilisation is None or utilisation <= 1.0
     grade = None
-    if (
-        utilisation is not None
-        and consistent
-        and cell.arm is not None
-        and cell.arm.state in (State.MEASURED, State.IMPORTED, State.SCREENED)
-    ):
+    if utilisation is not None and consistent and cell.arm is not None and cell.arm.state.has_speed:
         band = band_for(utilisation)
         grade = OptimisationGrade(band=band.name, threshold=band.threshold, meaning=band.meaning)
     if not consistent:

@@ -1,4 +1,5 @@
-"""Judge the canaries each server answers before the strict suite."""
+"""Judge the canaries each server answers before the strict suite: the runner judges the answers
+as it gets them, and verify judges the recorded answers again."""
 
 from __future__ import annotations
 
@@ -21,29 +22,36 @@ _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 def judge(canary: Canary, outputs: list[str]) -> CanaryResult:
     """`outputs` holds one answer, or `repeats` answers for a repeat canary."""
+    passed, detail = verdict(canary, outputs)
+    return CanaryResult(id=canary.id, outputs=outputs, passed=passed, detail=detail)
+
+
+def verdict(canary: Canary, outputs: list[str]) -> tuple[bool, str]:
     if canary.kind == "repeat":
         distinct = len(set(outputs))
-        return CanaryResult(
-            id=canary.id, passed=distinct == 1, detail=f"{len(outputs)} runs, {distinct} distinct outputs"
-        )
+        expected = canary.repeats or 1
+        if len(outputs) != expected:
+            return False, f"{len(outputs)} runs recorded, {expected} expected"
+        return distinct == 1, f"{len(outputs)} runs, {distinct} distinct outputs"
+    if len(outputs) != 1:
+        return False, f"{len(outputs)} answers recorded, 1 expected"
     answer = outputs[0]
     if canary.kind == "contains":
         missing = [e for e in canary.expect or [] if e not in answer]
-        detail = "all expected text present" if not missing else f"missing {missing[0]!r}"
-        return CanaryResult(id=canary.id, passed=not missing, detail=detail)
+        return not missing, "all expected text present" if not missing else f"missing {missing[0]!r}"
     return _judge_json(canary, answer)
 
 
-def _judge_json(canary: Canary, answer: str) -> CanaryResult:
+def _judge_json(canary: Canary, answer: str) -> tuple[bool, str]:
     try:
         value = json.loads(_FENCE.sub("", answer.strip()))
     except json.JSONDecodeError as error:
-        return CanaryResult(id=canary.id, passed=False, detail=f"not JSON: {error.msg}")
+        return False, f"not JSON: {error.msg}"
     if not isinstance(value, dict):
-        return CanaryResult(id=canary.id, passed=False, detail="not a JSON object")
+        return False, "not a JSON object"
     for key, kind in (canary.expect_keys or {}).items():
         expected = _JSON_TYPES[kind]
         actual = value.get(key)
         if actual is None or not isinstance(actual, expected) or (kind == "integer" and isinstance(actual, bool)):
-            return CanaryResult(id=canary.id, passed=False, detail=f"key {key!r} is not a {kind}")
-    return CanaryResult(id=canary.id, passed=True, detail="typed keys present")
+            return False, f"key {key!r} is not a {kind}"
+    return True, "typed keys present"

@@ -1,0 +1,75 @@
+"""Compact integer arrays inside packet JSON: base64 of little-endian unsigned 32-bit integers.
+
+Token ids and token times are most of a packet. As JSON lists they cost ~6 bytes a value and a
+Python object each on every read; as base64 they cost 5.3 bytes and decode at C speed into an
+`array('I')`. The encoding is canonical: one array has exactly one spelling (standard alphabet,
+padded, no whitespace), so the file's bytes stay a function of its content.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import sys
+from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+
+ITEM = "I"
+UINT32_MAX = 2**32 - 1
+if array(ITEM).itemsize != 4:  # pragma: no cover - every platform CPython supports today
+    raise ImportError("array('I') is not 32 bits wide on this platform")
+_SWAP = sys.byteorder != "little"
+
+
+def to_uint32(values: Iterable[int]) -> array[int]:
+    """An array of unsigned 32-bit integers; OverflowError names a value out of range."""
+    return array(ITEM, values)
+
+
+def encode_uint32(values: array[int]) -> str:
+    if _SWAP:  # pragma: no cover - big-endian hosts
+        values = array(ITEM, values)
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def decode_uint32(text: str) -> array[int]:
+    """The integers of base64 text, decoded leniently at C speed: a packet's reader re-encodes
+    the whole file and refuses any byte of difference, so a stray character or a non-canonical
+    spelling is refused there (as "not in canonical form"), not here."""
+    try:
+        raw = binascii.a2b_base64(text)
+    except (binascii.Error, ValueError):
+        raise ValueError("is not base64 (standard alphabet, padded)") from None
+    if len(raw) % 4:
+        raise ValueError(f"decodes to {len(raw)} bytes, not a whole number of 32-bit integers")
+    values = array(ITEM)
+    values.frombytes(raw)
+    if _SWAP:  # pragma: no cover - big-endian hosts
+        values.byteswap()
+    return values
+
+
+def _validate(value: Any) -> array[int]:
+    """A file holds the base64 text; code passes an array (never a list, which JSON could hold)."""
+    if isinstance(value, array) and value.typecode == ITEM:
+        return value
+    if isinstance(value, str):
+        return decode_uint32(value)
+    raise ValueError("must be base64 text of little-endian uint32 integers")
+
+
+if TYPE_CHECKING:
+    _Array = array[int]
+else:
+    _Array = array  # not subscriptable at run time before Python 3.12
+
+UInt32Array = Annotated[
+    _Array,
+    PlainValidator(_validate),
+    PlainSerializer(encode_uint32, return_type=str),
+    WithJsonSchema({"type": "string", "contentEncoding": "base64", "description": "little-endian uint32 array"}),
+]

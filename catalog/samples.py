@@ -1,0 +1,261 @@
+"""Synthetic but internally consistent packet parts, for tests and the builder benchmark.
+
+Every stored figure is computed by catalog.metrics from the rows and every canary verdict by
+catalog.canaries from its answers, so `catalog.evidence` re-derives the same values and
+`load_catalog` accepts the sealed packet exactly as it accepts the runner's. Nothing here is
+ever published: `seal` these parts with a throwaway key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from catalog.arrays import to_uint32
+from catalog.canaries import judge
+from catalog.loading import load_file
+from catalog.metrics import compare_rows, server_decode_rate, server_ttft_ms
+from catalog.packet import ArmParts, GateResult, PacketParts, PromptRow, ServerRun
+from catalog.suite import Canary, CanarySet, Suite
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+N_TOKENS = 120  # over the 101 a decode rate needs
+ORACLE_ARM = "tp1-mtp0"
+SPEC_ARM = "tp1-mtp2"
+SAME_SERVER = "the arm's second fresh server"
+
+
+@cache
+def strict_suite() -> Suite:
+    return load_file(Suite, DATA / "suites" / "strict-v1.json")
+
+
+@cache
+def canary_set() -> CanarySet:
+    return load_file(CanarySet, DATA / "suites" / "canaries-v1.json")
+
+
+def token_ids(prompt_index: int, n: int = N_TOKENS) -> list[int]:
+    return [(prompt_index * 7919 + i * 31) % 151_000 for i in range(n)]
+
+
+def make_row(
+    prompt_index: int,
+    *,
+    ms_per_token: float,
+    ttft_ms: float = 40.0,
+    chunk: int = 1,
+    ids: Sequence[int] | None = None,
+    cached_tokens: int = 0,
+) -> PromptRow:
+    """One strict-suite prompt. With `chunk` > 1 tokens arrive `chunk` at a time (speculative
+    decoding): tokens of one chunk share an arrival time, as they do on the wire."""
+    prompt = strict_suite().prompts[prompt_index]
+    tokens = list(ids) if ids is not None else token_ids(prompt_index)
+    times = [round((ttft_ms + ((i + chunk - 1) // chunk) * chunk * ms_per_token) * 1000) for i in range(len(tokens))]
+    return PromptRow(
+        prompt_id=prompt.id,
+        class_id=prompt.class_,
+        token_ids=to_uint32(tokens),
+        token_times_us=to_uint32(times),
+        prompt_tokens=200 + 10 * prompt_index,
+        completion_tokens=len(tokens),
+        cached_tokens=cached_tokens,
+        finish_reason="length",
+    )
+
+
+def make_rows(
+    *,
+    ms_per_token: float,
+    chunk: int = 1,
+    diverge: Mapping[int, int] | None = None,
+    ttft_ms: float = 40.0,
+    n_tokens: int = N_TOKENS,
+) -> list[PromptRow]:
+    """Twelve rows; `diverge` maps a prompt index to the token index where this server's output
+    differs from the shared reference tokens."""
+    rows = []
+    for index in range(len(strict_suite().prompts)):
+        ids = token_ids(index, n_tokens)
+        if diverge and index in diverge:
+            ids[diverge[index]] += 1
+        # a per-prompt spread so the class-balanced median is not trivial
+        rows.append(
+            make_row(index, ms_per_token=ms_per_token + 0.25 * index, chunk=chunk, ids=ids, ttft_ms=ttft_ms + index)
+        )
+    return rows
+
+
+def canary_answers(canary: Canary, passing: bool) -> list[str]:
+    """Answers a model could give: right ones, or wrong ones of the usual kind."""
+    if canary.kind == "repeat":
+        runs = canary.repeats or 1
+        return ["A checksum detects corrupted data."] * runs if passing else ["yes", *["no"] * (runs - 1)]
+    if canary.kind == "contains":
+        return [" ".join(canary.expect or [])] if passing else ["I cannot help with that."]
+    keys = {"string": "box", "integer": 6, "number": 1.5, "array": ["blue"], "object": {}, "boolean": True}
+    if not passing:
+        return ["Sure! Here is the object you asked for."]
+    return [json.dumps({key: keys[kind] for key, kind in (canary.expect_keys or {}).items()})]
+
+
+def make_server(label: str, rows: list[PromptRow], *, canaries_pass: bool = True) -> ServerRun:
+    return ServerRun(
+        label=label,
+        status="ok",
+        decode_tok_s=server_decode_rate(rows),
+        ttft_ms=server_ttft_ms(rows),
+        rows=rows,
+        canaries=[judge(c, canary_answers(c, canaries_pass)) for c in canary_set().canaries],
+        cache_zero=all(row.cached_tokens == 0 for row in rows),
+        startup_s=61.5,
+    )
+
+
+def make_arm(
+    arm_id: str,
+    label: str,
+    *,
+    servers: list[ServerRun],
+    gates: list[GateResult],
+    tp: int = 1,
+    spec_depth: int = 0,
+    spec_method: str = "mtp",
+) -> ArmParts:
+    return ArmParts.model_validate(
+        {
+            "id": arm_id,
+            "label": label,
+            "config": {
+                "tensor_parallel_size": tp,
+                "spec_method": spec_method if spec_depth else None,
+                "spec_depth": spec_depth,
+                "argv": ["vllm", "serve", "Qwen/Qwen3.5-9B", "--no-enable-prefix-caching", "--max-num-seqs", "1"],
+                "env": {},
+            },
+            "servers": servers,
+            "gates": gates,
+        }
+    )
+
+
+def identity(*, slug: str = "qwen3.5-9b", variant: str = "default", hardware: str = "arc_pro_b70") -> dict[str, Any]:
+    return {
+        "model": {
+            "slug": slug,
+            "variant": variant,
+            "repo": "Qwen/Qwen3.5-9B",
+            "revision": "0123456789abcdef0123456789abcdef01234567",
+            "quantization": "bf16",
+            "quantization_label": "BF16",
+            "weight_bytes": 19_300_000_000,
+        },
+        "runtime": {"platform": "xpu", "version": "0.17.1", "label": "vLLM 0.17.1 XPU"},
+        "host": {"hardware": hardware, "card_count": 1, "boot_id": "4f0c2b1e-boot"},
+    }
+
+
+def workload() -> dict[str, Any]:
+    return {
+        "suite_id": "strict-v1",
+        "suite_sha256": strict_suite().sha256,
+        "canary_set_id": "canaries-v1",
+        "canary_set_sha256": canary_set().sha256,
+        "max_tokens": 512,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 1234,
+    }
+
+
+def measured_parts(
+    *,
+    spec: bool = True,
+    g3_diverges: bool = False,
+    title: str = "Qwen3.5-9B BF16 on one Arc Pro B70",
+    ms_per_token: float = 20.0,
+    n_tokens: int = N_TOKENS,
+    identity_overrides: Mapping[str, Any] | None = None,
+    **identity_kw: str,
+) -> PacketParts:
+    """A measured campaign: an oracle arm (two fresh servers, G1) and, with `spec`, an MTP arm
+    (two servers, G2 between them and G3 of each against the oracle). With `g3_diverges`, the
+    speculative server A drifts on one prompt: G2 and G3-A fail and that arm is withheld."""
+    oracle_a = make_rows(ms_per_token=ms_per_token, n_tokens=n_tokens)
+    oracle_b = make_rows(ms_per_token=ms_per_token + 0.05, n_tokens=n_tokens)
+    arms = [
+        make_arm(
+            ORACLE_ARM,
+            "1 card, no speculative decoding",
+            servers=[make_server("A", oracle_a), make_server("B", oracle_b)],
+            gates=[compare_rows("G1", SAME_SERVER, oracle_a, oracle_b)],
+        )
+    ]
+    if spec:
+        drift = {4: 57} if g3_diverges else None
+        spec_a = make_rows(ms_per_token=ms_per_token * 0.6, chunk=3, diverge=drift, n_tokens=n_tokens)
+        spec_b = make_rows(ms_per_token=ms_per_token * 0.6 + 0.05, chunk=3, n_tokens=n_tokens)
+        gates = [
+            compare_rows("G2", SAME_SERVER, spec_a, spec_b),
+            compare_rows("G3", ORACLE_ARM, spec_a, oracle_a, server="A"),
+            compare_rows("G3", ORACLE_ARM, spec_b, oracle_a, server="B"),
+        ]
+        servers = [make_server("A", spec_a), make_server("B", spec_b)]
+        arms.append(make_arm(SPEC_ARM, "1 card, MTP depth 2", servers=servers, gates=gates, spec_depth=2))
+    ident = identity(**identity_kw)
+    for part, values in (identity_overrides or {}).items():
+        ident[part] = {**ident[part], **values}
+    return PacketParts.model_validate(
+        {
+            "title": title,
+            "created": "2026-11-30T10:15:00Z",
+            "provenance": {"kind": "measured", "tool": "runner 0.1.0"},
+            "identity": ident,
+            "workload": workload(),
+            "arms": arms,
+        }
+    )
+
+
+def published_arm(
+    arm_id: str,
+    values: Sequence[float],
+    *,
+    tp: int = 1,
+    spec_depth: int = 0,
+    gates: Sequence[tuple[str, int | None, int, bool]] = (),
+    against: str = ORACLE_ARM,
+) -> ArmParts:
+    """An arm carrying only published values (no rows); gates as (gate, exact, total, passed)."""
+    servers = [ServerRun(label=chr(ord("A") + i), decode_tok_s=v) for i, v in enumerate(values)]
+    gate_results = [
+        GateResult(
+            gate=g,
+            against=against if g == "G3" else SAME_SERVER,
+            server="A" if g == "G3" else None,
+            exact=e,
+            total=t,
+            passed=p,
+        )
+        for g, e, t, p in gates
+    ]
+    return make_arm(arm_id, f"arm {arm_id}", servers=servers, gates=gate_results, tp=tp, spec_depth=spec_depth)
+
+
+def published_parts(
+    arms: list[ArmParts], *, provenance: str = "imported", title: str = "imported campaign"
+) -> PacketParts:
+    """An imported or screened packet (source named) around `published_arm` arms."""
+    return PacketParts.model_validate(
+        {
+            "title": title,
+            "provenance": {"kind": provenance, "source": {"name": "reference catalog", "url": "https://example.org/r"}},
+            "identity": identity(),
+            "workload": {"suite_id": "strict-v1", "max_tokens": 512},
+            "arms": arms,
+        }
+    )
