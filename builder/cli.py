@@ -51,7 +51,9 @@ def run(argv: list[str] | None = None) -> int:
     options = parser().parse_args(argv)
     started = time.perf_counter()
     known = stamp.Fingerprints.load(options.out)
-    inputs = stamp.input_hash(options.data, options.packets, options.templates, options.base_url, known)
+    inputs = stamp.input_hash(
+        options.data, options.packets, options.templates, options.base_url, known, allow_unsigned=options.allow_unsigned
+    )
     if not options.check:
         recorded = stamp.unchanged(options.out, inputs, known)
         if recorded is not None:

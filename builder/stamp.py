@@ -113,7 +113,9 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
-def input_hash(data: Path, packets: Path, templates: Path, base_url: str, known: Fingerprints) -> str:
+def input_hash(
+    data: Path, packets: Path, templates: Path, base_url: str, known: Fingerprints, *, allow_unsigned: bool = False
+) -> str:
     """Everything the output is a function of: inputs, templates, the code, library versions, options."""
     digest = hashlib.sha256()
     roots = {
@@ -137,6 +139,7 @@ def input_hash(data: Path, packets: Path, templates: Path, base_url: str, known:
         digest.update(f"{library}={version}\0".encode())
     options = {
         "base_url": base_url,
+        "allow_unsigned": allow_unsigned,  # a local site must not pass for the one a plain build refuses
         "epoch": os.environ.get("SOURCE_DATE_EPOCH", "").strip(),
         "python": list(sys.version_info[:2]),
     }

@@ -239,7 +239,7 @@ def verify_packet_signature(
     if entry.valid_until is not None and today > entry.valid_until:
         refuse(f"key {keyid} ({entry.owner}) expired on {entry.valid_until}", where)
     if entry.role != role:
-        refuse(f"key {keyid} ({entry.owner}) has role {entry.role}; this packet needs a {role} key", where)
+        refuse(f"key {keyid} ({entry.owner}) has role {entry.role}; this packet needs a key with role {role}", where)
     try:
         parsed.verify([sslib_key_of(entry.public_key)], 1)
     except UnverifiedSignatureError:

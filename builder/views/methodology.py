@@ -10,6 +10,8 @@ from markupsafe import Markup
 
 import catalog.evidence
 import catalog.grade
+import catalog.packet_io
+import catalog.signing
 import catalog.metrics
 import catalog.packet
 import catalog.selection
@@ -111,6 +113,8 @@ def methodology_view() -> MethodologyView:
         sections=[
             _doc("metrics-rule", "Metrics, as the code defines them", catalog.metrics, "catalog/metrics.py"),
             _doc("packets", "Evidence packets and states", catalog.packet, "catalog/packet.py"),
+            _doc("packet-bytes", "A packet's bytes, digest and id", catalog.packet_io, "catalog/packet_io.py"),
+            _doc("signatures", "Who measured it: signatures", catalog.signing, "catalog/signing.py"),
             _doc("arm-state", "How an arm's state is decided", catalog.packet.arm_state, "catalog.packet.arm_state"),
             _doc("evidence", "Re-deriving every number", catalog.evidence, "catalog/evidence.py"),
             _doc("grade-rule", "How the evidence grade is computed", catalog.grade, "catalog/grade.py"),

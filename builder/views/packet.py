@@ -9,7 +9,7 @@ from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.results import STATE_LABELS
-from catalog.grade import GRADE_MEANING, evidence_grade
+from catalog.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.packet import Packet
 from catalog.packet_io import SIGNATURE_SUFFIX
 
@@ -22,6 +22,7 @@ class PacketView:
     state_label: str
     grade: str
     grade_meaning: str
+    limitations: list[str]
     sha256: str
     sentence: str
     chips: list[str]
@@ -160,6 +161,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         state_label=STATE_LABELS[packet.state.value],
         grade=grade,
         grade_meaning=GRADE_MEANING[grade],
+        limitations=limitations(packet, reproductions) if packet.provenance.kind == "measured" else [],
         sha256=packet.sha256,
         sentence=methodology_sentence(packet, arm, ctx.catalog.suites, ctx.catalog.canary_sets),
         chips=coverage_chips(packet),

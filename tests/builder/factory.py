@@ -1,17 +1,18 @@
 """A small fixture catalog for builder tests: recipes written here, packets sealed with
-catalog.packet_io.seal from the rows and servers of tests/catalog/factories.py (every figure
-computed by catalog.metrics), so load_catalog accepts them exactly as it accepts the runner's."""
+catalog.packet_io.seal (signed with the test session's keys, tests/catalog/factories.py) from
+the rows and servers of catalog.samples (every figure computed by catalog.metrics), so
+load_catalog accepts them exactly as it accepts the runner's. The data dir's keys.yaml lists the
+test keys; `signed=False` writes packets without a signature (a local build's)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 from catalog.metrics import compare_rows
-from catalog.packet import Packet, PromptRow
-from catalog.packet_io import seal, write_packet
-from tests.catalog.factories import canary_set, make_rows, make_server, strict_suite
+from catalog.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
+from catalog.packet_io import Sealed, seal, write_packet
+from tests.catalog.factories import canary_set, key_for, keys_yaml, make_rows, make_server, strict_suite
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,42 +98,55 @@ def rows(ms_per_token: float, *, diverge: set[int] = frozenset(), ttft: float = 
     return make_rows(ms_per_token=ms_per_token, diverge=dict.fromkeys(diverge, 50), ttft_ms=ttft)
 
 
-def server(label: str, prompt_rows: list[PromptRow]) -> dict[str, Any]:
+def server(label: str, prompt_rows: list[PromptRow]) -> ServerRun:
     return make_server(label, prompt_rows)
 
 
-def arm(
-    arm_id: str, label: str, *, tp: int, depth: int, servers: list[dict[str, Any]], gates: list[Any]
-) -> dict[str, Any]:
+def arm(arm_id: str, label: str, *, tp: int, depth: int, servers: list[ServerRun], gates: list[GateResult]) -> ArmParts:
+    """An arm's parts; `seal` derives its state (withheld when a gate failed)."""
     failed = any(not g.passed for g in gates)
-    return {
-        "id": arm_id,
-        "label": label,
-        "config": {
-            "tensor_parallel_size": tp,
-            "spec_method": "ngram" if depth else None,
-            "spec_depth": depth,
-            "draft_head": None,
-            "graph_capture": "none (--enforce-eager)",
-            "argv": [
-                "vllm",
-                "serve",
-                "fixture/Fixture-7B-w4a16",
-                "--max-num-seqs",
-                "1",
-                "--speculative-config",
-                '{"method": "ngram"}',
-            ],
-            "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
-        },
-        "servers": servers,
-        "gates": [g.model_dump(mode="json") for g in gates],
-        "state": "withheld" if failed else "measured",
-        "withheld_reason": "speculative output differs from the oracle" if failed else None,
-    }
+    return ArmParts.model_validate(
+        {
+            "id": arm_id,
+            "label": label,
+            "config": {
+                "tensor_parallel_size": tp,
+                "spec_method": "ngram" if depth else None,
+                "spec_depth": depth,
+                "draft_head": None,
+                "graph_capture": "none (--enforce-eager)",
+                "argv": [
+                    "vllm",
+                    "serve",
+                    "fixture/Fixture-7B-w4a16",
+                    "--max-num-seqs",
+                    "1",
+                    "--speculative-config",
+                    '{"method": "ngram"}',
+                ],
+                "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+            },
+            "servers": servers,
+            "gates": gates,
+            "withheld_reason": "speculative output differs from the oracle" if failed else None,
+        }
+    )
 
 
-def measured_packet() -> Packet:
+def sign(parts: PacketParts, *, signed: bool = True) -> Sealed:
+    """Seal with the test key of the packet's role (measurer or importer), or unsigned."""
+    return seal(parts, key_for(parts.provenance.kind) if signed else None)
+
+
+def measured_packet(*, signed: bool = True) -> Packet:
+    return sign(measured_parts(), signed=signed).packet
+
+
+def imported_packet(*, signed: bool = True) -> Packet:
+    return sign(imported_parts(), signed=signed).packet
+
+
+def measured_parts() -> PacketParts:
     """Oracle and speculative arms on one card (one speculative depth withheld: G3 8/12), an
     oracle on two cards, a concurrency ladder and a context ladder."""
     base_a, base_b = rows(20.0), rows(20.05)
@@ -181,9 +195,8 @@ def measured_packet() -> Packet:
             gates=[compare_rows("G1", "server B", two_a, two_b)],
         ),
     ]
-    return seal(
+    return PacketParts.model_validate(
         {
-            "schema_version": 1,
             "title": "Fixture 7B W4A16 on Arc Pro B70",
             "created": "2026-05-06T07:08:09Z",
             "provenance": {"kind": "measured", "tool": "runner test"},
@@ -241,16 +254,14 @@ def measured_packet() -> Packet:
                     ],
                 },
             ],
-            "state": "measured",
         }
     )
 
 
-def imported_packet() -> Packet:
+def imported_parts() -> PacketParts:
     """A BF16 result transcribed from a published source, with one arm that carries no values."""
-    return seal(
+    return PacketParts.model_validate(
         {
-            "schema_version": 1,
             "title": f"Fixture 7B BF16 imported {SCRIPT}",
             "provenance": {
                 "kind": "imported",
@@ -275,30 +286,40 @@ def imported_packet() -> Packet:
                     "config": {"tensor_parallel_size": 1},
                     "servers": [{"label": "A", "decode_tok_s": 30.125}, {"label": "B", "decode_tok_s": 30.5}],
                     "gates": [{"gate": "G1", "against": "server B", "total": 12, "passed": True}],
-                    "state": "imported",
                 },
                 {
                     "id": "tp1-ngram3",
                     "label": "1 card, ngram 3, values not printed",
                     "config": {"tensor_parallel_size": 1, "spec_method": "ngram", "spec_depth": 3},
-                    "state": "imported",
                 },
             ],
-            "state": "imported",
         }
     )
 
 
-def write_catalog(root: Path, *, packets: bool = True, empty_family: bool = True) -> tuple[Path, Path]:
+def repeat_parts(index: int) -> PacketParts:
+    """The measured campaign run again: another day and title, so another packet."""
+    parts = measured_parts()
+    created = parts.created.replace(day=index + 1) if parts.created else None
+    title = f"Fixture 7B W4A16 on Arc Pro B70, campaign {index}"
+    return parts.model_copy(update={"created": created, "title": title})
+
+
+def write_catalog(
+    root: Path, *, packets: bool = True, empty_family: bool = True, signed: bool = True
+) -> tuple[Path, Path]:
+    """data/ (recipes, hardware, suites, a keys.yaml listing the test keys) and packets/ holding
+    the measured and imported packets, signed with the test keys unless `signed` is False."""
     data, packet_dir = root / "data", root / "packets"
     (data / "models").mkdir(parents=True)
     shutil.copy(REPO / "data" / "hardware.yaml", data / "hardware.yaml")
     shutil.copytree(REPO / "data" / "suites", data / "suites")
+    (data / "keys.yaml").write_text(keys_yaml(), encoding="utf-8")
     (data / "models" / "fixture-7b.yaml").write_text(RECIPE, encoding="utf-8")
     if empty_family:
         (data / "models" / "empty-1b.yaml").write_text(EMPTY_RECIPE, encoding="utf-8")
     packet_dir.mkdir()
     if packets:
-        write_packet(measured_packet(), packet_dir)
-        write_packet(imported_packet(), packet_dir)
+        write_packet(sign(measured_parts(), signed=signed), packet_dir)
+        write_packet(sign(imported_parts(), signed=signed), packet_dir)
     return data, packet_dir

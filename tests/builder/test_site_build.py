@@ -16,11 +16,17 @@ from builder import output, site, stamp
 from builder.cli import run
 from builder.output import check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
+from catalog.packet_io import is_signature
 from tests.builder.factory import REPO, write_catalog
 
 
 def _build(data: Path, packets: Path, out: Path, *extra: str) -> int:
     return run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out), *extra])
+
+
+def _packet_file(packets: Path, prefix: str = "fixture-7b-w4a16-") -> Path:
+    """A packet file, never its signature beside it."""
+    return next(p for p in sorted(packets.glob(f"{prefix}*.json")) if not is_signature(p))
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -122,9 +128,9 @@ def test_invalid_input_leaves_the_old_site(tmp_path, catalog):
     out = tmp_path / "site"
     assert _build(data, packets, out) == 0
     before = _snapshot(out)
-    victim = next(packets.glob("*.json"))
-    victim.write_text(victim.read_text().replace('"max_tokens": 512', '"max_tokens": 513'))
-    with pytest.raises(CatalogError, match="hash"):
+    victim = _packet_file(packets)
+    victim.write_text(victim.read_text().replace('"max_tokens":512', '"max_tokens":513'))
+    with pytest.raises(CatalogError, match="the id its bytes hash to"):
         _build(data, packets, out)
     assert _snapshot(out) == before
 
@@ -310,9 +316,9 @@ def test_a_packet_edited_behind_the_fingerprints_is_still_caught(tmp_path, catal
     data, packets = catalog
     out = tmp_path / "site"
     assert _build(data, packets, out) == 0
-    victim = next(packets.glob("fixture-7b-w4a16-*.json"))
-    _rewrite_keeping_size_and_mtime(victim, b'"seed": 7', b'"seed": 8')
-    with pytest.raises(CatalogError, match="does not match its hash"):
+    victim = _packet_file(packets)
+    _rewrite_keeping_size_and_mtime(victim, b'"seed":7', b'"seed":8')
+    with pytest.raises(CatalogError, match="the id its bytes hash to"):
         _build(data, packets, out)
 
 
@@ -330,12 +336,14 @@ def test_a_site_file_edited_behind_the_fingerprints_is_rebuilt(tmp_path, catalog
 def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, monkeypatch):
     """The pages were rendered from what was verified; a copy of other bytes must not be published."""
     data, packets = catalog
-    victim = next(packets.glob("fixture-7b-w4a16-*.json"))
+    victim = _packet_file(packets)
     real_build = site.build_files
 
     def build_then_edit(*args, **kwargs):  # type: ignore[no-untyped-def]
         result = real_build(*args, **kwargs)
-        victim.write_text(victim.read_text().replace('"seed": 7', '"seed": 8'))
+        edited = victim.read_text().replace('"seed":7', '"seed":8')
+        assert edited != victim.read_text()
+        victim.write_text(edited)
         return result
 
     monkeypatch.setattr(site, "build_files", build_then_edit)

@@ -10,30 +10,23 @@ from bs4 import BeautifulSoup
 
 from builder.cli import run
 from catalog.packet import Packet
-from catalog.packet_io import seal, write_packet
-from tests.builder.factory import measured_packet, write_catalog
+from catalog.packet_io import write_packet
+from tests.builder.factory import repeat_parts, sign, write_catalog
 
 REPEATS = 9
 FAMILY = "models/fixture-7b/index.html"
-
-
-def _repeat(index: int) -> Packet:
-    draft = measured_packet().model_dump(mode="json", exclude={"id", "sha256"})
-    draft["created"] = f"2026-05-{index + 1:02d}T07:08:09Z"
-    draft["title"] = f"Fixture 7B W4A16 on Arc Pro B70, campaign {index}"
-    return seal(draft)
 
 
 @pytest.fixture(scope="module")
 def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[BeautifulSoup, list[Packet], Path]:
     root = tmp_path_factory.mktemp("repeats")
     data, packets_dir = write_catalog(root, empty_family=False)
-    repeats = [_repeat(i) for i in range(REPEATS)]
-    for packet in repeats:
-        write_packet(packet, packets_dir)
+    repeats = [sign(repeat_parts(i)) for i in range(REPEATS)]
+    for sealed in repeats:
+        write_packet(sealed, packets_dir)
     out = root / "site"
     assert run(["build", "--data", str(data), "--packets", str(packets_dir), "--out", str(out)]) == 0
-    return BeautifulSoup((out / FAMILY).read_text(encoding="utf-8"), "lxml"), repeats, out
+    return BeautifulSoup((out / FAMILY).read_text(encoding="utf-8"), "lxml"), [s.packet for s in repeats], out
 
 
 def _cell(soup: BeautifulSoup, row: str, col: str) -> BeautifulSoup:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -15,7 +14,9 @@ if str(REPO) not in sys.path:  # `from tests.catalog.factories import ...` under
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A private copy of data/ with an empty packets/ beside it."""
-    shutil.copytree(REPO / "data", tmp_path / "data")
+    """A private copy of data/ whose keys.yaml lists the test keys, with an empty packets/ beside it."""
+    from tests.catalog.factories import signed_data
+
+    signed_data(tmp_path / "data")
     (tmp_path / "packets").mkdir()
     return tmp_path

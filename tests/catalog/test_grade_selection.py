@@ -6,18 +6,21 @@ from typing import Any
 
 import pytest
 
-from catalog.grade import GRADE_MEANING, evidence_grade
+from catalog.canaries import judge
+from catalog.grade import GRADE_MEANING, NOT_REPRODUCED, evidence_grade, limitations
 from catalog.packet import Arm, Packet, State
-from catalog.packet_io import seal
+from catalog.samples import canary_answers
 from catalog.selection import headline, qualified
 from tests.catalog.factories import (
     ORACLE_ARM,
     SPEC_ARM,
+    canary_set,
     measured_draft,
     measured_packet,
     published_arm,
     published_draft,
 )
+from tests.catalog.factories import seal_draft as seal
 
 G1_OK = ("G1", 12, 12, True)
 G2_OK = ("G2", 12, 12, True)
@@ -31,10 +34,18 @@ def edited(edit: Any, **kw: Any) -> Packet:
     return seal(draft)
 
 
-def reproduction_of(packet: Packet, **kw: Any) -> Packet:
-    draft = measured_draft(title="reproduction", **kw)
+def reproduction_of(packet: Packet, *, boot_id: str = "9e1d7a2c-other-boot", **kw: Any) -> Packet:
+    """A signed measured packet naming `packet`, made on another host (another boot id): with the
+    same token arrays, an independent reproduction."""
+    draft = measured_draft(title="reproduction", identity_overrides={"host": {"boot_id": boot_id}}, **kw)
     draft["reproduces"] = packet.id
     return seal(draft)
+
+
+def failed_canary(d: dict[str, Any]) -> None:
+    """Server A of the speculative arm gives a wrong answer to a canary, judged as failed."""
+    canary = canary_set().canaries[2]
+    d["arms"][1]["servers"][0]["canaries"][2] = judge(canary, canary_answers(canary, False)).model_dump(mode="json")
 
 
 def all_withheld(draft: dict[str, Any]) -> None:
@@ -61,6 +72,38 @@ def test_grade_a_needs_a_measured_reproduction() -> None:
     assert evidence_grade(packet, [measured_packet(title="unrelated")]) == "B"
 
 
+def test_grade_a_not_from_the_same_key_on_the_same_host() -> None:
+    packet = measured_packet()
+    same_host = reproduction_of(packet, boot_id=packet.identity.host.boot_id or "", spec=False)
+    assert same_host.seal.signed_by == packet.seal.signed_by
+    assert evidence_grade(packet, [same_host]) == "B"
+    assert limitations(packet, [same_host]) == [NOT_REPRODUCED]
+
+
+def test_grade_a_not_from_a_reproduction_with_other_tokens() -> None:
+    packet = measured_packet()
+    draft = measured_draft(title="other tokens", spec=False, identity_overrides={"host": {"boot_id": "elsewhere"}})
+    draft["reproduces"] = packet.id
+    row = draft["arms"][0]["servers"][0]["rows"][0]
+    other = measured_packet(n_tokens=130).arms[0].servers[0].rows[0]  # another completion for the prompt
+    row.update(other.model_dump(mode="json"))
+    assert evidence_grade(packet, [seal(draft)]) == "B"
+
+
+def test_grade_a_not_from_an_unsigned_reproduction() -> None:
+    packet = measured_packet()
+    draft = measured_draft(title="unsigned", spec=False, identity_overrides={"host": {"boot_id": "elsewhere"}})
+    draft["reproduces"] = packet.id
+    assert evidence_grade(packet, [seal(draft, signed=False)]) == "B"
+
+
+def test_grade_c_unsigned_measured() -> None:
+    packet = seal(measured_draft(), signed=False)
+    assert not packet.signed
+    assert evidence_grade(packet) == "C"
+    assert evidence_grade(packet, [reproduction_of(packet)]) == "C"
+
+
 def test_grade_a_not_from_a_withheld_reproduction() -> None:
     packet = measured_packet()
     draft = measured_draft(title="failed reproduction", spec=False)
@@ -73,7 +116,9 @@ def test_grade_a_not_from_a_withheld_reproduction() -> None:
 
 def test_grade_a_not_for_a_packet_with_a_gap() -> None:
     packet = edited(lambda d: d["arms"][0]["servers"][1].update(cache_zero=None))
-    assert evidence_grade(packet, [reproduction_of(packet)]) == "C"
+    # reproduced, the gap is its one limitation: B, never A
+    assert limitations(packet, [reproduction_of(packet)]) == ["cache zero not confirmed on every server"]
+    assert evidence_grade(packet, [reproduction_of(packet)]) == "B"
 
 
 def _drop_server(d: dict[str, Any]) -> None:
@@ -86,7 +131,7 @@ def _drop_server(d: dict[str, Any]) -> None:
         lambda d: d["arms"][0]["servers"][1].update(cache_zero=None),
         lambda d: d["arms"][0]["servers"][1].update(cache_zero=False),
         lambda d: d["arms"][0]["servers"][0].update(canaries=[]),
-        lambda d: d["arms"][1]["servers"][0]["canaries"][2].update(passed=False),
+        failed_canary,
         lambda d: d["arms"][1]["servers"][1].update(rows=[]),
         lambda d: d["arms"][1]["servers"][1].update(status="failed", decode_tok_s=None, error="OOM"),
         _drop_server,
@@ -99,8 +144,10 @@ def _drop_server(d: dict[str, Any]) -> None:
 def test_grade_c_measured_with_a_gap(edit: Any) -> None:
     packet = edited(edit)
     assert packet.state == State.MEASURED
-    assert evidence_grade(packet) == "C"
-    assert evidence_grade(packet, [reproduction_of(packet)]) == "C"
+    assert evidence_grade(packet) == "C"  # the gap and no reproduction: two limitations
+    reproduction = reproduction_of(packet)
+    assert NOT_REPRODUCED not in limitations(packet, [reproduction])
+    assert evidence_grade(packet, [reproduction]) == "B"  # the gap alone: never A
 
 
 def test_grade_asks_for_a_g3_not_one_per_server() -> None:
@@ -182,9 +229,9 @@ def test_every_grade_has_a_meaning() -> None:
 # --- qualified arms and the headline -------------------------------------------------------
 
 
-def _arm(**kw: Any) -> Arm:
+def _arm(*, provenance: str = "imported", **kw: Any) -> Arm:
     data = published_arm("a", kw.pop("values", [50.0, 51.0]), **kw)
-    return Arm.model_validate(data)
+    return seal(published_draft([data], provenance=provenance)).arms[0]
 
 
 def test_qualified() -> None:
@@ -193,8 +240,7 @@ def test_qualified() -> None:
     assert not qualified(_arm(values=[50.0]))  # a single server is never a centre
     assert not qualified(_arm(values=[]))
     assert not qualified(_arm(gates=[("G1", 11, 12, False)]))  # withheld
-    screened = published_draft([published_arm("a", [50.0, 51.0])], provenance="screened")["arms"][0]
-    assert not qualified(Arm.model_validate(screened))
+    assert not qualified(_arm(provenance="screened"))
 
 
 def test_headline_none_without_a_qualified_arm() -> None:

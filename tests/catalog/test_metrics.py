@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from catalog.arrays import to_uint32
 from catalog.metrics import (
     class_balanced_median,
     compare_rows,
@@ -15,45 +16,45 @@ from catalog.metrics import (
 from catalog.packet import PromptRow
 
 
-def row(prompt_id: str, class_id: str, ids: list[int], times: list[float] | None = None) -> PromptRow:
-    times = times if times is not None else [float(i) for i in range(len(ids))]
+def row(prompt_id: str, class_id: str, ids: list[int], times_us: list[int] | None = None) -> PromptRow:
+    times = times_us if times_us is not None else [1000 * i for i in range(len(ids))]
     return PromptRow(
         prompt_id=prompt_id,
         class_id=class_id,
-        token_ids=ids,
+        token_ids=to_uint32(ids),
+        token_times_us=to_uint32(times),
         prompt_tokens=10,
         completion_tokens=len(ids),
-        ttft_ms=times[0] if times else 0.0,
-        token_times_ms=times,
     )
 
 
-def steady(n: int, ms: float, ttft: float = 50.0) -> list[float]:
-    return [ttft + i * ms for i in range(n)]
+def steady(n: int, ms: float, ttft: float = 50.0) -> list[int]:
+    """Token times in integer microseconds after the request was sent, `ms` apart."""
+    return [round((ttft + i * ms) * 1000) for i in range(n)]
 
 
 # --- decode_rate ---------------------------------------------------------------------------
 
 
 def test_decode_rate_single_token_events() -> None:
-    # token 1 at 60 ms, token 100 at 1050 ms: 99 intervals over 0.99 s
+    # token 1 at 60 ms, token 100 at 1050 ms (in µs): 99 intervals over 0.99 s
     assert decode_rate(steady(101, 10.0)) == pytest.approx(100.0)
     assert decode_rate(steady(512, 20.0)) == pytest.approx(50.0)
 
 
 def test_decode_rate_ignores_ttft_and_tokens_after_100() -> None:
     times = steady(101, 10.0)
-    slow_first = [5000.0, *[t + 4950.0 for t in times[1:]]]
+    slow_first = [5_000_000, *[t + 4_950_000 for t in times[1:]]]
     assert decode_rate(slow_first) == pytest.approx(100.0)
-    assert decode_rate([*times, 99999.0, 123456.0]) == pytest.approx(100.0)
+    assert decode_rate([*times, 99_999_000, 123_456_000]) == pytest.approx(100.0)
 
 
 def test_decode_rate_multi_token_chunks_count_tokens_not_chunks() -> None:
     # Speculative decoding: three tokens per chunk, chunks 30 ms apart, tokens of a chunk share a
-    # timestamp. t[i] = 30 * ceil(i / 3): t[1] = 30, t[100] = 30 * 34 = 1020 -> 99 / 0.99 s = 100 tok/s.
-    times = [30.0 * -(-i // 3) for i in range(101)]
-    assert times[1:4] == [30.0, 30.0, 30.0]
-    assert times[100] == 1020.0
+    # timestamp. t[i] = 30 ms * ceil(i / 3): t[1] = 30 ms, t[100] = 30 * 34 = 1020 ms -> 99 / 0.99 s = 100 tok/s.
+    times = [30_000 * -(-i // 3) for i in range(101)]
+    assert times[1:4] == [30_000, 30_000, 30_000]
+    assert times[100] == 1_020_000
     assert decode_rate(times) == pytest.approx(100.0)
     # The same chunks counted as events would give a third of that rate; make sure we do not.
     assert decode_rate(times) != pytest.approx(33.0 / 0.99)
@@ -61,7 +62,7 @@ def test_decode_rate_multi_token_chunks_count_tokens_not_chunks() -> None:
 
 def test_decode_rate_pairs_of_equal_timestamps() -> None:
     # Two tokens per chunk, 40 ms apart: t[1] = 40, t[100] = 40 * 50 = 2000; 99 / 1.96 s.
-    times = [40.0 * -(-i // 2) for i in range(150)]
+    times = [40_000 * -(-i // 2) for i in range(150)]
     assert decode_rate(times) == pytest.approx(99 / 1.96)
 
 
@@ -76,9 +77,9 @@ def test_decode_rate_exactly_101_tokens() -> None:
 
 def test_decode_rate_zero_span_is_none() -> None:
     # everything in one chunk after the first token: no measurable interval
-    assert decode_rate([10.0] + [20.0] * 100) is None
+    assert decode_rate([10_000] + [20_000] * 100) is None
     # clock went backwards
-    assert decode_rate([10.0, 30.0] + [20.0] * 99) is None
+    assert decode_rate([10_000, 30_000] + [20_000] * 99) is None
 
 
 # --- class-balanced median -----------------------------------------------------------------
@@ -127,7 +128,8 @@ def test_server_decode_rate_none_when_a_prompt_is_short_or_no_rows() -> None:
 
 
 def test_server_ttft_is_the_median_of_rows() -> None:
-    rows = [row(f"p{i}", "c", [1], [t]) for i, t in enumerate([30.0, 10.0, 20.0, 1000.0])]
+    rows = [row(f"p{i}", "c", [1], [t]) for i, t in enumerate([30_000, 10_000, 20_000, 1_000_000])]
+    assert [r.ttft_ms for r in rows] == [30.0, 10.0, 20.0, 1000.0]  # the first token's time, in ms
     assert server_ttft_ms(rows) == 25.0
     assert server_ttft_ms([]) is None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 from collections import Counter
@@ -13,21 +14,21 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from catalog.canonical import canonical_sha256
+from catalog.arrays import decode_uint32, encode_uint32, to_uint32
+from catalog.canonical import canonical_json, canonical_sha256, sha256_hex
 from catalog.hardware import Figure, HardwareFile
 from catalog.loading import load_file
 from catalog.packet import (
-    Arm,
     ArmConfig,
+    ArmParts,
     GateResult,
     Packet,
     PromptRow,
     SpecMetrics,
     State,
-    packet_hash,
     packet_id,
 )
-from catalog.packet_io import packet_json, seal
+from catalog.packet_io import packet_bytes, parts_of, seal
 from catalog.recipe import Recipe
 from catalog.suite import CanarySet, Suite
 from tests.catalog.factories import (
@@ -38,7 +39,10 @@ from tests.catalog.factories import (
     measured_packet,
     published_arm,
     published_draft,
+    seal_draft,
+    sealed,
 )
+from tests.catalog.factories import test_key as signing_key
 
 SUITE_FILE = DATA / "suites" / "strict-v1.json"
 CANARY_FILE = DATA / "suites" / "canaries-v1.json"
@@ -398,49 +402,83 @@ def test_recipe_field_errors(edit: Any, loc: tuple[Any, ...]) -> None:
 ID_FORMAT = re.compile(r"^(?P<slug>[a-z0-9][a-z0-9._-]*)-(?P<quant>[a-z0-9][a-z0-9._-]*)-(?P<short>[0-9a-f]{8})$")
 
 
-def test_seal_stamps_hash_and_id() -> None:
+def stored(draft: dict[str, Any]) -> dict[str, Any]:
+    """The JSON form a sealed packet's file holds (states included), to edit as a file could be."""
+    document: dict[str, Any] = json.loads(sealed(draft).data)
+    return document
+
+
+def read_stored(document: dict[str, Any]) -> Packet:
+    """Validate a stored form as a reader does: strictly, from JSON."""
+    return Packet.model_validate_json(json.dumps(document), strict=True)
+
+
+def test_seal_stamps_digest_and_id() -> None:
     draft = measured_draft()
-    packet = seal(draft)
-    assert packet.sha256 == packet_hash(packet.model_dump(mode="json")) == packet.content_hash()
+    before = copy.deepcopy(draft)
+    result = sealed(draft)
+    packet = result.packet
+    assert result.data == packet_bytes(packet)
+    assert packet.sha256 == sha256_hex(result.data)
     assert re.fullmatch(r"[0-9a-f]{64}", packet.sha256)
-    assert packet.id == f"qwen3.5-9b-bf16-{packet.sha256[:8]}" == packet.expected_id()
+    assert packet.id == f"qwen3.5-9b-bf16-{packet.sha256[:8]}" == packet_id("qwen3.5-9b", "bf16", packet.sha256)
+    assert result.file_name == f"{packet.id}.json"
     match = ID_FORMAT.match(packet.id)
     assert match is not None
     assert (match["slug"], match["quant"], match["short"]) == ("qwen3.5-9b", "bf16", packet.sha256[:8])
-    assert seal(copy.deepcopy(draft)) == packet  # deterministic
-    assert "id" not in draft and "sha256" not in draft  # the draft is not modified
+    again = sealed(copy.deepcopy(draft))
+    assert again.packet == packet and again.data == result.data  # deterministic
+    assert draft == before and "id" not in draft and "sha256" not in draft  # the draft is not modified
 
 
-def test_hash_excludes_only_id_and_sha256() -> None:
+def test_unsealed_packet_has_no_digest_or_id() -> None:
     packet = measured_packet(spec=False)
-    dumped = packet.model_dump(mode="json")
-    assert packet_hash({**dumped, "id": "x", "sha256": "0" * 64}) == packet.sha256
-    assert packet_hash({**dumped, "title": "another"}) != packet.sha256
-    without = {k: v for k, v in dumped.items() if k not in ("id", "sha256")}
-    assert canonical_sha256(without) == packet.sha256
+    unsealed = Packet.model_validate(packet.model_dump(mode="json"))
+    with pytest.raises(RuntimeError, match="unsealed packet"):
+        unsealed.id  # noqa: B018
+    with pytest.raises(RuntimeError, match="unsealed packet"):
+        unsealed.sha256  # noqa: B018
 
 
-def test_any_content_change_changes_the_hash() -> None:
+def test_digest_is_the_sha256_of_the_file_bytes() -> None:
+    result = sealed(measured_draft(spec=False))
+    document = json.loads(result.data)
+    # neither the id nor the digest is stored: both are facts about the bytes
+    assert "id" not in document and "sha256" not in document
+    assert document == result.packet.model_dump(mode="json")
+    assert result.data == canonical_json(document) + b"\n"
+    assert hashlib.sha256(result.data).hexdigest() == result.packet.sha256
+    changed = sealed({**measured_draft(spec=False), "title": "another"})
+    assert changed.packet.sha256 != result.packet.sha256
+
+
+def test_any_content_change_changes_the_digest() -> None:
     base = measured_packet(spec=False)
     draft = measured_draft(spec=False)
-    draft["arms"][0]["servers"][0]["rows"][3]["token_ids"][7] += 1
-    assert seal(draft).sha256 != base.sha256
-    assert seal(measured_draft(spec=False, title="x")).sha256 != base.sha256
-    assert seal(measured_draft(spec=False, hardware="arc_pro_b60")).id != base.id
+    row = draft["arms"][0]["servers"][0]["rows"][3]
+    ids = decode_uint32(row["token_ids"])
+    ids[7] += 1
+    row["token_ids"] = encode_uint32(ids)
+    assert seal_draft(draft).sha256 != base.sha256
+    assert seal_draft(measured_draft(spec=False, title="x")).sha256 != base.sha256
+    assert seal_draft(measured_draft(spec=False, hardware="arc_pro_b60")).id != base.id
 
 
 def test_packet_id_function() -> None:
     assert packet_id("qwen3.5-4b", "w4a16", "882591a8" + "0" * 56) == "qwen3.5-4b-w4a16-882591a8"
 
 
-def test_round_trip_gives_an_equal_packet_and_the_same_hash() -> None:
-    packet = measured_packet(g3_diverges=True)
+def test_round_trip_gives_an_equal_packet_and_the_same_bytes() -> None:
+    result = sealed(measured_draft(g3_diverges=True))
+    packet = result.packet
     again = Packet.model_validate(packet.model_dump(mode="json"))
-    assert again == packet
-    assert again.content_hash() == packet.sha256
-    from_file = Packet.model_validate(json.loads(packet_json(packet)))
-    assert from_file == packet
-    assert from_file.content_hash() == packet.sha256
+    assert again.model_dump() == packet.model_dump()
+    assert packet_bytes(again) == result.data
+    from_file = Packet.model_validate_json(result.data, strict=True)
+    assert from_file.model_dump() == packet.model_dump()
+    assert sha256_hex(packet_bytes(from_file)) == packet.sha256
+    # the parts give the same packet back, byte for byte
+    assert seal(parts_of(packet), signing_key("measurer")).data == result.data
 
 
 def test_measured_packet_states_and_figures() -> None:
@@ -449,7 +487,7 @@ def test_measured_packet_states_and_figures() -> None:
     oracle, spec = packet.arm(ORACLE_ARM), packet.arm(SPEC_ARM)
     assert (oracle.state, spec.state) == (State.MEASURED, State.MEASURED)
     assert [g.summary for g in spec.gates] == [
-        "G2 12/12 vs B",
+        "G2 12/12 vs the arm's second fresh server",
         "G3 server A 12/12 vs tp1-mtp0",
         "G3 server B 12/12 vs tp1-mtp0",
     ]
@@ -470,55 +508,65 @@ def test_failed_g3_withholds_the_arm() -> None:
 
 
 def test_failed_g3_stored_as_measured_is_refused() -> None:
+    document = stored(measured_draft(g3_diverges=True))
+    document["arms"][1]["state"] = "measured"
+    with pytest.raises(ValidationError, match="arm 'tp1-mtp2': state is measured, its gates make it withheld"):
+        read_stored(document)
+    # a writer cannot choose the state: seal derives it from the gates
     draft = measured_draft(g3_diverges=True)
     draft["arms"][1]["state"] = "measured"
-    with pytest.raises(ValidationError, match="arm 'tp1-mtp2': state is measured, its gates make it withheld"):
-        seal(draft)
+    assert seal_draft(draft).arm(SPEC_ARM).state == State.WITHHELD
 
 
 def test_withheld_arm_needs_a_reason() -> None:
+    document = stored(measured_draft(g3_diverges=True))
+    for missing in (None, ""):
+        document["arms"][1]["withheld_reason"] = missing
+        with pytest.raises(ValidationError, match="a withheld arm needs withheld_reason"):
+            read_stored(document)
+    # seal gives a withheld arm without a reason the failed gates as its reason
     draft = measured_draft(g3_diverges=True)
     draft["arms"][1]["withheld_reason"] = None
-    with pytest.raises(ValidationError, match="a withheld arm needs withheld_reason"):
-        seal(draft)
-    draft["arms"][1]["withheld_reason"] = ""
-    with pytest.raises(ValidationError, match="a withheld arm needs withheld_reason"):
-        seal(draft)
+    spec = seal_draft(draft).arm(SPEC_ARM)
+    assert spec.withheld_reason == "; ".join(g.summary for g in spec.failed_gates)
 
 
 def test_packet_state_follows_its_arms() -> None:
     draft = published_draft([published_arm("a", [10.0, 11.0], gates=[("G1", 11, 12, False)])])
-    assert draft["state"] == "withheld"
-    assert seal(draft).state == State.WITHHELD
-    draft["state"] = "imported"
+    assert "state" not in draft
+    assert seal_draft(draft).state == State.WITHHELD
+    document = stored(draft)
+    assert document["state"] == "withheld"
+    document["state"] = "imported"
     with pytest.raises(ValidationError, match="state is imported, its arms make it withheld"):
-        seal(draft)
-    mixed = measured_draft(g3_diverges=True)
+        read_stored(document)
+    mixed = stored(measured_draft(g3_diverges=True))
     mixed["state"] = "withheld"
     with pytest.raises(ValidationError, match="state is withheld, its arms make it measured"):
-        seal(mixed)
+        read_stored(mixed)
 
 
 def test_screened_stays_screened_even_with_a_failed_gate() -> None:
     draft = published_draft([published_arm("a", [10.0], gates=[("G1", 3, 12, False)])], provenance="screened")
-    packet = seal(draft)
+    packet = seal_draft(draft)
     assert packet.state == State.SCREENED
     assert packet.arms[0].state == State.SCREENED
-    draft["arms"][0]["state"] = "withheld"
+    document = stored(draft)
+    document["arms"][0]["state"] = "withheld"
     with pytest.raises(ValidationError, match="its gates make it screened"):
-        seal(draft)
+        read_stored(document)
 
 
 @pytest.mark.parametrize("kind", ["imported", "screened"])
 def test_non_measured_provenance_needs_a_source(kind: str) -> None:
     draft = published_draft([published_arm("a", [10.0, 11.0])], provenance=kind)
-    seal(draft)
+    seal_draft(draft)
     del draft["provenance"]["source"]
     with pytest.raises(ValidationError, match=f"an {kind} packet must name its source"):
-        seal(draft)
+        seal_draft(draft)
     draft["provenance"]["source"] = {"name": ""}
     with pytest.raises(ValidationError, match="at least 1 character"):
-        seal(draft)
+        seal_draft(draft)
 
 
 def test_measured_provenance_needs_no_source() -> None:
@@ -561,27 +609,34 @@ def test_gate_messages_and_divergence_length() -> None:
     assert GateResult(gate="G3", against="o", server="B", total=12, passed=False).summary == "G3 server B failed vs o"
 
 
+def _b64(values: list[int]) -> str:
+    return encode_uint32(to_uint32(values))
+
+
 def _row(**changes: Any) -> dict[str, Any]:
     row = {
         "prompt_id": "p",
         "class_id": "c",
-        "token_ids": [1, 2, 3],
+        "token_ids": _b64([1, 2, 3]),
         "prompt_tokens": 5,
         "completion_tokens": 3,
-        "ttft_ms": 1.0,
-        "token_times_ms": [1.0, 2.0, 2.0],
+        "token_times_us": _b64([1000, 2000, 2000]),
     }
     return {**row, **changes}
 
 
 def test_prompt_row_token_counts() -> None:
-    assert PromptRow.model_validate(_row()).completion_tokens == 3
+    row = PromptRow.model_validate(_row())
+    assert row.completion_tokens == 3
+    assert list(row.token_ids) == [1, 2, 3]
+    assert row.ttft_ms == 1.0  # derived from the first token's time, never stored
     rejects(PromptRow, _row(completion_tokens=4), "token_ids length differs from completion_tokens")
-    rejects(PromptRow, _row(token_times_ms=[1.0, 2.0]), "one time per token")
-    rejects(PromptRow, _row(token_ids=[1, 2], completion_tokens=2), "one time per token")
+    rejects(PromptRow, _row(token_times_us=_b64([1000, 2000])), "one time per token")
+    rejects(PromptRow, _row(token_ids=_b64([1, 2]), completion_tokens=2), "one time per token")
     rejects(PromptRow, _row(cached_tokens=-1), "greater than or equal to 0")
-    rejects(PromptRow, _row(ttft_ms=-0.5), "greater than or equal to 0")
-    rejects(PromptRow, _row(token_ids=[1, 2, "x"]), "valid integer")
+    rejects(PromptRow, _row(ttft_ms=0.5), "Extra inputs are not permitted")  # no stored TTFT any more
+    rejects(PromptRow, _row(token_ids=[1, 2, 3]), "must be base64 text")
+    rejects(PromptRow, _row(token_ids="AQAAAAIAAAAD"), "not a whole number of 32-bit integers")
 
 
 def test_arm_config_spec_method_iff_depth() -> None:
@@ -596,24 +651,24 @@ def test_arm_ids_unique_and_ladders_name_arms() -> None:
     draft = measured_draft()
     draft["arms"][1]["id"] = ORACLE_ARM
     with pytest.raises(ValidationError, match="duplicate arm id"):
-        seal(draft)
+        seal_draft(draft)
     draft = measured_draft()
     draft["ladders"] = [
         {"arm": "tp9", "kind": "concurrency", "concurrency": [{"users": 1, "completion_tokens": 5, "wall_s": 1}]}
     ]
     with pytest.raises(ValidationError, match="ladder names unknown arm 'tp9'"):
-        seal(draft)
+        seal_draft(draft)
     draft["ladders"][0]["arm"] = SPEC_ARM
-    ladder = seal(draft).ladders[0]
+    ladder = seal_draft(draft).ladders[0]
     assert ladder.concurrency[0].aggregate_tok_s == 5.0
 
 
 def test_arm_centre_and_ttft_fallback() -> None:
-    arm = Arm.model_validate({**published_arm("a", [40.0, 50.0]), "published_ttft_ms": [100.0, 120.0]})
+    arm = ArmParts.model_validate({**published_arm("a", [40.0, 50.0]), "published_ttft_ms": [100.0, 120.0]})
     assert arm.server_values == [40.0, 50.0]
     assert arm.decode_tok_s == 45.0
     assert arm.ttft_ms == 110.0
-    empty = Arm.model_validate(published_arm("b", []))
+    empty = ArmParts.model_validate(published_arm("b", []))
     assert (empty.decode_tok_s, empty.ttft_ms) == (None, None)
 
 
@@ -628,7 +683,7 @@ def test_spec_metrics_rates() -> None:
     ("edit", "loc"),
     [
         (lambda d: d.update(colour="red"), ("colour",)),
-        (lambda d: d.update(schema_version=2), ("schema_version",)),
+        (lambda d: d.update(schema_version=3), ("schema_version",)),
         (lambda d: d["identity"]["model"].update(slug="../etc"), ("identity", "model", "slug")),
         (lambda d: d["identity"]["model"].update(quantization="FP8/x"), ("identity", "model", "quantization")),
         (lambda d: d["identity"]["host"].update(card_count=0), ("identity", "host", "card_count")),
@@ -656,11 +711,17 @@ def test_spec_metrics_rates() -> None:
     ],
 )
 def test_packet_field_errors(edit: Any, loc: tuple[Any, ...]) -> None:
-    draft = measured_draft(spec=False)
-    edit(draft)
+    document = stored(measured_draft(spec=False))
+    edit(document)
     with pytest.raises(ValidationError) as info:
-        seal(draft)
+        read_stored(document)
     assert first_loc(info.value) == loc
+    if "state" not in loc and "schema_version" not in loc:  # a writer's parts are checked the same way
+        draft = measured_draft(spec=False)
+        edit(draft)
+        with pytest.raises(ValidationError) as info:
+            seal_draft(draft)
+        assert first_loc(info.value) == loc
 
 
 def test_models_are_frozen() -> None:

@@ -1,5 +1,6 @@
-"""`make verify`: every data file re-validated, every packet re-hashed and re-derived, and each
-failure one plain line naming the file (and line where known) and the field; nothing written."""
+"""`make verify`: every data file re-validated, every packet's bytes, name and signature checked
+and its evidence re-derived, and each failure one plain line naming the file (and line where
+known) and the field; nothing written."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from typing import Any
 
 import pytest
 
-from catalog.canonical import pretty_json
+from catalog.arrays import decode_uint32, encode_uint32
+from catalog.canonical import canonical_json, pretty_json
 from catalog.errors import CatalogError, CatalogErrors
+from catalog.keys import load_keys
 from catalog.metrics import compare_rows
-from catalog.packet import Packet, PromptRow
-from catalog.packet_io import packet_json, read_packet, seal, write_packet
+from catalog.packet import PromptRow
+from catalog.packet_io import Sealed, read_packet, signature_path, write_packet
 from catalog.repository import Catalog, load_catalog
 from tests.catalog.factories import (
     REPO,
@@ -27,9 +30,9 @@ from tests.catalog.factories import (
     make_rows,
     make_server,
     measured_draft,
-    measured_packet,
     published_arm,
     published_draft,
+    sealed,
     strict_suite,
 )
 
@@ -53,8 +56,20 @@ def only_problem(tree: Path) -> CatalogError:
     return found[0]
 
 
-def put(tree: Path, packet: Packet) -> Path:
+def put(tree: Path, packet: Sealed) -> Path:
     return write_packet(packet, tree / "packets")
+
+
+def measured(**kw: Any) -> Sealed:
+    """A measured packet sealed with the test measurer key (the tree's keys.yaml lists it)."""
+    return sealed(measured_draft(**kw))
+
+
+def set_token(row: dict[str, Any], index: int, value: int) -> None:
+    """Change one token id of a row in JSON form (base64 uint32)."""
+    ids = decode_uint32(row["token_ids"])
+    ids[index] = value
+    row["token_ids"] = encode_uint32(ids)
 
 
 def line_of(text: str, needle: str) -> int:
@@ -71,9 +86,18 @@ def edit_text(path: Path, change: Callable[[str], str]) -> str:
 
 
 def edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit a data file (suites are written pretty)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     change(data)
     path.write_text(pretty_json(data), encoding="utf-8")
+
+
+def edit_packet(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit a packet as a careful forger would: written back in canonical form, so only the
+    digest (the file name) and the signature can give the edit away."""
+    data = json.loads(path.read_bytes())
+    change(data)
+    path.write_bytes(canonical_json(data) + b"\n")
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, int, int]]:
@@ -107,16 +131,20 @@ RECIPE = Path("data/models/qwen3.5-9b.yaml")
 
 
 def test_a_clean_tree_loads(tree: Path) -> None:
-    measured = measured_packet()
-    withheld = measured_packet(g3_diverges=True)
-    imported = seal(published_draft([published_arm("tp1-mtp0", [50.0, 50.2], gates=[("G1", 12, 12, True)])]))
-    for packet in (measured, withheld, imported):
-        put(tree, packet)
+    files = [
+        measured(),
+        measured(g3_diverges=True),
+        sealed(published_draft([published_arm("tp1-mtp0", [50.0, 50.2], gates=[("G1", 12, 12, True)])])),
+    ]
+    for item in files:
+        put(tree, item)
+    good, withheld, imported = (item.packet for item in files)
     catalog = load(tree)
-    assert set(catalog.packets) == {measured.id, withheld.id, imported.id}
-    assert catalog.packets[measured.id] == measured
-    assert catalog.packet_paths[measured.id] == tree / "packets" / f"{measured.id}.json"
-    assert [p.id for p in catalog.packets_of("qwen3.5-9b")] == sorted([measured.id, withheld.id, imported.id])
+    assert set(catalog.packets) == {good.id, withheld.id, imported.id}
+    assert catalog.packets[good.id] == good
+    assert all(p.signed for p in catalog.packets.values())
+    assert catalog.packet_paths[good.id] == tree / "packets" / f"{good.id}.json"
+    assert [p.id for p in catalog.packets_of("qwen3.5-9b")] == sorted([good.id, withheld.id, imported.id])
     assert catalog.packets_of("qwen3.5-4b") == []
     assert {"qwen3.5-9b", "qwen3.5-4b"} <= set(catalog.recipes)
     assert set(catalog.suites) == {"strict-v1"}
@@ -131,74 +159,94 @@ def test_a_tree_without_packets_loads(tree: Path) -> None:
 
 def test_the_repository_itself_verifies() -> None:
     catalog = load_catalog(REPO / "data", REPO / "packets")
+    assert catalog.packets
     for packet_id, path in catalog.packet_paths.items():
         assert path.name == f"{packet_id}.json"
+        assert catalog.packets[packet_id].signed  # every committed packet is signed by a listed key
 
 
 def test_written_packet_reads_back_identically(tree: Path) -> None:
-    packet = measured_packet()
-    path = put(tree, packet)
-    assert path.read_text(encoding="utf-8") == packet_json(packet)
-    assert read_packet(path) == packet
+    item = measured()
+    path = put(tree, item)
+    assert path.read_bytes() == item.data
+    assert read_packet(path, load_keys(tree / "data" / "keys.yaml")) == item.packet
 
 
 # --- tampering -----------------------------------------------------------------------------
 
 
 def test_one_digit_of_a_decode_rate_changed(tree: Path) -> None:
-    packet = measured_packet()
-    path = put(tree, packet)
-    value = packet.arms[0].servers[0].decode_tok_s
+    item = measured()
+    path = put(tree, item)
+    value = item.packet.arms[0].servers[0].decode_tok_s
     assert value is not None
-    old = f'"decode_tok_s": {value!r}'
+    old = f'"decode_tok_s":{value!r}'
     digits = repr(value)
-    new_digits = digits[:4] + ("7" if digits[4] != "7" else "8") + digits[5:]
-    edit_text(path, lambda text: text.replace(old, f'"decode_tok_s": {new_digits}', 1))
+    # another digit at position 4 that is still the shortest spelling of its float: a canonical edit
+    new_digits = next(
+        changed
+        for digit in "7890123456"
+        if (changed := digits[:4] + digit + digits[5:]) != digits and repr(float(changed)) == changed
+    )
+    edit_text(path, lambda text: text.replace(old, f'"decode_tok_s":{new_digits}', 1))
     error = only_problem(tree)
-    assert (error.file, error.field) == (str(path), "sha256")
-    assert "content does not match its hash" in error.message
-    assert "edited after sealing" in error.message
-    assert str(error).startswith(f"{path}: sha256: ")
+    # the bytes now hash to another digest than the one the file name (and signature) carries
+    assert (error.file, error.field) == (str(path), "id")
+    assert "file name should be" in error.message
+    assert "the file was edited or renamed" in error.message
+    assert str(error).startswith(f"{path}: id: ")
+
+
+def test_a_decode_rate_spelled_another_way(tree: Path) -> None:
+    # the same float with a trailing zero: read as the same value, but not the bytes sealing wrote
+    item = measured()
+    path = put(tree, item)
+    value = item.packet.arms[0].servers[0].decode_tok_s
+    edit_text(path, lambda text: text.replace(f'"decode_tok_s":{value!r}', f'"decode_tok_s":{value!r}0', 1))
+    error = only_problem(tree)
+    assert error.file == str(path)
+    assert error.message.startswith("not in canonical form at byte ")
 
 
 def test_one_token_id_changed(tree: Path) -> None:
-    path = put(tree, measured_packet())
-    edit_json(path, lambda d: d["arms"][1]["servers"][0]["rows"][5]["token_ids"].__setitem__(9, 4242))
-    error = only_problem(tree)
-    assert (error.file, error.field) == (str(path), "sha256")
-
-
-def test_the_stored_hash_changed(tree: Path) -> None:
-    packet = measured_packet(spec=False)
-    path = put(tree, packet)
-    edit_json(path, lambda d: d.update(sha256="f" * 64))
-    assert only_problem(tree).field == "sha256"
-
-
-def test_the_id_inside_the_file_changed(tree: Path) -> None:
-    packet = measured_packet(spec=False)
-    path = put(tree, packet)
-    other = f"qwen3.5-9b-bf16-{'0' * 8}"
-    edit_json(path, lambda d: d.update(id=other))
+    path = put(tree, measured())
+    edit_packet(path, lambda d: set_token(d["arms"][1]["servers"][0]["rows"][5], 9, 4242))
     error = only_problem(tree)
     assert (error.file, error.field) == (str(path), "id")
-    assert f"id should be {packet.id!r}" in error.message
+
+
+def test_a_hash_stored_inside_the_file_is_refused(tree: Path) -> None:
+    # the digest is a fact about the bytes, never a field a file could claim
+    path = put(tree, measured(spec=False))
+    edit_packet(path, lambda d: d.update(sha256="f" * 64))
+    error = only_problem(tree)
+    assert (error.file, error.field, error.message) == (str(path), "sha256", "unknown key")
+
+
+def test_an_id_stored_inside_the_file_is_refused(tree: Path) -> None:
+    item = measured(spec=False)
+    path = put(tree, item)
+    edit_packet(path, lambda d: d.update(id=item.packet.id))
+    error = only_problem(tree)
+    assert (error.file, error.field, error.message) == (str(path), "id", "unknown key")
 
 
 def test_renamed_file(tree: Path) -> None:
-    packet = measured_packet(spec=False)
-    path = put(tree, packet)
+    packet = measured(spec=False).packet
+    path = put(tree, packet_sealed := measured(spec=False))
+    assert packet_sealed.packet.id == packet.id
     renamed = path.with_name("qwen3.5-9b-bf16-deadbeef.json")
     path.rename(renamed)
-    error = only_problem(tree)
+    orphan, error = problems(tree)  # the signature left behind names a packet that is not here
+    assert (orphan.file, orphan.field) == (str(signature_path(path)), "subject")
+    assert orphan.message == "a signature for a packet that is not here"
     assert (error.file, error.field) == (str(renamed), "id")
-    assert error.message == f"file name should be {packet.id}.json"
-    assert str(error) == f"{renamed}: id: file name should be {packet.id}.json"
+    assert error.message.startswith(f"file name should be {packet.id}.json (the id its bytes hash to)")
+    assert str(error).startswith(f"{renamed}: id: file name should be {packet.id}.json")
 
 
 def test_copy_under_another_name(tree: Path) -> None:
-    packet = measured_packet(spec=False)
-    path = put(tree, packet)
+    path = put(tree, measured(spec=False))
     copy = tree / "packets" / "copy-of-the-campaign.json"
     shutil.copy(path, copy)
     error = only_problem(tree)  # the original is fine; the copy is the one problem
@@ -206,9 +254,11 @@ def test_copy_under_another_name(tree: Path) -> None:
 
 
 def test_resealed_under_the_same_content_is_the_same_packet(tree: Path) -> None:
-    first = put(tree, measured_packet(spec=False))
-    second = put(tree, measured_packet(spec=False))
-    assert first == second  # same content, same hash, same file: sealing is idempotent
+    first = put(tree, measured(spec=False))
+    first_bytes = first.read_bytes()
+    second = put(tree, measured(spec=False))
+    assert first == second  # same content, same bytes, same file: sealing is idempotent
+    assert second.read_bytes() == first_bytes
     assert len(load(tree).packets) == 1
 
 
@@ -216,26 +266,24 @@ def test_resealed_under_the_same_content_is_the_same_packet(tree: Path) -> None:
 
 
 def test_malformed_packet_json_names_the_line(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
-    text = path.read_text(encoding="utf-8")
-    title_line = line_of(text, '  "title": ')
-    lines = text.splitlines(keepends=True)
-    lines[title_line - 1] = lines[title_line - 1].replace('",\n', '"\n')
-    path.write_text("".join(lines), encoding="utf-8")
+    item = measured(spec=False)
+    path = put(tree, item)
+    title = json.dumps(item.packet.title)
+    edit_text(path, lambda t: t.replace(f'"title":{title},', f'"title":{title} ', 1))
     error = only_problem(tree)
     assert error.file == str(path)
-    assert error.line == title_line + 1  # the parser notices at the next key
+    assert error.line == 1  # a packet is one line of canonical JSON
     assert error.message.startswith("invalid JSON: Expecting ',' delimiter")
-    assert str(error).startswith(f"{path}:{title_line + 1}: invalid JSON")
+    assert str(error).startswith(f"{path}:1: invalid JSON")
 
 
 def test_truncated_packet(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
+    path = put(tree, measured(spec=False))
     text = path.read_text(encoding="utf-8")
     path.write_text(text[: len(text) // 2], encoding="utf-8")
     error = only_problem(tree)
     assert error.file == str(path)
-    assert error.line is not None and error.line > 100
+    assert error.line == 1
     assert error.message.startswith("invalid JSON")
 
 
@@ -248,18 +296,19 @@ def test_packet_that_is_not_an_object(tree: Path, content: str) -> None:
 
 
 def test_duplicate_json_key(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
-    edit_text(path, lambda t: t.replace("{\n", '{\n  "title": "first",\n', 1))
+    path = put(tree, measured(spec=False))
+    edit_text(path, lambda t: t.replace("{", '{"title":"first",', 1))
     error = only_problem(tree)
     assert error.file == str(path)
-    assert "duplicate key 'title'" in error.message
+    # whichever value a parser keeps, the bytes are not what sealing writes
+    assert error.message.startswith("not in canonical form at byte 2 ")  # '{"t' where '{"a' belongs
 
 
 def test_nan_in_a_packet(tree: Path) -> None:
-    packet = measured_packet(spec=False)
-    path = put(tree, packet)
-    value = packet.arms[0].servers[0].decode_tok_s
-    edit_text(path, lambda t: t.replace(f'"decode_tok_s": {value!r}', '"decode_tok_s": NaN', 1))
+    item = measured(spec=False)
+    path = put(tree, item)
+    value = item.packet.arms[0].servers[0].decode_tok_s
+    edit_text(path, lambda t: t.replace(f'"decode_tok_s":{value!r}', '"decode_tok_s":NaN', 1))
     error = only_problem(tree)
     assert error.file == str(path)
     assert "NaN is not a number JSON allows" in error.message
@@ -309,19 +358,19 @@ def test_missing_hardware_file(tree: Path) -> None:
 
 
 def test_unknown_key_in_a_packet(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
-    edit_text(path, lambda t: t.replace("{\n", '{\n  "colour": "red",\n', 1))
+    path = put(tree, measured(spec=False))
+    edit_text(path, lambda t: t.replace("{", '{"colour":"red",', 1))
     error = only_problem(tree)
-    assert (error.file, error.field, error.line, error.message) == (str(path), "colour", 2, "unknown key")
-    assert str(error) == f"{path}:2: colour: unknown key"
+    assert (error.file, error.field, error.line, error.message) == (str(path), "colour", 1, "unknown key")
+    assert str(error) == f"{path}:1: colour: unknown key"
 
 
 def test_unknown_nested_key_in_a_packet(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
-    text = edit_text(path, lambda t: t.replace('"host": {\n', '"host": {\n      "rack": "r7",\n', 1))
+    path = put(tree, measured(spec=False))
+    text = edit_text(path, lambda t: t.replace('"host":{', '"host":{"rack":"r7",', 1))
     error = only_problem(tree)
     assert error.field == "identity.host.rack"
-    assert error.line == line_of(text, '"rack": "r7"')
+    assert error.line == line_of(text, '"rack":"r7"') == 1
 
 
 def test_unknown_key_in_a_recipe(tree: Path) -> None:
@@ -350,11 +399,11 @@ def test_wrong_type_in_a_recipe(tree: Path) -> None:
 
 
 def test_wrong_type_in_a_packet(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
-    text = edit_text(path, lambda t: t.replace('"card_count": 1', '"card_count": "one"', 1))
+    path = put(tree, measured(spec=False))
+    text = edit_text(path, lambda t: t.replace('"card_count":1', '"card_count":"one"', 1))
     error = only_problem(tree)
     assert (error.file, error.field) == (str(path), "identity.host.card_count")
-    assert error.line == line_of(text, '"card_count": "one"')
+    assert error.line == line_of(text, '"card_count":"one"') == 1
 
 
 def test_wrong_type_in_hardware(tree: Path) -> None:
@@ -374,15 +423,15 @@ def test_wrong_type_in_a_suite(tree: Path) -> None:
 
 
 def test_several_problems_in_one_pass(tree: Path) -> None:
-    good = measured_packet(spec=False)
-    bad_path = put(tree, measured_packet(spec=False, title="tampered"))
+    good = measured(spec=False)
+    bad_path = put(tree, measured(spec=False, title="tampered"))
     put(tree, good)
-    edit_json(bad_path, lambda d: d.update(title="changed"))
+    edit_packet(bad_path, lambda d: d.update(title="changed"))
     edit_text(tree / RECIPE, lambda t: t.replace("meta:\n", "meta:\n  colour: red\n", 1))
     found = problems(tree)
     assert {(Path(e.file or "").name, e.field) for e in found} == {
         ("qwen3.5-9b.yaml", "meta.colour"),
-        (bad_path.name, "sha256"),
+        (bad_path.name, "id"),
     }
     assert len(found) == 2
 
@@ -398,7 +447,7 @@ def test_several_problems_in_one_pass(tree: Path) -> None:
 )
 def test_a_broken_data_file_is_reported_once_not_through_every_packet(tree: Path, data_file: Path, field: str) -> None:
     for title in ("one", "two", "three"):
-        put(tree, measured_packet(title=title))
+        put(tree, measured(title=title))
     path = tree / data_file
     if path.suffix == ".json":
         edit_text(path, lambda t: t.replace("{\n", '{\n  "colour": "red",\n', 1))
@@ -449,21 +498,21 @@ def test_recipe_slug_must_match_its_file_name(tree: Path) -> None:
 
 
 def test_packet_whose_model_has_no_recipe(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False, slug="qwen9-nowhere"))
+    path = put(tree, measured(spec=False, slug="qwen9-nowhere"))
     error = only_problem(tree)
     assert (error.file, error.field) == (str(path), "identity.model.slug")
     assert "'qwen9-nowhere' has no recipe in data/models" in error.message
 
 
 def test_packet_whose_recipe_was_removed(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
+    path = put(tree, measured(spec=False))
     (tree / RECIPE).unlink()
     assert only_problem(tree).field == "identity.model.slug"
     assert only_problem(tree).file == str(path)
 
 
 def test_packet_with_unknown_variant_or_hardware(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False, variant="int2", hardware="tpu_v9"))
+    path = put(tree, measured(spec=False, variant="int2", hardware="tpu_v9"))
     found = problems(tree)
     assert sorted((e.file, e.field) for e in found) == [
         (str(path), "identity.host.hardware"),
@@ -473,9 +522,8 @@ def test_packet_with_unknown_variant_or_hardware(tree: Path) -> None:
 
 @pytest.mark.parametrize("slug", ["../etc", "qwën", "a/b"])
 def test_packet_slug_with_path_characters_or_non_ascii(tree: Path, slug: str) -> None:
-    packet = measured_packet(spec=False)
-    path = put(tree, packet)
-    edit_json(path, lambda d: d["identity"]["model"].update(slug=slug))
+    path = put(tree, measured(spec=False))
+    edit_packet(path, lambda d: d["identity"]["model"].update(slug=slug))
     error = only_problem(tree)
     assert (error.file, error.field) == (str(path), "identity.model.slug")
 
@@ -483,29 +531,29 @@ def test_packet_slug_with_path_characters_or_non_ascii(tree: Path, slug: str) ->
 def test_reproduces_an_unknown_packet(tree: Path) -> None:
     draft = measured_draft(spec=False)
     draft["reproduces"] = "qwen3.5-9b-bf16-00000000"
-    path = put(tree, seal(draft))
+    path = put(tree, sealed(draft))
     error = only_problem(tree)
     assert (error.file, error.field) == (str(path), "reproduces")
 
 
 def test_reproduces_a_known_packet(tree: Path) -> None:
-    original = measured_packet(spec=False)
+    original = measured(spec=False)
     draft = measured_draft(spec=False, title="again")
-    draft["reproduces"] = original.id
+    draft["reproduces"] = original.packet.id
     put(tree, original)
-    put(tree, seal(draft))
+    put(tree, sealed(draft))
     assert len(load(tree).packets) == 2
 
 
 def test_suite_changed_since_the_packet(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
+    path = put(tree, measured(spec=False))
     edit_json(tree / "data" / "suites" / "strict-v1.json", lambda d: d["prompts"][0].update(title="Edited"))
     error = only_problem(tree)
     assert (error.file, error.field) == (str(path), "workload.suite_sha256")
 
 
 def test_canary_set_changed_or_missing(tree: Path) -> None:
-    path = put(tree, measured_packet(spec=False))
+    path = put(tree, measured(spec=False))
     canaries = tree / "data" / "suites" / "canaries-v1.json"
     edit_json(canaries, lambda d: d["canaries"][1].update(expect=["1592"]))
     assert (only_problem(tree).file, only_problem(tree).field) == (str(path), "workload.canary_set_sha256")
@@ -516,7 +564,7 @@ def test_canary_set_changed_or_missing(tree: Path) -> None:
 def test_unknown_suite(tree: Path) -> None:
     draft = measured_draft(spec=False)
     draft["workload"]["suite_id"] = "strict-v9"
-    path = put(tree, seal(draft))
+    path = put(tree, sealed(draft))
     assert (only_problem(tree).file, only_problem(tree).field) == (str(path), "workload.suite_id")
 
 
@@ -527,13 +575,15 @@ def test_suite_file_named_by_its_id(tree: Path) -> None:
     assert (error.file, error.field) == (str(suites / "strict-v2.json"), "id")
 
 
-# --- evidence re-derivation (sealed with the right hash, wrong numbers) ---------------------
+# --- evidence re-derivation (sealed and signed, wrong numbers) -----------------------------
 
 
 def sealed_with(tree: Path, change: Callable[[dict[str, Any]], None], **kw: Any) -> Path:
+    """Edit the draft, then seal and sign it with a listed key: a forger with a key, so only
+    re-deriving the evidence can catch it."""
     draft = measured_draft(**kw)
     change(draft)
-    return put(tree, seal(draft))
+    return put(tree, sealed(draft))
 
 
 def test_server_rate_that_does_not_match_its_rows(tree: Path) -> None:
@@ -574,7 +624,7 @@ def test_failed_server_that_publishes_a_rate(tree: Path) -> None:
 
 def test_gate_that_does_not_match_the_token_arrays(tree: Path) -> None:
     # server A of the speculative arm drifts at token 30 of prompt 2, but its gates still say 12/12
-    path = sealed_with(tree, lambda d: d["arms"][1]["servers"][0]["rows"][2]["token_ids"].__setitem__(30, 1))
+    path = sealed_with(tree, lambda d: set_token(d["arms"][1]["servers"][0]["rows"][2], 30, 1))
     found = problems(tree)
     assert sorted((e.file, e.field) for e in found) == [
         (str(path), "arms[1].gates[0]"),  # G2 A vs B
@@ -608,24 +658,24 @@ def test_gate_on_servers_without_rows(tree: Path) -> None:
 
 
 def test_withheld_packet_evidence_re_derives(tree: Path) -> None:
-    packet = measured_packet(g3_diverges=True)
-    put(tree, packet)
-    assert load(tree).packets[packet.id].arm(SPEC_ARM).gates[1].first_divergence[4] == 57
+    item = measured(g3_diverges=True)
+    put(tree, item)
+    assert load(tree).packets[item.packet.id].arm(SPEC_ARM).gates[1].first_divergence[4] == 57
 
 
 # --- nothing is written ---------------------------------------------------------------------
 
 
 def test_loading_writes_nothing(tree: Path) -> None:
-    put(tree, measured_packet())
+    put(tree, measured())
     before = snapshot(tree)
     load(tree)
     assert snapshot(tree) == before
 
 
 def test_failing_load_writes_nothing(tree: Path) -> None:
-    path = put(tree, measured_packet())
-    edit_json(path, lambda d: d.update(title="changed"))
+    path = put(tree, measured())
+    edit_packet(path, lambda d: d.update(title="changed"))
     edit_text(tree / RECIPE, lambda t: t.replace("meta:\n", "meta:\n  colour: red\n", 1))
     before = snapshot(tree)
     problems(tree)
@@ -636,7 +686,7 @@ def test_failing_load_writes_nothing(tree: Path) -> None:
 
 
 def test_cli_success(tree: Path) -> None:
-    put(tree, measured_packet())
+    put(tree, measured())
     before = snapshot(tree)
     result = run_verify(tree)
     assert result.returncode == 0, result.stderr
@@ -649,9 +699,9 @@ def test_cli_success(tree: Path) -> None:
 
 
 def test_cli_failure_is_one_plain_line_per_problem(tree: Path) -> None:
-    tampered = put(tree, measured_packet(title="tampered"))
-    edit_json(tampered, lambda d: d.update(title="changed"))
-    renamed = put(tree, measured_packet(title="renamed", spec=False))
+    tampered = put(tree, measured(title="tampered"))
+    edit_packet(tampered, lambda d: d.update(title="changed"))
+    renamed = put(tree, measured(title="renamed", spec=False))
     renamed.rename(renamed.with_name("renamed.json"))
     no_rows = sealed_with(
         tree,
@@ -672,13 +722,14 @@ def test_cli_failure_is_one_plain_line_per_problem(tree: Path) -> None:
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 5, result.stderr
+    assert len(lines) == 6, result.stderr
     assert all(line.startswith("error: ") for line in lines)
     expected = {
         f"{tree / RECIPE}:2: meta.colour: unknown key",
         f"{broken_json}:3: invalid JSON: Expecting ',' delimiter",
-        f"{tampered}: sha256: content does not match its hash",
+        f"{tampered}: id: file name should be",
         f"{renamed.with_name('renamed.json')}: id: file name should be",
+        f"{signature_path(renamed)}: subject: a signature for a packet that is not here",
         f"{no_rows}: arms[0].gates[0]",
     }
     for start in expected:
@@ -690,7 +741,9 @@ def test_cli_without_any_data(tmp_path: Path) -> None:
     result = run_verify(tmp_path)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert result.stderr.startswith(f"error: {tmp_path / 'data' / 'hardware.yaml'}: cannot read")
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"error: {tmp_path / 'data' / 'keys.yaml'}: cannot read")
+    assert any(line.startswith(f"error: {tmp_path / 'data' / 'hardware.yaml'}: cannot read") for line in lines)
 
 
 # --- suite coverage: a measured server ran the whole suite, each prompt once ----------------
@@ -702,9 +755,9 @@ def oracle_only_with(tree: Path, change_rows: Callable[[list[PromptRow]], list[P
     draft = measured_draft(spec=False)
     a, b = change_rows(make_rows(ms_per_token=20.0)), change_rows(make_rows(ms_per_token=20.05))
     arm = draft["arms"][0]
-    arm["servers"] = [make_server("A", a), make_server("B", b)]
+    arm["servers"] = [make_server("A", a).model_dump(mode="json"), make_server("B", b).model_dump(mode="json")]
     arm["gates"] = [compare_rows("G1", "B", a, b).model_dump(mode="json")]
-    return put(tree, seal(draft))
+    return put(tree, sealed(draft))
 
 
 def test_a_server_that_skipped_a_suite_prompt(tree: Path) -> None:

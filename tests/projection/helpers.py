@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from catalog.hardware import Figure, Hardware, Interconnect
-from catalog.packet import Packet
+from catalog.packet import Packet, PacketParts
 from catalog.packet_io import seal
 from catalog.repository import Catalog, load_catalog
+from tests.catalog.factories import test_key
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,7 +65,6 @@ def arm(
             "env": env or {},
         },
         "servers": servers,
-        "state": "imported",
     }
 
 
@@ -79,8 +79,7 @@ def imported_packet(
     weight_bytes: int | None = None,
     hardware_id: str = "arc_pro_b70",
 ) -> Packet:
-    draft = {
-        "schema_version": 1,
+    parts = {
         "title": "test packet",
         "provenance": {"kind": "imported", "source": {"name": "test"}},
         "identity": {
@@ -98,6 +97,5 @@ def imported_packet(
         },
         "workload": {"suite_id": "test", "max_tokens": 512},
         "arms": arms,
-        "state": "imported",
     }
-    return seal(draft)
+    return seal(PacketParts.model_validate(parts), test_key("importer")).packet

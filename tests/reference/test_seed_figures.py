@@ -8,11 +8,20 @@ from pathlib import Path
 import pytest
 
 from catalog.packet import Packet, State
+from catalog.packet_io import is_signature, signature_path
 from catalog.repository import load_catalog
 from runner.import_reference import import_transcription
+from tests.catalog.factories import test_key as throwaway_key
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "tests" / "fixtures" / "seeds"
+# The committed imported packets, as migrated to schema 2 (ids are the digests of their bytes).
+IMPORTED_IDS = {
+    "qwen3.5-4b-fp8-dynamic-5f401765",
+    "qwen3.5-4b-w4a16-70b47480",
+    "qwen3.5-9b-fp8-dynamic-eefc0fa4",
+    "qwen3.5-9b-w4a16-dffec4a1",
+}
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +85,15 @@ def test_withheld_results_stay_withheld(packets: list[Packet]) -> None:
 
 
 def test_transcription_re_seals_to_the_committed_packets(tmp_path: Path) -> None:
-    written = import_transcription(ROOT / "data" / "imports" / "neural-download.yaml", tmp_path)
-    committed = {p.name for p in (ROOT / "packets").glob("*.json")}
+    """The packet bytes (so the ids) do not depend on the key: sealed with a throwaway importer key,
+    the transcription gives the committed files byte for byte; those carry the project's signature."""
+    written = import_transcription(
+        ROOT / "data" / "imports" / "neural-download.yaml", tmp_path, throwaway_key("importer")
+    )
+    assert {p.id for p in written} == IMPORTED_IDS
+    committed = {p.name for p in (ROOT / "packets").glob("*.json") if not is_signature(p)}
     assert {f"{p.id}.json" for p in written} <= committed
     for packet in written:
-        assert (tmp_path / f"{packet.id}.json").read_bytes() == (ROOT / "packets" / f"{packet.id}.json").read_bytes()
+        path = ROOT / "packets" / f"{packet.id}.json"
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes()
+        assert signature_path(path).is_file()
