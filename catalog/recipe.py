@@ -65,6 +65,9 @@ class ModelSection(StrictModel):
     context_length: int = Field(ge=0)  # omni (diffusion) recipes write 0
     base_args: Args = []
     base_env: Env = {}
+    # This catalog's own key, not upstream's: a locally made model (data/models/demo.yaml), whose
+    # packets must say identity.model.synthetic and whose speeds say nothing about real models.
+    synthetic: bool = False
 
 
 class Dependency(StrictModel):

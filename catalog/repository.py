@@ -7,10 +7,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from catalog.consistency import Problem, packet_problems, reference_problems, reproduction_problems
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.evidence import canary_problems, evidence_problems
 from catalog.hardware import Hardware, HardwareFile
@@ -102,6 +104,8 @@ def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = Fa
     for packet_id, packet in packets.items():
         if packet.reproduces and packet.reproduces not in packets:
             found.add(f"names unknown packet {packet.reproduces!r}", file=paths[packet_id], field="reproduces")
+        elif packet.reproduces:
+            found.errors.extend(_located(reproduction_problems(packet, packets[packet.reproduces]), paths[packet_id]))
     found.raise_if_any()
     reproduced_by: dict[str, list[Packet]] = {}
     by_family: dict[str, list[Packet]] = {}
@@ -120,19 +124,24 @@ def _check_signatures_have_packets(entries: list[Path], found: _Collector) -> No
 
 
 def read_verified(
-    path: Path, keys: KeyRing | None = None, allow_unsigned: bool = False
+    path: Path, keys: KeyRing | None = None, allow_unsigned: bool = False, now: datetime | None = None
 ) -> tuple[Packet | None, list[CatalogError]]:
-    """Read one packet, check its bytes and signature and re-derive its evidence: the costly
-    part of loading, independent of every other file."""
+    """Read one packet, check its bytes and signature, re-derive its evidence and check it is
+    consistent in itself: the costly part of loading, independent of every other file."""
     try:
         packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned)
     except CatalogErrors as many:
         return None, many.errors
     except CatalogError as error:
         return None, [error]
-    if packet.provenance.kind != "measured":
-        return packet, []
-    return packet, [CatalogError(message, file=path, field=where) for where, message in evidence_problems(packet)]
+    evidence = evidence_problems(packet) if packet.provenance.kind == "measured" else []
+    reported = {where for where, _ in evidence}  # a gate evidence cannot pair is not reported twice
+    consistency = [p for p in packet_problems(packet, now or datetime.now(UTC)) if p[0] not in reported]
+    return packet, _located([*evidence, *consistency], path)
+
+
+def _located(problems: list[Problem], path: Path) -> list[CatalogError]:
+    return [CatalogError(message, file=path, field=where) for where, message in problems]
 
 
 def read_packets(
@@ -213,6 +222,7 @@ def _cross_check(
             file=path,
             field="identity.host.hardware",
         )
+    found.errors.extend(_located(reference_problems(packet, recipe, hardware.get(packet.identity.host.hardware)), path))
     if packet.provenance.kind == "measured":
         _check_workload(packet, path, suites, canary_sets, found, unloaded)
 

@@ -8,11 +8,13 @@ does); with --max-concurrency above 1 the run also becomes one point of a concur
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from catalog.errors import CatalogError
+from catalog.consistency import consistency_problems
+from catalog.errors import CatalogError, CatalogErrors
 from catalog.loading import load_file
 from catalog.packet import Packet, PacketParts
 from catalog.packet_io import made_from, seal, write_packet
@@ -52,6 +54,7 @@ def screened_parts(
     platform: str,
     cards: int,
     source: str,
+    synthetic: bool = False,
 ) -> PacketParts:
     users = result.max_concurrency or 1
     spec = None
@@ -78,6 +81,7 @@ def screened_parts(
                     "repo": result.model_id,
                     "quantization": quantization,
                     "quantization_label": quantization.upper(),
+                    "synthetic": synthetic,
                 },
                 "runtime": {
                     "platform": platform,
@@ -127,9 +131,19 @@ def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
             platform=platform,
             cards=options.cards,
             source=options.source,
+            synthetic=recipe.model.synthetic,
         )
         sealed = seal(parts, host_key(role="importer"))
     except ValidationError as error:
         raise made_from(options.result, error) from None
+    # refuse here, naming the input, what verify would refuse once written
+    problems = consistency_problems(sealed.packet, recipe, catalog.hardware[options.hardware], datetime.now(UTC))
+    if problems:
+        raise CatalogErrors(
+            [
+                CatalogError(f"the packet made from it is inconsistent: {message}", file=options.result, field=field)
+                for field, message in problems
+            ]
+        )
     write_packet(sealed, Path(options.packets))
     return sealed.packet
