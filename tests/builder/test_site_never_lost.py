@@ -4,6 +4,8 @@ fast path refuses what a full build refuses; an unwritable output is one line, n
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -80,3 +82,74 @@ def test_an_empty_packets_folder_is_still_a_catalog(tmp_path):
     result = _build(data, packets, tmp_path / "site")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+# ---- 5. labels reach Plotly as text, never as its pseudo-HTML ----
+
+EVIL_LINK = '<a href="https://evil.example">x</a>'
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_chart_labels_are_escaped_for_plotly():
+    from builder.charts import Point, chart
+
+    points = [
+        Point(series=EVIL_LINK, x=1, x_label="<b>1</b> & 'one'", centre=10.0, values=[9.0, 11.0]),
+        Point(series=EVIL_LINK, x=2, x_label="2", centre=12.0, values=[12.0]),
+        Point(series="other", x=2, x_label="2", centre=5.0, state="withheld", reason="<br>gate <i>failed</i>"),
+    ]
+    made = chart("c", "title", "subtitle", points, x_title="<sup>x</sup>", y_title='<span style="x">y</span>')
+    figure = json.loads(made.figure_json)
+    published = figure["data"][0]
+    assert published["name"] == "&lt;a href=&#34;https://evil.example&#34;&gt;x&lt;/a&gt;"
+    assert published["hovertext"][0].startswith("&lt;a href=&#34;https://evil.example&#34;&gt;x&lt;/a&gt; · &lt;b&gt;")
+    layout = figure["layout"]
+    assert layout["xaxis"]["title"]["text"] == "&lt;sup&gt;x&lt;/sup&gt;"
+    assert layout["yaxis"]["title"]["text"] == "&lt;span style=&#34;x&#34;&gt;y&lt;/span&gt;"
+    assert layout["xaxis"]["ticktext"][0] == "&lt;b&gt;1&lt;/b&gt; &amp; &#39;one&#39;"
+    withheld_hover = figure["data"][1]["hovertext"][0]
+    assert "WITHHELD: &lt;br&gt;gate &lt;i&gt;failed&lt;/i&gt;" in withheld_hover
+    # the only markup left is the line breaks the builder itself puts between hover lines
+    for text in _strings(figure):
+        assert "<" not in text.replace("<br>", ""), text
+    # the table beside the chart keeps the raw text: Jinja escapes it for HTML
+    assert made.rows[0].series == EVIL_LINK
+
+
+def _hostile_labels(tmp_path: Path) -> tuple[Path, Path]:
+    """The fixture catalog with every arm label of the measured packet a link (re-sealed)."""
+    from catalog.packet import HASH_EXCLUDED
+    from catalog.packet_io import seal, write_packet
+    from tests.builder.factory import imported_packet, measured_packet
+
+    data, packets = write_catalog(tmp_path, packets=False)
+    draft = {k: v for k, v in measured_packet().model_dump(mode="json").items() if k not in HASH_EXCLUDED}
+    for arm in draft["arms"]:
+        arm["label"] = f"{EVIL_LINK} {arm['label']}"
+    write_packet(seal(draft), packets)
+    write_packet(imported_packet(), packets)
+    return data, packets
+
+
+def test_no_figure_in_the_built_site_carries_markup(tmp_path):
+    out = tmp_path / "site"
+    result = _build(*_hostile_labels(tmp_path), out)
+    assert result.returncode == 0, result.stderr
+    figures, escaped = 0, 0
+    for path in sorted(out.rglob("*.html")):
+        html = path.read_text()
+        for body in re.findall(r'<script type="application/json" id="chart-data-[^"]*">(.*?)</script>', html, re.S):
+            figures += 1
+            for text in _strings(json.loads(body)):
+                assert "<" not in text.replace("<br>", ""), (path, text)
+                escaped += "&lt;a href=&#34;https://evil.example&#34;&gt;" in text
+    assert figures > 0 and escaped > 0
