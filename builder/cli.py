@@ -66,7 +66,7 @@ def run(argv: list[str] | None = None) -> int:
         relative: Copy(content, hashes[relative]) if isinstance(content, Path) else content
         for relative, content in result.files.items()
     }
-    files[stamp.MANIFEST] = stamp.manifest(inputs, hashes, result.warnings)
+    files[stamp.MANIFEST] = stamp.manifest(inputs.sha256, hashes, result.warnings)
     failed_strict = _report(result.warnings, options.strict)
     if options.check:
         stale = differences(files, options.out, digest=known.sha256)

@@ -5,6 +5,7 @@ fast path refuses what a full build refuses; an unwritable output is one line, n
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -153,3 +154,57 @@ def test_no_figure_in_the_built_site_carries_markup(tmp_path):
                 assert "<" not in text.replace("<br>", ""), (path, text)
                 escaped += "&lt;a href=&#34;https://evil.example&#34;&gt;" in text
     assert figures > 0 and escaped > 0
+
+
+# ---- 4. the no-op fast path refuses exactly what a full build refuses ----
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _dangling_link(path: Path) -> None:
+    path.symlink_to(path.parent / "no-such-target.json")
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+    (path / "inside.txt").write_text("a folder named like a packet")
+
+
+@pytest.mark.parametrize("make", [_fifo, _dangling_link, _folder], ids=["fifo", "dangling-link", "folder"])
+@pytest.mark.parametrize("where", ["packets/odd.json", "data/models/odd.yaml", "data/suites/odd.json"])
+def test_an_entry_the_full_build_refuses_defeats_the_fast_path(tmp_path, catalog, make, where):
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out).returncode == 0
+    assert "is up to date" in _build(data, packets, out).stdout
+    make(tmp_path / where)
+    incremental = _build(data, packets, out)
+    full = _build(data, packets, tmp_path / "fresh")  # no manifest: the full build, nothing else
+    assert full.returncode == 1 and str(tmp_path / where) in full.stderr, full.stderr
+    assert (incremental.returncode, incremental.stdout, incremental.stderr) == (1, "", full.stderr)
+    assert "Traceback" not in incremental.stderr
+
+
+def test_a_deleted_empty_packets_folder_is_not_up_to_date(tmp_path):
+    """An empty folder and a missing one once hashed alike; the missing one must fail."""
+    data, packets = write_catalog(tmp_path, packets=False)
+    out = tmp_path / "site"
+    assert _build(data, packets, out).returncode == 0
+    packets.rmdir()
+    _one_line_error(_build(data, packets, out), str(packets), "no such folder")
+
+
+def test_a_link_to_a_good_packet_is_built_every_time_not_trusted(tmp_path, catalog):
+    """A link is never vouched for by a fingerprint: the build runs (and succeeds) each time."""
+    data, packets = catalog
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    victim = next(packets.glob("*.json"))
+    victim.rename(elsewhere / victim.name)
+    victim.symlink_to(elsewhere / victim.name)
+    out = tmp_path / "site"
+    assert _build(data, packets, out).returncode == 0
+    again = _build(data, packets, out)
+    assert again.returncode == 0 and "up to date" not in again.stdout and "0 changed" in again.stdout
