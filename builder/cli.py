@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from builder import stamp
-from catalog.errors import exit_on_catalog_error
+from catalog.errors import CatalogError, exit_on_catalog_error
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -25,6 +25,11 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--base-url", default="", help="absolute URL the site is published at (sitemap, og:url)")
     build.add_argument("--check", action="store_true", help="write nothing; fail if the output folder is stale")
     build.add_argument("--strict", action="store_true", help="fail on any warning")
+    build.add_argument(
+        "--allow-shrink",
+        action="store_true",
+        help="publish even when the new site holds fewer than half the packets of the current one",
+    )
     return top
 
 
@@ -36,6 +41,18 @@ def _report(warnings: list[str], strict: bool) -> bool:
         print(f"error: {len(warnings)} warning(s) and --strict", file=sys.stderr)
         return True
     return False
+
+
+def _check_shrink(out: Path, published: int, allow: bool) -> None:
+    """Refuse to replace a site with one holding fewer than half its packets (a wrong --packets
+    folder, a half-finished checkout) unless --allow-shrink says it is meant."""
+    before = stamp.published_packets(out)
+    if published * 2 < before and not allow:
+        raise CatalogError(
+            f"refusing to publish {published} packet(s) over the {before} the site was built from "
+            "(fewer than half): pass --allow-shrink if that is meant",
+            file=out,
+        )
 
 
 def _sha256(content: bytes | Path, known: stamp.Fingerprints) -> str:
@@ -81,6 +98,7 @@ def run(argv: list[str] | None = None) -> int:
     if failed_strict:
         return 1
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
+    _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
     check_paths(files, options.out)
     changed = publish(files, options.out, digest=known.sha256)
     for relative, sha in hashes.items():

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -193,9 +193,31 @@ def input_hash(data: Path, packets: Path, templates: Path, base_url: str, known:
     return Inputs(digest.hexdigest(), tuple(irregular))
 
 
+def packet_count(relatives: Iterable[str]) -> int:
+    """How many packets a site's files publish (each as packets/<id>.json)."""
+    return sum(1 for r in relatives if r.startswith("packets/") and r.endswith(".json") and r.count("/") == 1)
+
+
 def manifest(inputs: str, file_hashes: dict[str, str], warnings: list[str]) -> bytes:
-    body = {"inputs": inputs, "files": dict(sorted(file_hashes.items())), "warnings": warnings}
+    body = {
+        "inputs": inputs,
+        "files": dict(sorted(file_hashes.items())),
+        "packets": packet_count(file_hashes),
+        "warnings": warnings,
+    }
     return (json.dumps(body, sort_keys=True, indent=1) + "\n").encode()
+
+
+def published_packets(out: Path) -> int:
+    """How many packets the site in `out` was built from: its manifest's count, else the packet
+    files it holds (a site from before the count was recorded); 0 for no site."""
+    try:
+        recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        count = recorded.get("packets")
+        return count if isinstance(count, int) else packet_count(recorded["files"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        folder = out / "packets"
+        return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
 
 
 def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | None:

@@ -29,7 +29,7 @@ def _build(data: Path, packets: Path, out: Path, *extra: str) -> subprocess.Comp
 def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
     assert result.returncode == 1, result
     assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.splitlines()
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("warning: ")]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
@@ -208,3 +208,48 @@ def test_a_link_to_a_good_packet_is_built_every_time_not_trusted(tmp_path, catal
     assert _build(data, packets, out).returncode == 0
     again = _build(data, packets, out)
     assert again.returncode == 0 and "up to date" not in again.stdout and "0 changed" in again.stdout
+
+
+# ---- 2. a build that would drop most packets refuses without --allow-shrink ----
+
+
+def _packets_in(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / "packets").glob("*.json"))
+
+
+def test_the_manifest_records_the_packet_count(tmp_path, catalog):
+    out = tmp_path / "site"
+    assert _build(*catalog, out).returncode == 0
+    assert json.loads((out / ".catalog-build.json").read_text())["packets"] == 2 == len(_packets_in(out))
+
+
+@pytest.mark.parametrize("manifest", ["with-count", "older-without-count", "none"])
+def test_a_build_dropping_most_packets_refuses(tmp_path, catalog, manifest):
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out).returncode == 0
+    recorded = out / ".catalog-build.json"
+    if manifest == "older-without-count":
+        body = json.loads(recorded.read_text())
+        del body["packets"]
+        recorded.write_text(json.dumps(body))
+    elif manifest == "none":
+        recorded.unlink()
+    before = _packets_in(out)
+    for path in packets.glob("*.json"):
+        path.unlink()
+    _one_line_error(_build(data, packets, out), str(out), "0 packet(s) over the 2", "--allow-shrink")
+    assert _packets_in(out) == before
+    allowed = _build(data, packets, out, "--allow-shrink")
+    assert allowed.returncode == 0, allowed.stderr
+    assert _packets_in(out) == []
+
+
+def test_losing_half_the_packets_is_still_allowed(tmp_path, catalog):
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out).returncode == 0
+    next(packets.glob("fixture-7b-w4a16-*.json")).unlink()
+    result = _build(data, packets, out)
+    assert result.returncode == 0, result.stderr
+    assert len(_packets_in(out)) == 1
