@@ -65,6 +65,9 @@ def run(argv: list[str] | None = None) -> int:
     known = stamp.Fingerprints.load(options.out)
     inputs = stamp.input_hash(options.data, options.packets, options.templates, options.base_url, known)
     if not options.check:
+        from builder.output import clean_leftovers, real_output
+
+        clean_leftovers(real_output(options.out))  # what a killed build left, even when nothing changed
         recorded = stamp.unchanged(options.out, inputs, known)
         if recorded is not None:
             if known.hashed_bytes:

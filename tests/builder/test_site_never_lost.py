@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,156 @@ def test_losing_half_the_packets_is_still_allowed(tmp_path, catalog):
     result = _build(data, packets, out)
     assert result.returncode == 0, result.stderr
     assert len(_packets_in(out)) == 1
+
+
+# ---- 3. the swap into place: SIGKILL at any instant leaves the old or the new site, whole ----
+
+# Runs the real CLI with a pause injected at one point of publishing; the test SIGKILLs it there.
+PAUSED_BUILD = """
+import os, sys, time
+from pathlib import Path
+import builder.output as output
+
+point, flag = sys.argv[1], Path(sys.argv[2])
+
+def pause():
+    flag.write_text(point)
+    time.sleep(600)
+
+def after(function):
+    def wrapped(*args, **kwargs):
+        result = function(*args, **kwargs)
+        pause()
+        return result
+    return wrapped
+
+if point == "writing":
+    real_write = output._write
+    output._write = lambda *a: (real_write(*a), pause())
+elif point == "before-swap":
+    real_swap = output._swap
+    output._swap = lambda *a: (pause(), real_swap(*a))
+elif point == "after-exchange":
+    output._exchange = after(output._exchange)
+elif point == "fallback-mid-swap":
+    output._exchange = lambda *a: False
+    real_rename = os.rename
+    def rename(source, target):
+        real_rename(source, target)
+        if ".old-" in str(target):
+            pause()
+    output.os.rename = rename
+from builder.cli import main
+sys.argv = ["builder", *sys.argv[3:]]
+main()
+"""
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _whole_site(out: Path) -> str:
+    """The inputs hash of the site in `out` after checking it holds exactly its manifest's files."""
+    recorded = json.loads((out / ".catalog-build.json").read_text())
+    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if not p.is_dir()}
+    assert present == set(recorded["files"]) | {".catalog-build.json"}
+    assert all(_sha256(out / relative) == sha for relative, sha in recorded["files"].items())
+    return str(recorded["inputs"])
+
+
+def _leftovers(out: Path) -> list[str]:
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+
+
+def _toggle(data: Path) -> None:
+    recipe = data / "models" / "empty-1b.yaml"
+    text = recipe.read_text()
+    flipped = text.replace("nobody has measured", "NOBODY HAS MEASURED")
+    recipe.write_text(flipped if flipped != text else text.replace("NOBODY HAS MEASURED", "nobody has measured"))
+
+
+@pytest.fixture
+def two_sites(tmp_path, catalog):
+    """A site built from the catalog, the catalog then changed; both sites' inputs hashes."""
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out).returncode == 0
+    _toggle(data)
+    assert _build(data, packets, tmp_path / "probe").returncode == 0
+    return data, packets, out, {"old": _whole_site(out), "new": _whole_site(tmp_path / "probe")}
+
+
+def _killed_at(point: str, data: Path, packets: Path, out: Path, flag: Path) -> None:
+    argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]
+    process = subprocess.Popen([sys.executable, "-c", PAUSED_BUILD, point, str(flag), *argv], cwd=REPO)
+    try:
+        for _ in range(1200):
+            if flag.exists() or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert flag.exists(), f"the build never reached {point}"
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize(("point", "expected"), [("writing", "old"), ("before-swap", "old"), ("after-exchange", "new")])
+def test_sigkill_while_publishing_leaves_a_whole_site(tmp_path, two_sites, point, expected):
+    data, packets, out, hashes = two_sites
+    _killed_at(point, data, packets, out, tmp_path / "flag")
+    assert _whole_site(out) == hashes[expected]
+    assert _leftovers(out), "the kill should have left a staging folder"
+    result = _build(data, packets, out)
+    assert result.returncode == 0, result.stderr
+    assert _leftovers(out) == []
+    assert _whole_site(out) == hashes["new"]
+
+
+def test_sigkill_mid_swap_without_renameat2_is_repaired_by_the_next_build(tmp_path, two_sites):
+    """Without renameat2 the old site is renamed aside before the new one moves in: killed
+    between the two, `site` is briefly missing, its whole old copy beside it, put back next build."""
+    data, packets, out, hashes = two_sites
+    _killed_at("fallback-mid-swap", data, packets, out, tmp_path / "flag")
+    assert not out.exists()
+    [retired] = [out.parent / name for name in _leftovers(out) if ".old-" in name]
+    assert _whole_site(retired) == hashes["old"]
+    result = _build(data, packets, out)
+    assert result.returncode == 0, result.stderr
+    assert _leftovers(out) == []
+    assert _whole_site(out) == hashes["new"]
+
+
+def test_sigkill_at_any_delay_leaves_a_whole_site(tmp_path, two_sites):
+    """Kills at delays spread over a whole build, the inputs changed before each: whichever
+    instant the kill lands on, the site is whole, and the next build removes the leftovers."""
+    data, packets, out, hashes = two_sites
+    argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]
+    started = time.perf_counter()
+    assert _build(data, packets, out).returncode == 0
+    duration = time.perf_counter() - started
+    valid = set(hashes.values())
+    for step in range(8):
+        _toggle(data)
+        process = subprocess.Popen([sys.executable, "-m", "builder", *argv], cwd=REPO, stdout=subprocess.DEVNULL)
+        time.sleep(duration * (0.45 + step * 0.08))
+        process.kill()
+        process.wait()
+        assert _whole_site(out) in valid
+    result = _build(data, packets, out)
+    assert result.returncode == 0, result.stderr
+    assert _leftovers(out) == []
+    assert _whole_site(out) in valid
+
+
+def test_a_symlinked_output_is_followed_and_kept_a_link(tmp_path, two_sites):
+    data, packets, out, hashes = two_sites
+    link = tmp_path / "published"
+    link.symlink_to(out)
+    result = _build(data, packets, link)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and link.resolve() == out.resolve()
+    assert _whole_site(out) == hashes["new"]
+    assert _leftovers(out) == [] and _leftovers(link) == []
