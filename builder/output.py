@@ -110,6 +110,14 @@ def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
     changed = {r for r in files if not _same(out / r, files[r], digest)}
     if out.is_dir() and not changed and not existing_files(out) - set(files):
         return 0
+    try:
+        _replace(files, out, changed)
+    except OSError as error:  # a read-only or special file system, no space, no permission
+        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
+    return len(changed)
+
+
+def _replace(files: Files, out: Path, changed: set[str]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
     try:
@@ -120,7 +128,6 @@ def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return len(changed)
 
 
 def _fill(staging: Path, files: Files, out: Path, changed: set[str]) -> None:

@@ -407,3 +407,50 @@ def test_a_symlinked_output_is_followed_and_kept_a_link(tmp_path, two_sites):
     assert link.is_symlink() and link.resolve() == out.resolve()
     assert _whole_site(out) == hashes["new"]
     assert _leftovers(out) == [] and _leftovers(link) == []
+
+
+# ---- 6. the system refusing a read or a write: one line naming the path, exit 1, no traceback ----
+
+
+@pytest.mark.parametrize("out", ["/proc/catalog-site", "/proc/self/catalog-site", "/sys/kernel/catalog-site"])
+def test_an_output_the_system_will_not_write_is_one_line(tmp_path, catalog, out):
+    """Root writes through file modes, so an unwritable output is one under /proc or /sys."""
+    _one_line_error(_build(*catalog, Path(out)), out, "cannot write the site")
+
+
+def test_a_special_folder_as_output_is_refused_in_one_line(catalog):
+    _one_line_error(_build(*catalog, Path("/proc/self")), "/proc/self", "refusing to replace")
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [(_fifo, "not a regular file"), (_dangling_link, "cannot read: No such file or directory")],
+    ids=["fifo", "dangling-link"],
+)
+@pytest.mark.parametrize("where", ["packets/odd.json", "data/models/odd.yaml"])
+def test_an_input_that_cannot_be_read_is_one_line(tmp_path, catalog, make, reason, where):
+    """Root reads through file modes: the unreadable inputs here are a FIFO and a dangling link."""
+    make(tmp_path / where)
+    _one_line_error(_build(*catalog, tmp_path / "site"), str(tmp_path / where), reason)
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_a_packet_without_read_permission_is_one_line(tmp_path, catalog):
+    data, packets = catalog
+    victim = next(packets.glob("*.json"))
+    victim.chmod(0)
+    _one_line_error(_build(data, packets, tmp_path / "site"), str(victim), "Permission denied")
+
+
+def test_an_os_error_outside_the_loader_is_one_line(tmp_path, monkeypatch, capsys):
+    """The last resort in exit_on_catalog_error: any OSError is printed as its path and reason."""
+    from catalog.errors import exit_on_catalog_error
+
+    def failing() -> int:
+        raise PermissionError(13, "Permission denied", str(tmp_path / "x"))
+
+    with pytest.raises(SystemExit) as done:
+        exit_on_catalog_error(failing)()
+    assert done.value.code == 1
+    assert capsys.readouterr().err == f"error: {tmp_path / 'x'}: Permission denied\n"
