@@ -66,6 +66,17 @@ class Chart:
     notes: list[str]
 
 
+# Plotly draws labels as its own pseudo-HTML (<a href>, <b>, <br>, ...) and decodes entities; it
+# knows &amp; &lt; &gt; and numeric ones, not &quot;. Every string from a packet or recipe passes
+# through `_text` before it reaches a trace name, hover text, tick label or axis title.
+_PLOTLY_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
+
+
+def _text(label: str) -> str:
+    """`label` shown as text by Plotly, never as markup."""
+    return label.translate(_PLOTLY_ESCAPES)
+
+
 def _r(value: float) -> float:
     return float(fmt(value))
 
@@ -80,7 +91,7 @@ def _hover(point: Point, y_title: str) -> str:
         parts.append(f"TTFT {fmt(point.ttft_ms)} ms")
     if point.state == "withheld":
         parts.append(f"WITHHELD: {point.reason or ''}")
-    return "<br>".join(parts)
+    return "<br>".join(_text(part) for part in parts)
 
 
 def _published_trace(series: str, points: Sequence[Point], colour: str, y_title: str) -> go.Scatter:
@@ -88,7 +99,7 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
     plus = [_r(max(p.values) - c) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     minus = [_r(c - min(p.values)) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     return go.Scatter(
-        name=series,
+        name=_text(series),
         x=[p.x for p in points],
         y=centres,
         mode="lines+markers",
@@ -138,14 +149,14 @@ def _figure(points: Sequence[Point], x_title: str, y_title: str, x_log: bool) ->
         showlegend=True,
         legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0},
         xaxis={
-            "title": {"text": x_title},
+            "title": {"text": _text(x_title)},
             "type": "log" if x_log else "linear",
             "tickvals": [t[0] for t in ticks],
-            "ticktext": [t[1] for t in ticks],
+            "ticktext": [_text(t[1]) for t in ticks],
             "gridcolor": "#e5e7eb",
             "zeroline": False,
         },
-        yaxis={"title": {"text": y_title}, "rangemode": "tozero", "gridcolor": "#e5e7eb", "zeroline": False},
+        yaxis={"title": {"text": _text(y_title)}, "rangemode": "tozero", "gridcolor": "#e5e7eb", "zeroline": False},
     )
     return go.Figure(data=traces, layout=layout)
 

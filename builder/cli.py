@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from builder import stamp
-from catalog.errors import exit_on_catalog_error
+from catalog.errors import CatalogError, exit_on_catalog_error
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -30,6 +30,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a local build: admit packets without a known signature, marked 'unsigned, local' on every page",
     )
+    build.add_argument(
+        "--allow-shrink",
+        action="store_true",
+        help="publish even when the new site holds fewer than half the packets of the current one",
+    )
     return top
 
 
@@ -41,6 +46,18 @@ def _report(warnings: list[str], strict: bool) -> bool:
         print(f"error: {len(warnings)} warning(s) and --strict", file=sys.stderr)
         return True
     return False
+
+
+def _check_shrink(out: Path, published: int, allow: bool) -> None:
+    """Refuse to replace a site with one holding fewer than half its packets (a wrong --packets
+    folder, a half-finished checkout) unless --allow-shrink says it is meant."""
+    before = stamp.published_packets(out)
+    if published * 2 < before and not allow:
+        raise CatalogError(
+            f"refusing to publish {published} packet(s) over the {before} the site was built from "
+            "(fewer than half): pass --allow-shrink if that is meant",
+            file=out,
+        )
 
 
 def _sha256(content: bytes | Path, known: stamp.Fingerprints) -> str:
@@ -55,6 +72,9 @@ def run(argv: list[str] | None = None) -> int:
         options.data, options.packets, options.templates, options.base_url, known, allow_unsigned=options.allow_unsigned
     )
     if not options.check:
+        from builder.output import clean_leftovers, real_output
+
+        clean_leftovers(real_output(options.out))  # what a killed build left, even when nothing changed
         recorded = stamp.unchanged(options.out, inputs, known)
         if recorded is not None:
             if known.hashed_bytes:
@@ -79,7 +99,7 @@ def run(argv: list[str] | None = None) -> int:
         relative: Copy(content, hashes[relative]) if isinstance(content, Path) else content
         for relative, content in result.files.items()
     }
-    files[stamp.MANIFEST] = stamp.manifest(inputs, hashes, result.warnings)
+    files[stamp.MANIFEST] = stamp.manifest(inputs.sha256, hashes, result.warnings)
     failed_strict = _report(result.warnings, options.strict)
     if options.check:
         stale = differences(files, options.out, digest=known.sha256)
@@ -94,6 +114,7 @@ def run(argv: list[str] | None = None) -> int:
     if failed_strict:
         return 1
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
+    _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
     check_paths(files, options.out)
     changed = publish(files, options.out, digest=known.sha256)
     for relative, sha in hashes.items():

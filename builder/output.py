@@ -3,10 +3,15 @@ in a temporary sibling folder and swapped in whole, so a failed build leaves the
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
+import glob
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,39 +103,128 @@ def _write(target: Path, content: Content) -> None:
 
 def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
     """Make `out` hold exactly `files`. Returns how many files changed (0: nothing was touched).
-    `digest` (sha256 of a file, e.g. through fingerprints) compares copies without reading them."""
+    `digest` (sha256 of a file, e.g. through fingerprints) compares copies without reading them.
+    An `out` that is a link is followed: the folder it names is replaced, the link stays."""
+    out = real_output(out)
+    clean_leftovers(out)
     changed = {r for r in files if not _same(out / r, files[r], digest)}
     if out.is_dir() and not changed and not existing_files(out) - set(files):
         return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
-        os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
-        for relative in sorted(files):
-            target = safe_target(staging, relative)
-            previous = out / relative
-            if relative not in changed and previous.is_file():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(previous, target)  # unchanged: share the old file's bytes, no rewrite
-                    continue
-                except OSError:
-                    pass
-            _write(target, files[relative])
-        _swap(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        _replace(files, out, changed)
+    except OSError as error:  # a read-only or special file system, no space, no permission
+        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
     return len(changed)
 
 
-def _swap(staging: Path, out: Path) -> None:
-    if not out.exists():
-        os.rename(staging, out)
+def _replace(files: Files, out: Path, changed: set[str]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
+    try:
+        with _locked(staging):  # tells a concurrent build's clean_leftovers this one is alive
+            os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
+            _fill(staging, files, out, changed)
+            _swap(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _fill(staging: Path, files: Files, out: Path, changed: set[str]) -> None:
+    for relative in sorted(files):
+        target = safe_target(staging, relative)
+        previous = out / relative
+        if relative not in changed and previous.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(previous, target)  # unchanged: share the old file's bytes, no rewrite
+                continue
+            except OSError:
+                pass
+        _write(target, files[relative])
+
+
+# ---- the swap: the site is the old one or the new one at every instant, even under SIGKILL ----
+
+NEW, OLD = ".new-", ".old-"  # sibling folders `.site.new-*` (being built) and `.site.old-*` (retired)
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+
+
+def real_output(out: Path) -> Path:
+    """The folder to replace: a link is followed (its target is replaced, the link kept)."""
+    return out.resolve() if out.is_symlink() else out
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel however the process ends
+        yield
+    finally:
+        os.close(fd)
+
+
+def _abandoned(folder: Path) -> bool:
+    """True when no live build holds `folder` (the build that made it was killed)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def clean_leftovers(out: Path) -> None:
+    """Remove what a killed build left beside `out`: staging folders, and retired sites (one is
+    put back first when `out` itself is missing: a build killed mid-swap without renameat2)."""
+    parent = out.parent
+    if not parent.is_dir():
         return
-    retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    for leftover in sorted(parent.glob(f".{glob.escape(out.name)}{OLD}*")) + sorted(
+        parent.glob(f".{glob.escape(out.name)}{NEW}*")
+    ):
+        if not _abandoned(leftover):
+            continue
+        if OLD in leftover.name and not os.path.lexists(out) and (leftover / "index.html").is_file():
+            os.rename(leftover, out)
+        else:
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _exchange(staging: Path, out: Path) -> bool:
+    """Swap the two folders in one system call (Linux renameat2); False where it is unavailable."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(AT_FDCWD, os.fsencode(staging), AT_FDCWD, os.fsencode(out), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False  # an old kernel or a file system that cannot exchange
+    raise OSError(code, os.strerror(code), str(out))
+
+
+def _swap(staging: Path, out: Path) -> None:
+    if not os.path.lexists(out):
+        os.rename(staging, out)  # nothing to replace: the new site appears whole
+        return
+    if _exchange(staging, out):
+        shutil.rmtree(staging, ignore_errors=True)  # it holds the old site now
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{out.name}{OLD}", dir=out.parent))
     retired.rmdir()
-    os.rename(out, retired)
+    os.rename(out, retired)  # killed before the next line: the next build puts `retired` back
     try:
         os.rename(staging, out)
     except BaseException:

@@ -21,6 +21,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -107,17 +109,67 @@ class Fingerprints:
             pass  # an unwritable cache only makes the next no-op rebuild slower
 
 
-def _files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+INPUT_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
+CODE = frozenset({"builder", "catalog"})
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The hash of everything the output is a function of, and the entries no fingerprint can
+    vouch for (a FIFO, a link, a folder named like an input file, a missing or unreadable folder):
+    while there is any, the no-op fast path is off and the full build judges them."""
+
+    sha256: str
+    irregular: tuple[str, ...] = ()
+
+
+def _walk(folder: Path, root: Path) -> Iterator[tuple[str, str, Path]]:
+    """(name relative to `root`, kind, path) of every entry under `folder`, sorted, links not
+    followed. Kind: "file" (regular), "folder", or "odd" (anything else, or unreadable)."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError:
+        yield folder.relative_to(root).as_posix(), "odd", folder
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        relative = path.relative_to(root).as_posix()
+        if entry.name == "__pycache__":
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield relative, "folder", path
+            yield from _walk(path, root)
+        else:
+            yield relative, "file" if entry.is_file(follow_symlinks=False) else "odd", path
+
+
+def _root_lines(name: str, root: Path, known: Fingerprints, irregular: list[str]) -> Iterator[bytes]:
+    """What `root` adds to the input hash: a line per entry (name, kind, sha256 of a file)."""
+    if not root.is_dir():
+        irregular.append(str(root))
+        yield f"{name}\0missing\0".encode()
+        return
+    for relative, kind, path in _walk(root, root):
+        if name in CODE and (kind != "file" or path.suffix != ".py"):
+            continue
+        sha = ""
+        if kind == "file":
+            try:
+                sha = known.sha256(path)
+            except OSError:
+                kind = "odd"  # unreadable: the full build names it
+        yield f"{name}/{relative}\0{kind}\0{sha}\0".encode()
+        if kind == "odd" or (kind == "folder" and path.suffix in INPUT_SUFFIXES):
+            irregular.append(str(path))
 
 
 def input_hash(
     data: Path, packets: Path, templates: Path, base_url: str, known: Fingerprints, *, allow_unsigned: bool = False
-) -> str:
+) -> Inputs:
     """Everything the output is a function of: inputs, templates, the code, library versions, options."""
     digest = hashlib.sha256()
+    irregular: list[str] = []
     roots = {
         "data": data,
         "packets": packets,
@@ -126,11 +178,8 @@ def input_hash(
         "catalog": SOURCE / "catalog",
     }
     for name, root in roots.items():
-        for path in _files(root):
-            if root in (SOURCE / "builder", SOURCE / "catalog") and path.suffix != ".py":
-                continue
-            digest.update(f"{name}/{path.relative_to(root).as_posix()}\0".encode())
-            digest.update(bytes.fromhex(known.sha256(path)))
+        for line in _root_lines(name, root, known, irregular):
+            digest.update(line)
     for library in LIBRARIES:
         try:
             version = metadata.version(library)
@@ -144,23 +193,47 @@ def input_hash(
         "python": list(sys.version_info[:2]),
     }
     digest.update(json.dumps(options, sort_keys=True).encode())
-    return digest.hexdigest()
+    return Inputs(digest.hexdigest(), tuple(irregular))
+
+
+def packet_count(relatives: Iterable[str]) -> int:
+    """How many packets a site's files publish (each as packets/<id>.json)."""
+    return sum(1 for r in relatives if r.startswith("packets/") and r.endswith(".json") and r.count("/") == 1)
 
 
 def manifest(inputs: str, file_hashes: dict[str, str], warnings: list[str]) -> bytes:
-    body = {"inputs": inputs, "files": dict(sorted(file_hashes.items())), "warnings": warnings}
+    body = {
+        "inputs": inputs,
+        "files": dict(sorted(file_hashes.items())),
+        "packets": packet_count(file_hashes),
+        "warnings": warnings,
+    }
     return (json.dumps(body, sort_keys=True, indent=1) + "\n").encode()
 
 
-def unchanged(out: Path, inputs: str, known: Fingerprints) -> list[str] | None:
-    """The recorded warnings when `out` was built from exactly these inputs and no file in it has
-    been touched since; None when a real build is needed."""
+def published_packets(out: Path) -> int:
+    """How many packets the site in `out` was built from: its manifest's count, else the packet
+    files it holds (a site from before the count was recorded); 0 for no site."""
     try:
         recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        if recorded.get("inputs") != inputs:
+        count = recorded.get("packets")
+        return count if isinstance(count, int) else packet_count(recorded["files"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        folder = out / "packets"
+        return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
+
+
+def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | None:
+    """The recorded warnings when `out` was built from exactly these inputs and no file in it has
+    been touched since; None when a real build is needed (always, while an input is irregular)."""
+    if inputs.irregular:
+        return None
+    try:
+        recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        if recorded.get("inputs") != inputs.sha256:
             return None
         expected: dict[str, str] = recorded["files"]
-        present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
+        present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_symlink() or not p.is_dir()}
         if present != set(expected) | {MANIFEST}:
             return None
         for relative, sha in expected.items():

@@ -56,13 +56,17 @@ class CatalogErrors(CatalogError):
 
 
 def exit_on_catalog_error(main: Callable[[], int | None]) -> Callable[[], NoReturn]:
-    """Wrap a CLI entry point so a CatalogError prints as plain lines and exits 1."""
+    """Wrap a CLI entry point so a CatalogError (or an OSError) prints as plain lines and exits 1."""
 
     def wrapped() -> NoReturn:
         try:
             code = main() or 0
         except CatalogError as error:
             print(f"error: {error}".replace("\n", "\nerror: "), file=sys.stderr)
+            code = 1
+        except OSError as error:  # the system refused a read or write: the path and its reason, no traceback
+            where = f"{error.filename}: " if error.filename else ""
+            print(f"error: {where}{error.strerror or error}", file=sys.stderr)
             code = 1
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)

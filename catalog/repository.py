@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -75,6 +76,7 @@ class _Collector:
 def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = False) -> Catalog:
     """`allow_unsigned` admits packets without a signature (a local build; pages say so); a
     signature that is present is always checked."""
+    _require_inputs(data_dir, packets_dir)
     found = _Collector()
     keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
@@ -114,6 +116,23 @@ def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = Fa
         if packet.reproduces:
             reproduced_by.setdefault(packet.reproduces, []).append(packet)
     return Catalog(recipes, hardware, suites, canary_sets, packets, keys, paths, reproduced_by, by_family)
+
+
+def _require_inputs(data_dir: Path, packets_dir: Path) -> None:
+    """A missing or unreadable input folder is an error, never an empty catalog: a build from a
+    mistyped --packets would otherwise publish a site with every packet gone."""
+    for folder in (data_dir, data_dir / "models", data_dir / "suites", packets_dir):
+        try:
+            if not stat.S_ISDIR(folder.stat().st_mode):
+                raise CatalogError("not a folder", file=folder)
+            with os.scandir(folder):
+                pass  # an unreadable folder would otherwise list as empty
+        except FileNotFoundError:
+            raise CatalogError("no such folder", file=folder) from None
+        except OSError as error:
+            raise CatalogError(f"cannot read the folder: {error.strerror}", file=folder) from None
+    if not (data_dir / "hardware.yaml").exists():
+        raise CatalogError("no such file", file=data_dir / "hardware.yaml")
 
 
 def _check_signatures_have_packets(entries: list[Path], found: _Collector) -> None:

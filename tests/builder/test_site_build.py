@@ -152,7 +152,7 @@ def test_failure_while_writing_leaves_the_old_site(tmp_path, catalog, monkeypatc
         real_write(path, content)
 
     monkeypatch.setattr(output, "write_file", failing_write)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(CatalogError, match="cannot write the site: disk full"):
         _build(data, packets, out)
     assert _snapshot(out) == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
