@@ -25,7 +25,7 @@ from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
-from catalog.packet_io import SIGNATURE_SUFFIX, signature_path
+from catalog.layout import SIGNATURE_SUFFIX, signature_path
 from catalog.repository import Catalog, load_catalog
 
 ASSETS = TEMPLATES / "assets"

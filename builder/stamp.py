@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from catalog.layout import SIGNATURE_SUFFIX
+
 MANIFEST = ".catalog-build.json"
 SOURCE = Path(__file__).resolve().parent.parent
 LIBRARIES = ("jinja2", "markupsafe", "markdown-it-py", "plotly", "pydantic", "pyyaml")
@@ -197,8 +199,12 @@ def input_hash(
 
 
 def packet_count(relatives: Iterable[str]) -> int:
-    """How many packets a site's files publish (each as packets/<id>.json)."""
-    return sum(1 for r in relatives if r.startswith("packets/") and r.endswith(".json") and r.count("/") == 1)
+    """How many packets a site's files publish (each as packets/<id>.json, beside its signature)."""
+    return sum(
+        1
+        for r in relatives
+        if r.startswith("packets/") and r.endswith(".json") and r.count("/") == 1 and not r.endswith(SIGNATURE_SUFFIX)
+    )
 
 
 def manifest(inputs: str, file_hashes: dict[str, str], warnings: list[str]) -> bytes:
@@ -220,7 +226,7 @@ def published_packets(out: Path) -> int:
         return count if isinstance(count, int) else packet_count(recorded["files"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         folder = out / "packets"
-        return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
+        return packet_count(f"packets/{p.name}" for p in folder.glob("*.json")) if folder.is_dir() else 0
 
 
 def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | None:

@@ -21,7 +21,8 @@ from catalog.canonical import canonical_json, sha256_hex
 from catalog.errors import CatalogError
 from catalog.files import write_file
 from catalog.keys import KeyRing
-from catalog.loading import parse_json, validation_error
+from catalog.layout import signature_path
+from catalog.loading import _reject_lone_surrogates, parse_json, validation_error
 from catalog.packet import (
     SCHEMA_VERSION,
     Arm,
@@ -36,7 +37,6 @@ from catalog.packet import (
 )
 from catalog.signing import HostKey, sign_packet, signer_key_id, verify_packet_signature
 
-SIGNATURE_SUFFIX = ".dsse.json"
 MIGRATE_HINT = "schema 1: run `python -m catalog migrate` to re-seal it as schema 2"
 
 
@@ -95,14 +95,6 @@ def made_from(source: Path, error: ValidationError) -> CatalogError:
     return CatalogError(f"the packet made from it is invalid: {problem.message}", file=source, field=problem.field)
 
 
-def signature_path(packet_path: Path) -> Path:
-    return packet_path.with_name(packet_path.name.removesuffix(".json") + SIGNATURE_SUFFIX)
-
-
-def is_signature(path: Path) -> bool:
-    return path.name.endswith(SIGNATURE_SUFFIX)
-
-
 def write_packet(sealed: Sealed, directory: Path) -> Path:
     """The signature first: a crash between the two writes leaves no unsigned packet behind."""
     path = directory / sealed.file_name
@@ -147,8 +139,12 @@ def _validated(data: bytes, path: Path) -> Packet:
     try:
         return Packet.model_validate_json(data, strict=True)
     except ValidationError as error:
-        text = data.decode("utf-8", errors="replace")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise CatalogError(f"not UTF-8 text ({bad.reason} at byte {bad.start})", file=path) from None
         document = parse_json(text, path)  # a syntax error is reported as such, with its line
+        _reject_lone_surrogates(document, path, text)  # pydantic's parser says only "Invalid JSON"
         if isinstance(document, dict) and document.get("schema_version") == 1:
             raise CatalogError(MIGRATE_HINT, file=path, field="schema_version") from None
         raise validation_error(error, path, text) from None

@@ -18,9 +18,10 @@ from catalog.errors import CatalogError, CatalogErrors
 from catalog.evidence import canary_problems, evidence_problems
 from catalog.hardware import Hardware, HardwareFile
 from catalog.keys import KeyRing, load_keys
+from catalog.layout import SIGNATURE_SUFFIX, is_signature
 from catalog.loading import load_file
 from catalog.packet import Packet
-from catalog.packet_io import SIGNATURE_SUFFIX, is_signature, read_packet
+from catalog.packet_io import read_packet
 from catalog.recipe import Recipe
 from catalog.suite import CanarySet, Suite
 

@@ -10,11 +10,11 @@ from markupsafe import Markup
 
 import catalog.evidence
 import catalog.grade
-import catalog.packet_io
-import catalog.signing
 import catalog.metrics
 import catalog.packet
+import catalog.packet_io
 import catalog.selection
+import catalog.signing
 from builder.format import WORDS_PER_TOKEN, Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact

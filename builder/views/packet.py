@@ -10,8 +10,8 @@ from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.results import STATE_LABELS
 from catalog.grade import GRADE_MEANING, evidence_grade, limitations
+from catalog.layout import SIGNATURE_SUFFIX
 from catalog.packet import Packet
-from catalog.packet_io import SIGNATURE_SUFFIX
 
 
 @dataclass(frozen=True)

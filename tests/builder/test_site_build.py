@@ -16,7 +16,7 @@ from builder import output, site, stamp
 from builder.cli import run
 from builder.output import check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
-from catalog.packet_io import is_signature
+from catalog.layout import is_signature
 from tests.builder.factory import REPO, write_catalog
 
 

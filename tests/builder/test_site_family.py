@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from builder.format import fmt
-from catalog.packet_io import is_signature
+from catalog.layout import is_signature
 from catalog.repository import load_catalog
 from catalog.selection import headline
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from catalog.layout import is_signature, signature_path
 from tests.builder.factory import REPO, write_catalog
 
 
@@ -129,16 +130,14 @@ def test_chart_labels_are_escaped_for_plotly():
 
 def _hostile_labels(tmp_path: Path) -> tuple[Path, Path]:
     """The fixture catalog with every arm label of the measured packet a link (re-sealed)."""
-    from catalog.packet import HASH_EXCLUDED
-    from catalog.packet_io import seal, write_packet
-    from tests.builder.factory import imported_packet, measured_packet
+    from catalog.packet_io import write_packet
+    from tests.builder.factory import imported_parts, measured_parts, sign
 
     data, packets = write_catalog(tmp_path, packets=False)
-    draft = {k: v for k, v in measured_packet().model_dump(mode="json").items() if k not in HASH_EXCLUDED}
-    for arm in draft["arms"]:
-        arm["label"] = f"{EVIL_LINK} {arm['label']}"
-    write_packet(seal(draft), packets)
-    write_packet(imported_packet(), packets)
+    parts = measured_parts()
+    arms = [arm.model_copy(update={"label": f"{EVIL_LINK} {arm.label}"}) for arm in parts.arms]
+    write_packet(sign(parts.model_copy(update={"arms": arms})), packets)
+    write_packet(sign(imported_parts()), packets)
     return data, packets
 
 
@@ -215,7 +214,7 @@ def test_a_link_to_a_good_packet_is_built_every_time_not_trusted(tmp_path, catal
 
 
 def _packets_in(out: Path) -> list[str]:
-    return sorted(p.name for p in (out / "packets").glob("*.json"))
+    return sorted(p.name for p in (out / "packets").glob("*.json") if not is_signature(p))
 
 
 def test_the_manifest_records_the_packet_count(tmp_path, catalog):
@@ -250,7 +249,9 @@ def test_losing_half_the_packets_is_still_allowed(tmp_path, catalog):
     data, packets = catalog
     out = tmp_path / "site"
     assert _build(data, packets, out).returncode == 0
-    next(packets.glob("fixture-7b-w4a16-*.json")).unlink()
+    dropped = next(p for p in packets.glob("fixture-7b-w4a16-*.json") if not is_signature(p))
+    dropped.unlink()
+    signature_path(dropped).unlink()
     result = _build(data, packets, out)
     assert result.returncode == 0, result.stderr
     assert len(_packets_in(out)) == 1

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from builder.views.recipe import GENERIC
 from catalog.compose import Selection, compose
-from catalog.packet_io import is_signature, read_packet
+from catalog.layout import is_signature
+from catalog.packet_io import read_packet
 from catalog.repository import load_catalog
 
 

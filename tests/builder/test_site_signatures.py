@@ -12,7 +12,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.cli import run
-from catalog.packet_io import SIGNATURE_SUFFIX, is_signature, signature_path, write_packet
+from catalog.layout import SIGNATURE_SUFFIX, is_signature, signature_path
+from catalog.packet_io import write_packet
 from catalog.repository import load_catalog
 from tests.builder.factory import REPO, measured_parts, repeat_parts, sign, write_catalog
 from tests.catalog.factories import key_for

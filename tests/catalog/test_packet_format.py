@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from catalog import packet_io
+from catalog import layout, packet_io
 from catalog.arrays import UINT32_MAX, UInt32Array, decode_uint32, encode_uint32, to_uint32
 from catalog.canaries import verdict
 from catalog.canonical import canonical_json
@@ -662,7 +662,7 @@ def test_reading_a_schema_1_file_says_to_migrate(schema1_packets: Path) -> None:
 
 
 def test_the_demo_packet_reads_verifies_and_is_small() -> None:
-    [path] = [p for p in (REPO / "packets").glob("demo-bf16-*.json") if not packet_io.is_signature(p)]
+    [path] = [p for p in (REPO / "packets").glob("demo-bf16-*.json") if not layout.is_signature(p)]
     assert path.stat().st_size < 300_000
     packet = read_packet(path, load_keys(REPO / "data" / "keys.yaml"))
     assert packet.signed

@@ -11,7 +11,7 @@ import pytest
 
 from catalog import repository
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.packet_io import is_signature
+from catalog.layout import is_signature
 from catalog.repository import load_catalog
 from tests.builder.factory import write_catalog
 

@@ -187,7 +187,8 @@ def test_key_valid_today_is_accepted(measurer: HostKey) -> None:
 def test_importer_key_cannot_sign_a_measured_packet(tmp_path: Path) -> None:
     importer = host_key("importer", config_dir=tmp_path)
     error = refusal(sign_packet(DIGEST, NAME, importer), ring(importer), role="measurer")
-    assert error.message == f"key {importer.key_id} (test host) has role importer; this packet needs a key with role measurer"
+    expected = f"key {importer.key_id} (test host) has role importer; this packet needs a key with role measurer"
+    assert error.message == expected
     assert error.field == "signatures[0].keyid"
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from catalog.layout import is_signature, signature_path
 from catalog.packet import Packet, State
-from catalog.packet_io import is_signature, signature_path
 from catalog.repository import load_catalog
 from runner.import_reference import import_transcription
 from tests.catalog.factories import test_key as throwaway_key
