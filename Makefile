@@ -19,7 +19,7 @@ VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
 MODEL_DIR ?=
 RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) $(if $(filter docker,$(RUNTIME)),--docker) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
 
-.PHONY: site test verify measure reproduce serve bench lint check vllm-env chromium clean
+.PHONY: site test test-fast verify measure reproduce serve bench lint check vllm-env chromium clean
 
 $(SITE_STAMP): requirements/site.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ chromium:
 ## Everything: unit, browser and real-vLLM end-to-end tests.
 test: $(DEV_STAMP) vllm-env chromium
 	$(PY) -m pytest
+
+## The inner loop: every test but the real-vLLM and browser ones; installs neither.
+test-fast: $(DEV_STAMP)
+	$(PY) -m pytest -m "not e2e and not browser" -q
 
 ## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3]
 ##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...]

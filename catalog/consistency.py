@@ -95,9 +95,10 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
 def gate_problems(packet: Packet) -> list[Problem]:
     """A measured arm carries the gates its state rests on: G1 at depth 0; G2 and one G3 per
     server above it, each G3 against a depth-0 arm of this packet serving the same target.
-    An imported arm carries what its source published, so only measured packets are held to it."""
+    An imported arm carries what its source published, so only its G3s that name an arm of the
+    packet are checked: never the arm itself, always a depth-0 one."""
     if packet.provenance.kind != "measured":
-        return []
+        return _imported_g3_problems(packet)
     problems: list[Problem] = []
     for index, arm in enumerate(packet.arms):
         where = f"arms[{index}]"
@@ -124,6 +125,23 @@ def gate_problems(packet: Packet) -> list[Problem]:
                 problem = _oracle_problem(packet, arm, gate.against)
                 if problem:
                     problems.append((f"{where}.gates[{gate_index}].against", problem))
+    return problems
+
+
+def _imported_g3_problems(packet: Packet) -> list[Problem]:
+    problems: list[Problem] = []
+    for index, arm in enumerate(packet.arms):
+        for gate_index, gate in enumerate(arm.gates):
+            oracle = next((a for a in packet.arms if a.id == gate.against), None)
+            if gate.gate != "G3" or oracle is None:
+                continue
+            if oracle is arm:
+                problem = f"G3 compares arm {arm.id!r} with itself, not with its depth-0 oracle"
+            elif oracle.config.spec_depth > 0:
+                problem = f"G3 names arm {oracle.id!r} of depth {oracle.config.spec_depth}: the oracle is a depth-0 arm"
+            else:
+                continue
+            problems.append((f"arms[{index}].gates[{gate_index}].against", problem))
     return problems
 
 

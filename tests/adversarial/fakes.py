@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,9 +15,10 @@ import pytest
 
 import runner.attempt
 from catalog.errors import exit_on_catalog_error
+from catalog.layout import SIGNATURE_SUFFIX
 from runner import cli as runner_cli
 from runner.server import VllmServer
-from tests.adversarial.support import REPO
+from tests.catalog.factories import signed_data
 
 CONFIG = {"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
 
@@ -67,6 +67,14 @@ class Campaign:
     def packets(self) -> list[str]:
         return sorted(p.name for p in (self.root / "packets").iterdir())
 
+    def packet_files(self) -> list[Path]:
+        """The packets written, without their signature envelopes; each must have its envelope."""
+        names = self.packets()
+        found = [name for name in names if not name.endswith(SIGNATURE_SUFFIX)]
+        signatures = [name.removesuffix(".json") + SIGNATURE_SUFFIX for name in found]
+        assert names == sorted([*found, *signatures]), f"a packet without its signature, or the reverse: {names}"
+        return [self.root / "packets" / name for name in found]
+
     def run_dir(self) -> Path:
         (found,) = list((self.root / "runs").iterdir())
         return found
@@ -83,7 +91,7 @@ class Campaign:
 
 @pytest.fixture
 def campaign(tmp_path: Path, vllm_shim: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None) -> Iterator[Campaign]:
-    shutil.copytree(REPO / "data", tmp_path / "data")
+    signed_data(tmp_path / "data")  # the runner signs with this test session's throwaway key
     (tmp_path / "packets").mkdir()
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps(CONFIG))

@@ -1,6 +1,7 @@
 """A hostile copy of the real catalog: every free-text field of every recipe, hardware entry,
 suite and packet carries markup, script, a `javascript:` link, attribute-breaking quotes and
-template syntax, and every packet is re-sealed so the catalog still verifies.
+template syntax, and every packet is re-sealed (signed with the test session's key, which the
+hostile data/keys.yaml lists) so the catalog still verifies.
 
 Fields the schema constrains (slugs, hashes, dates, literals) refuse the payload; those are put
 back field by field from the validation errors, so whatever the loader accepts carries it.
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,12 @@ from pydantic import BaseModel, ValidationError
 
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.hardware import HardwareFile
-from catalog.packet import HASH_EXCLUDED
-from catalog.packet_io import packet_json, seal
+from catalog.layout import is_signature, signature_path
+from catalog.packet_io import write_packet
 from catalog.recipe import Recipe
 from catalog.repository import load_catalog
 from catalog.suite import CanarySet, Suite
+from tests.catalog.factories import sealed, signed_data
 
 REPO = Path(__file__).resolve().parents[2]
 MARK = "pwn3d"  # every payload names it, so a page that shows the text can be counted
@@ -112,7 +113,7 @@ def hostile_catalog(root: Path) -> tuple[Path, Path, int]:
     """Write a hostile copy of data/ and packets/ under `root`; returns both folders and how many
     string fields carry the payload."""
     data, packets = root / "data", root / "packets"
-    shutil.copytree(REPO / "data", data)
+    signed_data(data)
     packets.mkdir()
     carried = 0
     for path in sorted((data / "models").glob("*.yaml")):
@@ -136,22 +137,33 @@ def hostile_catalog(root: Path) -> tuple[Path, Path, int]:
         path.write_text(json.dumps(hostile, indent=2, ensure_ascii=False))
         suites[path.stem] = model.model_validate(hostile).sha256  # type: ignore[attr-defined]
     for path in sorted((REPO / "packets").glob("*.json")):
-        draft = {k: v for k, v in json.loads(path.read_text()).items() if k not in HASH_EXCLUDED}
+        if is_signature(path):
+            continue
+        draft = _unsealed(json.loads(path.read_text()))
         workload = draft["workload"]
         if workload.get("suite_sha256"):
             workload["suite_sha256"] = suites[workload["suite_id"]]
         if workload.get("canary_set_sha256"):
             workload["canary_set_sha256"] = suites[workload["canary_set_id"]]
-        hostile = accepted(seal, draft, _packet_skip)
+        hostile = accepted(sealed, draft, _packet_skip)
         carried += sum(get(hostile, loc) != get(draft, loc) for loc in walk_strings(draft))
-        sealed = seal(hostile)
-        (packets / f"{sealed.id}.json").write_text(packet_json(sealed))
-        clean[sealed.id] = draft
+        written = write_packet(sealed(hostile), packets)
+        clean[written.stem] = draft
     _settle(data, packets, clean)
     return data, packets, carried
 
 
+def _unsealed(stored: dict[str, Any]) -> dict[str, Any]:
+    """A packet file's content without what sealing derives (states): the draft a forger edits.
+    Base64 token arrays are strings the schema decodes: the payload would only corrupt them."""
+    draft = {k: v for k, v in stored.items() if k not in ("schema_version", "state")}
+    draft["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in stored["arms"]]
+    return draft
+
+
 def _packet_skip(loc: Loc) -> bool:
+    if any(part in ("token_ids", "token_times_us") for part in loc if isinstance(part, str)):
+        return True
     return any(part in PACKET_REFERENCES for part in loc if isinstance(part, str))
 
 
@@ -170,15 +182,15 @@ def _settle(data: Path, packets: Path, clean: dict[str, dict[str, Any]]) -> None
             by_file.setdefault(problem.file, []).append(problem.field)
         for file, fields in by_file.items():
             path = Path(file)
-            stored = json.loads(path.read_text())
-            original = clean.pop(stored["id"])
+            stored = _unsealed(json.loads(path.read_text()))
+            original = clean.pop(path.stem)
             for field in fields:
                 loc = _field_loc(field)
                 for changed in list(walk_strings(get(stored, loc))):
                     full = (*loc, *changed)
                     put(stored, full, get(original, full))
-            sealed = seal({k: v for k, v in stored.items() if k not in HASH_EXCLUDED})
+            signature_path(path).unlink(missing_ok=True)
             path.unlink()
-            (packets / f"{sealed.id}.json").write_text(packet_json(sealed))
-            clean[sealed.id] = original
+            written = write_packet(sealed(stored), packets)
+            clean[written.stem] = original
     raise AssertionError("hostile catalog does not settle")

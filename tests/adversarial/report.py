@@ -17,8 +17,18 @@ AREAS = {
     "tampering": (
         "inputs",
         "Sealed packets edited after sealing, renamed, copied, reformatted. `make verify` and "
-        "`make site` refuse every content change, naming the file; key order and whitespace do "
-        "not change the hash.",
+        "`make site` refuse every content change, naming the file; a packet's bytes are its "
+        "canonical form, so another key order or whitespace is refused too, and re-encoding the "
+        "content gives back the sealed bytes and digest.",
+    ),
+    "forgery": (
+        "inputs",
+        "A forger with the project's code but not its private keys: packets edited and re-sealed "
+        "with a key of their own (or beside the original signature file), through `python -m "
+        "catalog.verify` and `python -m builder build` as subprocesses, against the published "
+        "catalog and with `--allow-unsigned` (where the forger's key is admitted as a local one "
+        "and only the packet's content can refuse it). Each was refused with one error line naming "
+        "the packet; nothing was published.",
     ),
     "injection": (
         "inputs",
@@ -76,6 +86,12 @@ FINDINGS = [
         "Line 1 for the document, FieldError names the field, one line with the line number.",
     ),
     (
+        "A schema 2 packet holding a lone surrogate escape or bytes that are not UTF-8 was refused as "
+        "`Invalid JSON` with no line or field: the strict packet reader skipped the loader's checks.",
+        "read_packet reports them as every other file does: the field holding the escape, or `not UTF-8` "
+        "with the byte.",
+    ),
+    (
         "Finding the line of an error in a 1.2 MB packet took 5 s (PyYAML composed the whole file).",
         "JSON is walked with the C decoder: 17 ms.",
     ),
@@ -129,7 +145,8 @@ FINDINGS = [
 ]
 
 
-def render_report(counts: dict[tuple[str, str], int], tests: int) -> str:
+def render_report(counts: dict[tuple[str, str], int], tests: int, gaps: list[str] | None = None) -> str:
+    """`gaps`: the attacks marked xfail (known not to be refused yet), listed as such."""
     lines = [
         "# Reliability: the adversarial suite",
         "",
@@ -157,6 +174,17 @@ def render_report(counts: dict[tuple[str, str], int], tests: int) -> str:
         f"- {totals['faults']} faults injected into the runner, {totals['faults']} survived",
         f"- {tests} tests passed",
         "",
+    ]
+    if gaps:
+        lines += [
+            "## Not refused yet",
+            "",
+            "Attacks the suite tries that still get through, marked xfail (strict) until the check lands:",
+            "",
+            *[f"- {gap}" for gap in gaps],
+            "",
+        ]
+    lines += [
         "## What broke, and the fix",
         "",
         "| what the suite found | fix |",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import stat
 import sys
 from collections import defaultdict
@@ -15,6 +16,18 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FAKE_VLLM = HERE / "fake_vllm"
 REPORT = REPO / "docs" / "reliability.md"
+
+
+def trusting_data(dest: Path) -> Path:
+    """A copy of data/ whose keys.yaml lists the project's keys and the test session's: the real
+    committed packets and test-signed ones verify side by side. Returns `dest`."""
+    from tests.catalog.factories import test_key
+
+    shutil.copytree(REPO / "data", dest, dirs_exist_ok=True)
+    entries = "".join(test_key(role).keys_yaml_entry(f"test session ({role})") for role in ("measurer", "importer"))
+    keys = dest / "keys.yaml"
+    keys.write_text(keys.read_text(encoding="utf-8").rstrip("\n") + "\n" + entries, encoding="utf-8")
+    return dest
 
 
 @dataclass

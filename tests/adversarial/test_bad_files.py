@@ -18,11 +18,12 @@ import pytest
 
 from builder import cli as builder_cli
 from catalog import verify
+from catalog.canonical import canonical_json
 from tests.adversarial.support import REPO, Tally, run_main, snapshot
 
 RECIPE = "data/models/qwen3.5-9b.yaml"
 HARDWARE = "data/hardware.yaml"
-PACKET = "packets/qwen3.5-9b-fp8-dynamic-6f4da710.json"
+PACKET = "packets/qwen3.5-9b-fp8-dynamic-eefc0fa4.json"  # compact canonical JSON, one line
 
 LAUGHS = ['lol0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
 LAUGHS += [f"lol{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 10)]
@@ -53,17 +54,17 @@ CASES: dict[str, tuple[str, Callable[[str], str | bytes] | str]] = {
     ),
     "100,000-digit integer in JSON": (
         PACKET,
-        lambda text: text.replace('"max_tokens": 512', '"max_tokens": ' + "9" * 100_000),
+        lambda text: text.replace('"max_tokens":512', '"max_tokens":' + "9" * 100_000),
     ),
-    "NaN in a JSON packet": (PACKET, lambda text: text.replace('"max_tokens": 512', '"max_tokens": NaN')),
-    "Infinity in a JSON packet": (PACKET, lambda text: text.replace('"temperature": 0.0', '"temperature": Infinity')),
-    "1e999 in a JSON packet": (PACKET, lambda text: text.replace('"temperature": 0.0', '"temperature": 1e999')),
+    "NaN in a JSON packet": (PACKET, lambda text: text.replace('"max_tokens":512', '"max_tokens":NaN')),
+    "Infinity in a JSON packet": (PACKET, lambda text: text.replace('"temperature":0.0', '"temperature":Infinity')),
+    "1e999 in a JSON packet": (PACKET, lambda text: text.replace('"temperature":0.0', '"temperature":1e999')),
     ".inf in hardware": (HARDWARE, lambda text: text.replace("value: 608,", "value: .inf,")),
     ".nan in hardware": (HARDWARE, lambda text: text.replace("value: 608,", "value: .nan,")),
-    "lone surrogate escape in JSON": (PACKET, lambda text: text.replace('"title": "', '"title": "\\ud800', 1)),
+    "lone surrogate escape in JSON": (PACKET, lambda text: text.replace('"title":"', '"title":"\\ud800', 1)),
     "lone surrogate escape in YAML": (RECIPE, lambda text: text.replace('title: "', 'title: "\\udc00', 1)),
     "duplicate key in YAML": (RECIPE, lambda text: text.replace("meta:\n", "meta:\n  title: twice\n", 1)),
-    "duplicate key in JSON": (PACKET, lambda text: text.replace("{\n", '{\n  "title": "twice",\n', 1)),
+    "duplicate key in JSON": (PACKET, lambda text: text.replace("{", '{"title":"twice",', 1)),
     "binary garbage": (RECIPE, lambda text: bytes(range(256)) * 16),
     "UTF-16 with a byte order mark": (RECIPE, lambda text: text.encode("utf-16")),
     "NUL byte": (HARDWARE, lambda text: text.replace("schema_version", "schema\x00version", 1)),
@@ -73,7 +74,7 @@ CASES: dict[str, tuple[str, Callable[[str], str | bytes] | str]] = {
     "YAML python tag": (RECIPE, lambda text: "!!python/object/apply:os.system ['touch pwned']\n"),
     "two YAML documents": (RECIPE, lambda text: text + "\n---\nmeta: {}\n"),
     "unknown key": (RECIPE, lambda text: text.replace("meta:\n", "meta:\n  colour: red\n", 1)),
-    "huge string (5 MB title)": (PACKET, lambda text: text.replace('"title": "', '"title": "' + "A" * 5_000_000, 1)),
+    "huge string (5 MB title)": (PACKET, lambda text: text.replace('"title":"', '"title":"' + "A" * 5_000_000, 1)),
     "directory named like a recipe": ("data/models/dir.yaml", "directory"),
     "symlink loop named like a packet": ("packets/loop.json", "symlink loop"),
     "named pipe (FIFO) named like a recipe": ("data/models/fifo.yaml", "fifo"),
@@ -82,10 +83,11 @@ CASES: dict[str, tuple[str, Callable[[str], str | bytes] | str]] = {
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """data/ and the small real packets (the large measured demo packet only slows the loads)."""
+    """data/ and the small real packets with their signatures (the larger measured demo packet
+    only slows the loads)."""
     shutil.copytree(REPO / "data", tmp_path / "data")
     (tmp_path / "packets").mkdir()
-    for path in sorted((REPO / "packets").glob("qwen*.json")):
+    for path in sorted((REPO / "packets").glob("qwen*.json")):  # the packets and their .dsse.json
         shutil.copy(path, tmp_path / "packets" / path.name)
     return tmp_path
 
@@ -100,7 +102,9 @@ def plant(tree: Path, target: str, how: Callable[[str], str | bytes] | str) -> P
         os.mkfifo(path)
     else:
         assert callable(how)
-        content = how(path.read_text())
+        original = path.read_text()
+        content = how(original)
+        assert content != original, f"the edit of {target} changed nothing: it no longer matches the file"
         path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     return path
 
@@ -169,10 +173,13 @@ def test_the_real_command_lines_print_error_lines_only(tree: Path, tally: Tally)
         tally.add("fuzzing", "hostile files through python -m (verify and build)", len(planted))
 
 
-def test_valid_json_reformatted_still_verifies(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The clean baseline the cases above start from loads."""
+def test_valid_json_re_encoded_still_verifies(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The clean baseline the cases above start from loads; its bytes are the canonical encoding
+    of its content (any other spelling is refused: tests/adversarial/test_tampering.py)."""
     path = tree / PACKET
-    path.write_text(json.dumps(json.loads(path.read_text())))
+    original = path.read_bytes()
+    path.write_bytes(canonical_json(json.loads(original)) + b"\n")
+    assert path.read_bytes() == original
     code, err = run_main(
         verify.main, ["catalog.verify", "--data", str(tree / "data"), "--packets", str(tree / "packets")], capsys
     )

@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from catalog.errors import CatalogError, CatalogErrors, exit_on_catalog_error
-from catalog.packet import HASH_EXCLUDED
-from catalog.packet_io import packet_json, seal
+from catalog.layout import signature_path
+from catalog.packet_io import write_packet
 from catalog.repository import load_catalog
 from runner import cli as runner_cli
-from tests.adversarial.support import REPO, Tally, snapshot
-from tests.catalog.factories import measured_packet
+from tests.adversarial.support import REPO, Tally, snapshot, trusting_data
+from tests.catalog.factories import measured_draft, sealed
 
 FUZZ = settings(
     max_examples=20,
@@ -35,7 +35,15 @@ FUZZ = settings(
     phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure is reported as found, quickly
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
-PARSE_ERRORS = ("invalid JSON", "invalid YAML", "not UTF-8", "cannot read", "not a regular file")
+# errors placed by a line or byte of the file rather than a field
+PARSE_ERRORS = (
+    "invalid JSON",
+    "invalid YAML",
+    "not UTF-8",
+    "cannot read",
+    "not a regular file",
+    "not in canonical form at byte",
+)
 
 Loc = tuple[Any, ...]
 
@@ -45,20 +53,20 @@ Loc = tuple[Any, ...]
 
 @pytest.fixture(scope="module")
 def fuzz_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """data/ and the small real packets, plus a measured packet sealed by the factory (rows,
-    gates and figures that re-derive), so every loader and cross-check is in play."""
+    """data/ (trusting the test keys too) and the small real packets with their signatures, plus
+    a measured packet sealed by the factory (rows, gates and figures that re-derive), so every
+    loader and cross-check is in play."""
     root = tmp_path_factory.mktemp("fuzz")
-    shutil.copytree(REPO / "data", root / "data")
+    trusting_data(root / "data")
     (root / "packets").mkdir()
-    for path in sorted((REPO / "packets").glob("qwen*.json")):
+    for path in sorted((REPO / "packets").glob("qwen*.json")):  # the packets and their .dsse.json
         shutil.copy(path, root / "packets" / path.name)
-    packet = measured_packet()
-    (root / "packets" / f"{packet.id}.json").write_text(packet_json(packet))
+    write_packet(sealed(measured_draft()), root / "packets")
     return root
 
 
 def targets(root: Path) -> dict[str, Path]:
-    packets = sorted((root / "packets").glob("*.json"))
+    packets = [p for p in sorted((root / "packets").glob("*.json")) if not p.name.endswith(".dsse.json")]
     return {
         "recipe": root / "data" / "models" / "qwen3.5-9b.yaml",
         "hardware": root / "data" / "hardware.yaml",
@@ -174,7 +182,12 @@ def mutate(doc: Any, draw: Callable[[Any], Any], op: str) -> Any:
     return doc
 
 
-def serialise(doc: Any, suffix: str) -> bytes:
+def serialise(doc: Any, suffix: str, *, canonical: bool = False) -> bytes:
+    """JSON or YAML; `canonical` writes a packet's form (compact, sorted keys, final newline), so a
+    mutated packet reaches validation and the digest check instead of stopping at its layout."""
+    if canonical and suffix == ".json":
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True) + "\n"
+        return text.encode("utf-8", "surrogatepass")
     if suffix == ".json":
         return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
     return yaml.safe_dump(doc, allow_unicode=True, sort_keys=False).encode("utf-8", "surrogatepass")
@@ -229,27 +242,39 @@ def attack(root: Path, name: str, draw: Callable[[Any], Any]) -> str:
     for op in ops:
         if op in STRUCTURAL:
             doc = mutate(doc, draw, op)
-    written = path
-    data = serialise(doc, path.suffix)
+    written, envelope = path, None
+    # textual mutations work line by line: those packets are written indented (and so refused as
+    # not canonical); structurally mutated ones are written in canonical form
+    canonical = name.startswith("packet") and not any(op in TEXTUAL for op in ops)
+    data = serialise(doc, path.suffix, canonical=canonical)
     if name.startswith("packet") and isinstance(doc, dict) and draw(st.booleans()):
-        # re-seal what still validates, so the attack reaches the cross-checks behind the hash
+        # re-seal what still validates (with a trusted key), so the attack reaches the cross-checks
+        # behind the digest and the signature
         try:
-            sealed = seal({k: v for k, v in doc.items() if k not in HASH_EXCLUDED})
-            data = packet_json(sealed).encode()
-            written = path.with_name(f"{sealed.id}.json")
-        except (ValueError, TypeError, CatalogError):
+            resealed = sealed(doc)
+            data, envelope = resealed.data, resealed.envelope
+            written = path.with_name(resealed.file_name)
+        except (ValueError, TypeError, KeyError, AttributeError, CatalogError):
             pass
     for op in ops:
         if op in TEXTUAL:
             data = mutate_text(data, path.suffix, draw, op)
+    signature = signature_path(path)
+    original_signature = signature.read_bytes() if signature.exists() else None
     if written != path:
         path.unlink()
+        signature.unlink(missing_ok=True)
+        if envelope is not None:
+            signature_path(written).write_bytes(envelope)
     written.write_bytes(data)
     try:
         return check_outcome(root)
     finally:
         written.unlink()
+        signature_path(written).unlink(missing_ok=True)
         path.write_bytes(original_bytes)
+        if original_signature is not None:
+            signature.write_bytes(original_signature)
 
 
 @pytest.mark.timeout(240)
@@ -291,7 +316,7 @@ BENCH_RESULT = {
 def test_mutated_importer_inputs_seal_or_fail_cleanly(
     tmp_path: Path, importer: str, capsys: pytest.CaptureFixture[str], tally: Tally
 ) -> None:
-    shutil.copytree(REPO / "data", tmp_path / "data")
+    trusting_data(tmp_path / "data")  # the importers sign with this session's key
     packets = tmp_path / "packets"
     packets.mkdir()
     if importer == "import-reference":
@@ -327,7 +352,7 @@ def test_mutated_importer_inputs_seal_or_fail_cleanly(
         assert "Traceback" not in err
         if code == 0:
             outcomes["sealed"] += 1
-            load_catalog(tmp_path / "data", packets)  # what it sealed verifies
+            load_catalog(tmp_path / "data", packets)  # what it sealed (and signed) verifies
         else:
             assert code == 1, err
             lines = err.strip().splitlines()

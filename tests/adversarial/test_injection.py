@@ -21,6 +21,7 @@ from lxml import etree
 from bench.local_browser import serve_folder
 from builder import cli as builder_cli
 from catalog.compose import LaunchCommand
+from catalog.layout import SIGNATURE_SUFFIX
 from tests.adversarial.hostile import MARK
 from tests.adversarial.support import Tally
 
@@ -74,7 +75,13 @@ def test_pages_hold_the_payload_only_as_text(hostile_site: Path, tally: Tally) -
 
 
 def test_json_api_holds_the_payload_as_strings(hostile_site: Path, tally: Tally) -> None:
-    files = sorted(hostile_site.glob("api/**/*.json")) + sorted(hostile_site.glob("packets/*.json"))
+    published = sorted(hostile_site.glob("api/**/*.json")) + sorted(hostile_site.glob("packets/*.json"))
+    files = [path for path in published if not path.name.endswith(SIGNATURE_SUFFIX)]
+    signatures = [path for path in published if path.name.endswith(SIGNATURE_SUFFIX)]
+    assert signatures, "the site publishes each packet's signature beside it"
+    for path in signatures:  # a digest, a file name and a key id: no free text to carry the payload
+        json.loads(path.read_text())
+        assert MARK.encode() not in path.read_bytes(), path
     carrying = 0
 
     def strings(value: object) -> Iterator[str]:
@@ -93,6 +100,7 @@ def test_json_api_holds_the_payload_as_strings(hostile_site: Path, tally: Tally)
         carrying += bool(found)
     assert carrying >= len(files) - 1
     tally.add("injection", "JSON API and packet files parsed (payload only in string values)", len(files))
+    tally.add("injection", "packet signature envelopes parsed (no payload)", len(signatures))
 
 
 def test_sitemap_is_only_urls(hostile_site: Path, tally: Tally) -> None:

@@ -14,12 +14,12 @@ import yaml
 
 from builder import cli as builder_cli
 from builder.output import check_output_folder, safe_target
+from catalog.canonical import canonical_json
 from catalog.errors import CatalogError
-from catalog.packet import HASH_EXCLUDED
-from catalog.packet_io import seal
 from catalog.repository import load_catalog
 from runner import cli as runner_cli
 from tests.adversarial.support import REPO, Tally, snapshot
+from tests.catalog.factories import sealed
 
 HOSTILE_IDS = [
     "../escape",
@@ -50,7 +50,7 @@ HOSTILE_IDS = [
 def small_tree(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "data", tmp_path / "data")
     (tmp_path / "packets").mkdir()
-    for path in sorted((REPO / "packets").glob("qwen*.json")):
+    for path in sorted((REPO / "packets").glob("qwen*.json")):  # the packets and their .dsse.json
         shutil.copy(path, tmp_path / "packets" / path.name)
     return tmp_path
 
@@ -116,7 +116,7 @@ def test_hostile_suite_id(small_tree: Path, tally: Tally) -> None:
 def test_hostile_ids_in_a_packet(small_tree: Path, where: str, tally: Tally) -> None:
     """Even re-sealed (hash and file name recomputed), a packet whose slug, quantization or arm id
     is not a slug never loads, so it never names a page."""
-    source = next((small_tree / "packets").glob("qwen3.5-9b-fp8-*.json"))
+    source = next(p for p in (small_tree / "packets").glob("qwen3.5-9b-fp8-*.json") if "dsse" not in p.name)
     original = json.loads(source.read_text())
     for bad in HOSTILE_IDS:
         data = json.loads(json.dumps(original))
@@ -124,12 +124,10 @@ def test_hostile_ids_in_a_packet(small_tree: Path, where: str, tally: Tally) -> 
             data["arms"][0]["id"] = bad
         else:
             data["identity"]["model"][where.rsplit(".", 1)[1]] = bad
-        draft = {k: v for k, v in data.items() if k not in HASH_EXCLUDED}
         with pytest.raises(ValueError, match=r"should match pattern|should have at most|ladder|state"):
-            seal(draft)
-        data["sha256"] = "0" * 64
+            sealed(data)  # the forger's path: states dropped and derived again, sealed with a key
         target = small_tree / "packets" / "hostile.json"
-        target.write_text(json.dumps(data))
+        target.write_bytes(canonical_json(data) + b"\n")
         _refused(small_tree, where)
         target.unlink()
     tally.add("paths", f"hostile {where} in a packet", len(HOSTILE_IDS))

@@ -84,7 +84,7 @@ def test_server_dies_mid_suite_then_a_rerun_resumes(
     code, err = campaign.run(capsys)
     assert code == 0, err
     assert "server A: finished earlier, reusing" in err
-    assert len(campaign.packets()) == 1 and campaign.live() == []
+    assert len(campaign.packet_files()) == 1 and campaign.live() == []
     load_catalog(campaign.root / "data", campaign.root / "packets")  # the packet verifies
     tally.add("runner faults", "server dies mid-suite (engine child ignores SIGTERM); rerun resumes", 1)
 
@@ -98,7 +98,7 @@ def test_server_ignores_sigterm_at_teardown(
     assert code == 0, err
     assert campaign.servers_started() == 2
     assert campaign.live() == [], "SIGKILL did not reach the group"
-    assert len(campaign.packets()) == 1
+    assert len(campaign.packet_files()) == 1
     tally.add("runner faults", "server and engine ignore SIGTERM at teardown", 2)
 
 
@@ -224,7 +224,7 @@ def test_disk_full_while_sealing_the_packet(
     code, err = campaign.run(capsys)
     assert code == 0, err
     assert err.count("finished earlier, reusing") == 2
-    assert campaign.servers_started() == 2 and len(campaign.packets()) == 1
+    assert campaign.servers_started() == 2 and len(campaign.packet_files()) == 1
     tally.add("runner faults", "disk full while the packet is sealed; rerun resumes", 1)
 
 

@@ -15,10 +15,11 @@ import yaml
 
 from builder import cli as builder_cli
 from catalog import verify
-from catalog.packet_io import packet_json, seal
+from catalog.canonical import canonical_json
+from catalog.layout import signature_path
 from tests.adversarial.fakes import Campaign
-from tests.adversarial.support import REPO, Tally, run_main
-from tests.catalog.factories import measured_draft
+from tests.adversarial.support import Tally, run_main
+from tests.catalog.factories import measured_draft, sealed, signed_data
 
 ENVIRONMENT = {
     "HF_TOKEN": "hf_envTokenSECRET0001",
@@ -73,7 +74,7 @@ def test_no_secret_leaves_the_machine(
     log = (campaign.run_dir() / "tp1-oracle" / "server-A.log").read_text()
     assert "'--api-key', '<redacted>'" in log and "environment OPENAI_API_KEY=<redacted>" in log
 
-    (packet,) = (campaign.root / "packets").iterdir()
+    (packet,) = campaign.packet_files()
     config = json.loads(packet.read_text())["arms"][0]["config"]
     assert config["env"]["HF_TOKEN"] == config["env"]["WANDB_API_KEY"] == "<redacted>"
     assert config["argv"][config["argv"].index("--api-key") + 1] == "<redacted>"
@@ -111,17 +112,19 @@ def test_a_hand_made_packet_with_a_credential_is_refused(
 ) -> None:
     """Packets are published byte for byte, so a credential written into one by hand (or by
     another tool), even re-sealed, is refused by make verify and make site."""
-    shutil.copytree(REPO / "data", tmp_path / "data")
+    signed_data(tmp_path / "data")
     (tmp_path / "packets").mkdir()
     draft = measured_draft()
     edit(draft["arms"][0]["config"])
     with pytest.raises(ValueError, match="holds a credential"):
-        seal(draft)
-    clean = seal(measured_draft())
-    stored = json.loads(packet_json(clean))
+        sealed(draft)
+    clean = sealed(measured_draft())
+    stored = json.loads(clean.data)
     edit(stored["arms"][0]["config"])
-    path = tmp_path / "packets" / f"{clean.id}.json"
-    path.write_text(json.dumps(stored, indent=2))
+    path = tmp_path / "packets" / clean.file_name
+    path.write_bytes(canonical_json(stored) + b"\n")  # canonical: only the credential is wrong
+    assert clean.envelope is not None
+    signature_path(path).write_bytes(clean.envelope)
     for main, argv in (
         (verify.main, ["catalog.verify"]),
         (builder_cli.main, ["builder", "build", "--out", str(tmp_path / "site")]),

@@ -1,6 +1,7 @@
 """Tampering with sealed packets: one digit, one token id, a renamed file, a copy under another
 name, a suite edited under its packets. `make verify` and `make site` refuse each, naming the
-file; reordering keys or changing whitespace changes nothing."""
+file. A packet's bytes are its canonical form, so reordering keys or changing whitespace is
+refused too, and re-encoding the content gives back the very bytes and digest that were sealed."""
 
 from __future__ import annotations
 
@@ -15,27 +16,39 @@ import pytest
 
 from builder import cli as builder_cli
 from catalog import verify
+from catalog.arrays import decode_uint32, encode_uint32
+from catalog.canonical import canonical_json
 from catalog.errors import CatalogError
-from catalog.packet import HASH_EXCLUDED
-from catalog.packet_io import packet_json, read_packet, seal
+from catalog.layout import signature_path
+from catalog.packet_io import read_packet, write_packet
 from catalog.repository import load_catalog
-from tests.adversarial.support import REPO, Tally, run_main, snapshot
-from tests.catalog.factories import measured_packet
+from tests.adversarial.support import REPO, Tally, run_main, snapshot, trusting_data
+from tests.catalog.factories import measured_draft
+from tests.catalog.factories import sealed as seal_draft
 
 DIGIT = re.compile(rb"[0-9]")
 
 
 @pytest.fixture
 def sealed(tmp_path: Path) -> Path:
-    """data/, the real small packets and a factory-measured packet (rows, gates, token arrays)."""
-    shutil.copytree(REPO / "data", tmp_path / "data")
+    """data/ (trusting the test keys too), the real small packets with their signatures and a
+    factory-measured packet signed by the test key (rows, gates, token arrays)."""
+    trusting_data(tmp_path / "data")
     (tmp_path / "packets").mkdir()
-    for path in sorted((REPO / "packets").glob("qwen*.json")):
+    for path in sorted((REPO / "packets").glob("qwen*.json")):  # the packets and their .dsse.json
         shutil.copy(path, tmp_path / "packets" / path.name)
-    packet = measured_packet()
-    (tmp_path / "packets" / f"{packet.id}.json").write_text(packet_json(packet))
+    write_packet(seal_draft(measured_draft()), tmp_path / "packets")
     load_catalog(tmp_path / "data", tmp_path / "packets")
     return tmp_path
+
+
+def packet_files(root: Path, pattern: str = "*.json") -> list[Path]:
+    """The packet files matching `pattern`, without their signature envelopes."""
+    return [p for p in sorted((root / "packets").glob(pattern)) if not p.name.endswith(".dsse.json")]
+
+
+def canonical(data: dict[str, Any]) -> bytes:
+    return canonical_json(data) + b"\n"
 
 
 def refuses(root: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
@@ -54,64 +67,67 @@ def refuses(root: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
 
 
 def test_every_changed_digit_is_refused(sealed: Path, tally: Tally) -> None:
-    """200 single-digit edits spread over every packet: each either leaves the content equal
-    (a float spelled differently) or is refused by read_packet."""
+    """200 single-digit edits spread over every packet: each is refused by read_packet (a float
+    spelled differently but equal is refused too: the bytes must be the canonical form)."""
     rng = random.Random(7)
     tried = 0
-    for path in sorted((sealed / "packets").glob("*.json")):
+    for path in packet_files(sealed):
         original = path.read_bytes()
         positions = [m.start() for m in DIGIT.finditer(original)]
         for at in sorted(rng.sample(positions, 40)):
             other = rng.choice([d for d in b"0123456789" if d != original[at]]).to_bytes()
             edited = original[:at] + other + original[at + 1 :]
             path.write_bytes(edited)
-            try:
-                same = json.loads(edited) == json.loads(original)
-            except ValueError:
-                same = False
-            try:
-                read_packet(path)
-                assert same, f"{path.name}: byte {at} changed and the packet still loads"
-            except CatalogError as error:
-                assert not same, error
-                assert error.file == str(path) and "\n" not in str(error)
+            with pytest.raises(CatalogError) as caught:
+                read_packet(path, None)
+                pytest.fail(f"{path.name}: byte {at} changed and the packet still loads")
+            assert caught.value.file == str(path) and "\n" not in str(caught.value)
             tried += 1
         path.write_bytes(original)
     tally.add("tampering", "one digit changed (read_packet)", tried)
 
 
 def test_tampered_packet_is_refused_by_verify_and_site(sealed: Path, capsys, tally: Tally) -> None:
-    path = next((sealed / "packets").glob("qwen3.5-9b-bf16-*.json"))
+    path = packet_files(sealed, "qwen3.5-9b-bf16-*.json")[0]
     text = path.read_text()
-    path.write_text(text.replace('"max_tokens": 512', '"max_tokens": 513', 1))
+    assert '"max_tokens":512' in text
+    path.write_text(text.replace('"max_tokens":512', '"max_tokens":513', 1))
     refuses(sealed, capsys, path.name)
     tally.add("tampering", "one digit changed (verify and site)", 2)
 
 
 def _edit_and_reseal(path: Path, edit: Any) -> Path:
-    """An attacker who edits a packet and re-computes its hash and id."""
+    """An attacker who edits a packet and re-seals it: states, bytes, digest, id and a signature
+    (here by a key the catalog trusts, so only the re-derived evidence can catch the edit)."""
     data = json.loads(path.read_text())
     edit(data)
-    packet = seal({k: v for k, v in data.items() if k not in HASH_EXCLUDED})
+    resealed = seal_draft(data)
+    signature_path(path).unlink(missing_ok=True)
     path.unlink()
-    new = path.with_name(f"{packet.id}.json")
-    new.write_text(packet_json(packet))
-    return new
+    return write_packet(resealed, path.parent)
+
+
+def _set_token(data: dict[str, Any], value: int | None = None) -> None:
+    """arms[1].servers[0].rows[3].token_ids[57]: set to `value`, or one more than it was."""
+    row = data["arms"][1]["servers"][0]["rows"][3]
+    ids = decode_uint32(row["token_ids"])
+    ids[57] = ids[57] + 1 if value is None else value
+    row["token_ids"] = encode_uint32(ids)
 
 
 def test_one_token_id_changed(sealed: Path, capsys, tally: Tally) -> None:
-    path = next((sealed / "packets").glob("qwen3.5-9b-bf16-*.json"))
-    original = path.read_text()
+    path = packet_files(sealed, "qwen3.5-9b-bf16-*.json")[0]
+    original = path.read_bytes()
     data = json.loads(original)
-    data["arms"][1]["servers"][0]["rows"][3]["token_ids"][57] += 1
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    with pytest.raises(CatalogError, match="the file was edited after sealing") as caught:
-        read_packet(path)
-    assert caught.value.field == "sha256"
+    _set_token(data)
+    path.write_bytes(canonical(data))  # canonical bytes: only the digest (and so the name) is off
+    with pytest.raises(CatalogError, match="the file was edited or renamed") as caught:
+        read_packet(path, None)
+    assert caught.value.field == "id"
     refuses(sealed, capsys, path.name)
 
-    path.write_text(original)  # now re-sealed: the gates no longer match the token arrays
-    resealed = _edit_and_reseal(path, lambda d: d["arms"][1]["servers"][0]["rows"][3]["token_ids"].__setitem__(57, 1))
+    path.write_bytes(original)  # now re-sealed: the gates no longer match the token arrays
+    resealed = _edit_and_reseal(path, lambda d: _set_token(d, 1))
     refuses(sealed, capsys, resealed.name)
     with pytest.raises(CatalogError) as caught:
         load_catalog(sealed / "data", sealed / "packets")
@@ -120,7 +136,7 @@ def test_one_token_id_changed(sealed: Path, capsys, tally: Tally) -> None:
 
 
 def test_resealed_rate_that_the_rows_do_not_give(sealed: Path, capsys, tally: Tally) -> None:
-    path = next((sealed / "packets").glob("qwen3.5-9b-bf16-*.json"))
+    path = packet_files(sealed, "qwen3.5-9b-bf16-*.json")[0]
 
     def faster(data: dict[str, Any]) -> None:
         data["arms"][0]["servers"][0]["decode_tok_s"] *= 1.5
@@ -133,19 +149,21 @@ def test_resealed_rate_that_the_rows_do_not_give(sealed: Path, capsys, tally: Ta
 
 
 def test_renamed_packet(sealed: Path, capsys, tally: Tally) -> None:
-    path = next((sealed / "packets").glob("qwen3.5-9b-fp8-*.json"))
+    path = packet_files(sealed, "qwen3.5-9b-fp8-*.json")[0]
     renamed = path.with_name("qwen3.5-9b-fp8-dynamic-00000000.json")
     path.rename(renamed)
+    signature_path(path).rename(signature_path(renamed))  # its signature moved along
     with pytest.raises(CatalogError, match=f"file name should be {path.name}"):
-        read_packet(renamed)
+        read_packet(renamed, None)
     refuses(sealed, capsys, renamed.name)
     tally.add("tampering", "packet file renamed", 1)
 
 
 def test_copied_packet_under_another_name(sealed: Path, capsys, tally: Tally) -> None:
-    path = next((sealed / "packets").glob("qwen3.5-4b-w4a16-*.json"))
+    path = packet_files(sealed, "qwen3.5-4b-w4a16-*.json")[0]
     copy = path.with_name("qwen3.5-4b-w4a16-ffffffff.json")
     shutil.copy(path, copy)
+    shutil.copy(signature_path(path), signature_path(copy))
     refuses(sealed, capsys, copy.name)
     tally.add("tampering", "packet copied under another name", 1)
 
@@ -155,17 +173,13 @@ def test_suite_edited_under_its_packets(sealed: Path, capsys, tally: Tally) -> N
     data = json.loads(suite.read_text())
     data["prompts"][0]["prompt"] += " (edited)"
     suite.write_text(json.dumps(data, indent=2))
-    packet = next((sealed / "packets").glob("qwen3.5-9b-bf16-*.json"))
+    packet = packet_files(sealed, "qwen3.5-9b-bf16-*.json")[0]
     refuses(sealed, capsys, packet.name)
     with pytest.raises(CatalogError, match="suite hash differs"):
         load_catalog(sealed / "data", sealed / "packets")
     tally.add("tampering", "suite edited under its packets", 1)
 
 
-@pytest.mark.parametrize(
-    "form",
-    ["compact", "indent 4", "keys reversed", "CRLF and trailing spaces", "escaped unicode", "leading blank lines"],
-)
 def _reversed_keys(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _reversed_keys(value[k]) for k in reversed(list(value))}
@@ -175,7 +189,8 @@ def _reversed_keys(value: Any) -> Any:
 
 
 REFORMAT = {
-    "compact": lambda data: json.dumps(data, separators=(",", ":"), ensure_ascii=False),
+    "compact, no final newline": lambda data: json.dumps(data, separators=(",", ":"), ensure_ascii=False),
+    "indent 2": lambda data: json.dumps(data, indent=2, ensure_ascii=False),
     "indent 4": lambda data: json.dumps(data, indent=4, ensure_ascii=False),
     "keys reversed": lambda data: json.dumps(_reversed_keys(data), indent=1, ensure_ascii=False),
     "CRLF and trailing spaces": lambda data: json.dumps(data, indent=2, ensure_ascii=False).replace("\n", "  \r\n"),
@@ -185,10 +200,20 @@ REFORMAT = {
 
 
 @pytest.mark.parametrize("form", list(REFORMAT))
-def test_reformatting_does_not_change_the_hash(sealed: Path, form: str, tally: Tally) -> None:
-    for path in sorted((sealed / "packets").glob("*.json")):
-        before = read_packet(path).sha256
-        path.write_text(REFORMAT[form](json.loads(path.read_text())), newline="")
-        assert read_packet(path).sha256 == before
-        tally.add("tampering", "reformatted without changing content (loads, same hash)", 1)
+def test_reformatting_is_refused_and_re_encodes_to_the_sealed_bytes(sealed: Path, form: str, tally: Tally) -> None:
+    """The same content in another spelling is not the sealed file: refused as not canonical (so
+    no value can be read one way and hashed another); its canonical encoding is the sealed file
+    again, byte for byte, with the same digest."""
+    for path in packet_files(sealed):
+        original = path.read_bytes()
+        before = read_packet(path, None).sha256
+        path.write_text(REFORMAT[form](json.loads(original)), newline="")
+        assert path.read_bytes() != original
+        with pytest.raises(CatalogError, match="not in canonical form at byte") as caught:
+            read_packet(path, None)
+        assert caught.value.file == str(path) and "\n" not in str(caught.value)
+        path.write_bytes(canonical(json.loads(path.read_bytes())))
+        assert path.read_bytes() == original
+        assert read_packet(path, None).sha256 == before
+        tally.add("tampering", "reformatted without changing content (refused; re-encodes to the same hash)", 1)
     load_catalog(sealed / "data", sealed / "packets")

@@ -165,6 +165,21 @@ def test_imported_arm_needs_only_what_its_source_published() -> None:
     assert found(packet) == {}
 
 
+def test_imported_g3_against_the_arm_itself_or_a_speculative_arm() -> None:
+    arms = [
+        published_arm("tp1-mtp0", [50.0, 50.2]),
+        published_arm("tp1-mtp3", [80.0, 80.4], spec_depth=3, gates=[("G3", 12, 12, True)]),
+        published_arm("tp1-mtp4", [82.0, 82.4], spec_depth=4, gates=[("G3", 12, 12, True)]),
+    ]
+    arms[1]["gates"][0]["against"] = "tp1-mtp3"
+    arms[2]["gates"][0]["against"] = "tp1-mtp3"
+    problems = found(seal_draft(published_draft(arms)))
+    assert problems == {
+        "arms[1].gates[0].against": "G3 compares arm 'tp1-mtp3' with itself, not with its depth-0 oracle",
+        "arms[2].gates[0].against": "G3 names arm 'tp1-mtp3' of depth 3: the oracle is a depth-0 arm",
+    }
+
+
 def test_g3_against_an_arm_of_no_packet() -> None:
     field, message = only(found(edited(lambda d: d["arms"][1]["gates"][1].update(against="tp9-oracle"))))
     assert field == "arms[1].gates[1].against"
