@@ -113,7 +113,9 @@ def _write_data(data: Path, families: int, key: HostKey) -> None:
     (data / "models").mkdir(parents=True)
     shutil.copy(REPO / "data" / "hardware.yaml", data / "hardware.yaml")
     shutil.copytree(REPO / "data" / "suites", data / "suites")
-    keys = "schema_version: 1\nkeys:\n" + key.keys_yaml_entry("benchmark catalog generator (bench/catalog_gen.py)")
+    keys = "schema_version: 1\nkeys:\n" + key.keys_yaml_entry(
+        "benchmark catalog generator (bench/catalog_gen.py)", dated=False
+    )
     (data / "keys.yaml").write_text(keys, encoding="utf-8")
     demo = (REPO / "data" / "models" / "demo.yaml").read_text()
     for index in range(families):
