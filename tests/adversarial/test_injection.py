@@ -25,7 +25,7 @@ from catalog.layout import SIGNATURE_SUFFIX
 from tests.adversarial.hostile import MARK
 from tests.adversarial.support import Tally
 
-OUR_SCRIPTS = {"site.js", "charts.js", "plotly.min.js"}
+OUR_SCRIPTS = {"site.js", "charts.js"}
 DATA_SCRIPTS = {"application/json", "application/ld+json"}
 FOREIGN_ELEMENTS = {"img", "svg", "iframe", "object", "embed", "textarea", "base", "frame", "video", "audio", "style"}
 URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "data", "poster", "srcdoc"}
@@ -192,7 +192,7 @@ NO_SCRIPT_RAN = """() => ({
       Array.from(e.attributes).some(a => /^on/i.test(a.name) || /^\\s*(javascript|data|vbscript):/i.test(a.value)))
     .map(e => e.outerHTML.slice(0, 120)),
   foreign: Array.from(document.querySelectorAll('script')).filter(s =>
-      s.src ? !/(site|charts|plotly\\.min)\\.js$/.test(s.src) : !/json/.test(s.type)).length,
+      s.src ? !/(site|charts|plotly-basic\\.min)\\.js$/.test(s.src) : !/json/.test(s.type)).length,
   charts: document.querySelectorAll('.js-plotly-plot').length,
 })"""
 
