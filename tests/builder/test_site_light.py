@@ -179,3 +179,40 @@ def test_without_javascript_the_table_is_open_in_place_of_the_chart(page):
         assert plot.has_attr("hidden") and not plot.get_text(strip=True)  # no blank "needs JavaScript" box
         table = figure.select_one("details.chart-table")
         assert table.has_attr("open") and table.select("tbody tr")
+
+
+# ---- recipe pages ----
+
+
+def test_recipe_commands_rebuilt_from_pieces_are_the_composed_ones(repository_site):
+    from catalog.compose import Selection, compose
+    from catalog.repository import load_catalog
+
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    checked = 0
+    for slug, recipe in catalog.recipes.items():
+        soup = BeautifulSoup(repository_site[f"recipes/{slug}/index.html"], "lxml")
+        data = json.loads(soup.select_one("script#recipe-commands").string)
+        for key, (shell, docker) in data["commands"].items():
+            variant, hw, bits = key.split("|")
+            features = [n for n, bit in zip(data["features"], bits, strict=True) if bit == "1"]
+            made = compose(recipe, Selection(variant, catalog.hardware.get(hw), features=features)).redacted()
+            assert "\n".join(data["pieces"][i] for i in shell) == made.shell_multiline()
+            assert (None if docker is None else " ".join(data["pieces"][i] for i in docker)) == made.docker_shell()
+            checked += 1
+    assert checked > 200
+
+
+def test_recipe_without_javascript_lists_the_default_and_each_opt_in(repository_site):
+    from catalog.repository import load_catalog
+
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    recipe = catalog.recipes["qwen3.5-4b"]
+    opt_in = [n for n in recipe.features if n not in recipe.default_features()]
+    assert opt_in
+    soup = BeautifulSoup(repository_site["recipes/qwen3.5-4b/index.html"], "lxml")
+    sets = soup.select("#all-commands details.command-set")
+    assert sets
+    for block in sets:
+        assert len(block.select("pre code")) >= 1 + len(opt_in)
+        assert len([p for p in block.select("p.muted") if "opt-in" in p.get_text()]) == len(opt_in)
