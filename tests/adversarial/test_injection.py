@@ -208,6 +208,9 @@ def test_no_injected_script_runs_in_chromium(hostile_site: Path, browser, tally:
     with serve_folder(hostile_site) as base:
         for path in sorted(hostile_site.rglob("*.html")):
             page.goto(base + path.relative_to(hostile_site).as_posix(), wait_until="load")
+            for plot in page.query_selector_all("[data-chart]"):  # charts draw when scrolled near
+                plot.evaluate("e => e.parentNode.scrollIntoView()")
+                page.wait_for_function("e => e.dataset.state === 'drawn' || e.dataset.state === 'failed'", arg=plot)
             for chart in page.query_selector_all(".js-plotly-plot"):  # hover labels render trace text
                 box = chart.bounding_box()
                 if box:
