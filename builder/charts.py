@@ -11,11 +11,11 @@ spaced as numbers). A chart with nothing to draw is `empty` (the page shows a on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-
 import math
 import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -140,7 +140,7 @@ def _shifted(points: Sequence[Point], all_x: Sequence[float], published_x: set[f
     """Each withheld point's x, moved right of a published point at the same x."""
     scale = [math.log10(x) for x in all_x if x > 0] if x_log else list(all_x)
     ticks = sorted(set(scale))
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    gaps = [b - a for a, b in pairwise(ticks)]
     step = WITHHELD_SHIFT * (min(gaps) if gaps else 1.0)
     out = []
     for p in points:

@@ -173,9 +173,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
             for name in opt_in
         )
         defaults.append(
-            DefaultCommand(
-                variant, option.id, option.name, command.shell_multiline(), command.docker_shell(), opt_ins
-            )
+            DefaultCommand(variant, option.id, option.name, command.shell_multiline(), command.docker_shell(), opt_ins)
         )
     model = recipe.model
     facts = [

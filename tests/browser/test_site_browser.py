@@ -113,7 +113,7 @@ def test_when_the_bundle_fails_the_tables_stay(browser, base_url):
 
 def test_no_page_scrolls_sideways_on_a_phone(browser, base_url, site):
     pages = _every_page(site)
-    for kind in KINDS + ["packets/"]:
+    for kind in [*KINDS, "packets/"]:
         assert any(p.startswith(kind) for p in pages), kind
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()
@@ -131,9 +131,11 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, base_url, site):
 
 LABELS_OUTSIDE = """node => {
   const svg = node.querySelector('.main-svg').getBoundingClientRect();
-  return [...node.querySelectorAll('.legendtext, .xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .textpoint text')]
+  const labels = '.legendtext, .xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .textpoint text';
+  const out = r => r.left < svg.left - 1 || r.right > svg.right + 1 || r.top < svg.top - 1 || r.bottom > svg.bottom + 1;
+  return [...node.querySelectorAll(labels)]
     .map(t => [t.textContent, t.getBoundingClientRect()])
-    .filter(([, r]) => r.width > 0 && (r.left < svg.left - 1 || r.right > svg.right + 1 || r.top < svg.top - 1 || r.bottom > svg.bottom + 1))
+    .filter(([, r]) => r.width > 0 && out(r))
     .map(([text]) => text);
 }"""
 

@@ -154,7 +154,9 @@ def test_a_chart_of_nothing_is_empty_and_no_chart_appears_twice():
     assert nothing.empty and nothing.rows
     one = [Point("a", 0, "MTP0", 10.0, [10.0]), Point("a", 3, "MTP3", 20.0, [20.0])]
     depth = chart("depth", "depth", "s", one, x_title="speculative depth")
-    renamed = chart("quant", "quant", "s", [Point("W4A16", p.x, p.x_label, p.centre) for p in one], x_title="speculative depth")
+    renamed = chart(
+        "quant", "quant", "s", [Point("W4A16", p.x, p.x_label, p.centre) for p in one], x_title="speculative depth"
+    )
     other = chart("tp", "tp", "s", one, x_title="tensor parallel cards")
     assert [c.id for c in distinct([depth, nothing, renamed, other])] == ["depth", "x", "tp"]
 
