@@ -2,13 +2,20 @@
 
 Every chart carries a table of the same (already rounded) numbers for readers without JavaScript.
 Published points are drawn with error bars spanning their fresh-server values; withheld points
-go in their own hollow, labelled trace and are never joined to a measured line.
+go in their own hollow, labelled trace and are never joined to a measured line, nor drawn on top
+of a published point: at an x a published point also has, a withheld marker sits a little to the
+right (its hover and the table keep the true x). Axes are numeric (speculative depth 0, 3, 6 is
+spaced as numbers). A chart with nothing to draw is `empty` (the page shows a one-line gap), and
+`distinct` drops a chart that would draw exactly what an earlier one on the page draws.
 """
 
 from __future__ import annotations
 
+import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -18,6 +25,11 @@ from builder.format import Num, fmt, num, opt_num
 PALETTE = ["#2563eb", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#4b5563"]
 WITHHELD_COLOUR = "#b45309"
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
+# A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
+LEGEND_WIDTH = 30
+# How far right of its x a withheld marker sits when a published point shares that x: this
+# fraction of the smallest gap between two ticks (of log10 x on a log axis).
+WITHHELD_SHIFT = 0.12
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,13 @@ class Chart:
     figure_json: str
     rows: list[TableRow]
     notes: list[str]
+    # (x, y, state) of every drawn marker, with the axis titles: equal for two charts that draw the same
+    drawn: tuple[object, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to draw: the page shows a one-line gap instead of an empty box."""
+        return not self.drawn[2:]
 
 
 # Plotly draws labels as its own pseudo-HTML (<a href>, <b>, <br>, ...) and decodes entities; it
@@ -75,6 +94,12 @@ _PLOTLY_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&
 def _text(label: str) -> str:
     """`label` shown as text by Plotly, never as markup."""
     return label.translate(_PLOTLY_ESCAPES)
+
+
+def _legend(label: str) -> str:
+    """A trace name wrapped onto lines of at most LEGEND_WIDTH characters."""
+    lines = textwrap.wrap(label, LEGEND_WIDTH, break_long_words=False, break_on_hyphens=False) or [label]
+    return "<br>".join(_text(line) for line in lines)
 
 
 def _r(value: float) -> float:
@@ -99,7 +124,7 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
     plus = [_r(max(p.values) - c) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     minus = [_r(c - min(p.values)) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     return go.Scatter(
-        name=_text(series),
+        name=_legend(series),
         x=[p.x for p in points],
         y=centres,
         mode="lines+markers",
@@ -111,15 +136,33 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
     )
 
 
-def _withheld_trace(points: Sequence[Point], y_title: str) -> go.Scatter:
+def _shifted(points: Sequence[Point], all_x: Sequence[float], published_x: set[float], x_log: bool) -> list[float]:
+    """Each withheld point's x, moved right of a published point at the same x."""
+    scale = [math.log10(x) for x in all_x if x > 0] if x_log else list(all_x)
+    ticks = sorted(set(scale))
+    gaps = [b - a for a, b in pairwise(ticks)]
+    step = WITHHELD_SHIFT * (min(gaps) if gaps else 1.0)
+    out = []
+    for p in points:
+        if p.x not in published_x:
+            out.append(p.x)
+        elif x_log and p.x > 0:
+            out.append(_r(p.x * 10**step))
+        else:
+            out.append(_r(p.x + step))
+    return out
+
+
+def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> go.Scatter:
     return go.Scatter(
         name="withheld (not published)",
-        x=[p.x for p in points],
+        x=x,
         y=[_r(p.centre or 0) for p in points],
         mode="markers+text",
         text=["withheld" for _ in points],
         textposition="top center",
         textfont={"color": WITHHELD_COLOUR, "size": 11},
+        cliponaxis=False,
         marker={"symbol": "circle-open", "size": 11, "color": WITHHELD_COLOUR, "line": {"width": 2}},
         hovertext=[_hover(p, y_title) for p in points],
         hoverinfo="text",
@@ -134,7 +177,9 @@ def _figure(points: Sequence[Point], x_title: str, y_title: str, x_log: bool) ->
         traces.append(_published_trace(name, mine, PALETTE[index % len(PALETTE)], y_title))
     withheld = [p for p in points if p.state == "withheld" and p.centre is not None]
     if withheld:
-        traces.append(_withheld_trace(withheld, y_title))
+        published_x = {p.x for p in points if p.drawn_as_measured}
+        shifted = _shifted(withheld, [p.x for p in points], published_x, x_log)
+        traces.append(_withheld_trace(withheld, shifted, y_title))
     ticks = sorted({(p.x, p.x_label) for p in points})
     # One constructor call: update_layout on a figure that already has traces re-checks every
     # key path against them, eight times the cost of the whole chart.
@@ -202,9 +247,17 @@ def chart(
             f"{len(left_out)} withheld point(s) left out of the drawing: no value was recorded "
             + "; ".join(f"{p.series} · {p.x_label}" for p in left_out)
         )
-    if any(p.state == "withheld" and p.centre is not None for p in points):
+    withheld = [p for p in points if p.state == "withheld" and p.centre is not None]
+    if withheld:
         notes.append("Hollow amber markers are withheld results: shown for the record, not published as measured.")
+        published_x = {p.x for p in points if p.drawn_as_measured}
+        if any(p.x in published_x for p in withheld):
+            notes.append(
+                "A withheld marker at an x a published point also has sits just to its right, never on top of "
+                "it; its hover and the table give its true x."
+            )
     figure = _figure(points, x_title, y_title, x_log)
+    drawn = sorted((p.x, _r(p.centre), p.state) for p in points if p.centre is not None)
     return Chart(
         id=chart_id,
         title=title,
@@ -214,4 +267,17 @@ def chart(
         figure_json=pio.to_json(figure, validate=True, pretty=False, engine="json"),
         rows=[_row(p) for p in sorted(points, key=lambda p: (p.series, p.x))],
         notes=notes,
+        drawn=(x_title, y_title, *drawn),
     )
+
+
+def distinct(charts: Sequence[Chart]) -> list[Chart]:
+    """`charts` without any that would draw exactly what an earlier one draws (a quantization
+    comparison with one drawable quantization is its depth chart again)."""
+    seen: set[tuple[object, ...]] = set()
+    kept = []
+    for c in charts:
+        if c.empty or c.drawn not in seen:
+            kept.append(c)
+            seen.add(c.drawn)
+    return kept

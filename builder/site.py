@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-import plotly
-
 from builder.api import family_api, models_api
 from builder.output import check_output_folder, differences, publish, safe_target
 from builder.render import TEMPLATES, make_environment, render_page
@@ -29,7 +27,9 @@ from catalog.layout import SIGNATURE_SUFFIX, signature_path
 from catalog.repository import Catalog, load_catalog
 
 ASSETS = TEMPLATES / "assets"
-PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+# The partial Plotly bundle (scatter and bar), vendored with its version and hash in
+# templates/assets/vendor/README.md: a quarter of the full bundle the Python package ships.
+PLOTLY_BUNDLE = "assets/vendor/plotly-basic.min.js"
 
 
 @dataclass(frozen=True)
@@ -168,11 +168,9 @@ def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes 
 
 
 def asset_files(assets: Path) -> dict[str, bytes | Path]:
-    files: dict[str, bytes | Path] = {
+    return {
         f"assets/{p.relative_to(assets).as_posix()}": p.read_bytes() for p in sorted(assets.rglob("*")) if p.is_file()
     }
-    files["assets/plotly.min.js"] = PLOTLY_JS.read_bytes()
-    return files
 
 
 def build_files(

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from builder.charts import Chart
+from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
@@ -268,7 +268,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     if not packets:
         ctx.warn(f"{slug}: no packets; the family page shows labelled gaps")
     ladders = ladder_sources(results)
-    charts = [*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)]
+    charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
     lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
     projection = projection_view(lead_result, shown, recipe)

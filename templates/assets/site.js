@@ -119,9 +119,11 @@
         note.textContent = "This feature combination is not precomputed for this recipe; turn one toggle at a time from the defaults.";
         return;
       }
-      shell.textContent = data.strings[entry[0]];
-      dockerBlock.hidden = entry[1] < 0;
-      docker.textContent = entry[1] < 0 ? "" : data.strings[entry[1]];
+      // a command is the indices of its shared pieces (builder/views/recipe.py)
+      var join = function (ids, separator) { return ids.map(function (i) { return data.pieces[i]; }).join(separator); };
+      shell.textContent = join(entry[0], "\n");
+      dockerBlock.hidden = !entry[1];
+      docker.textContent = entry[1] ? join(entry[1], " ") : "";
     };
     builder.addEventListener("change", update);
     update();

@@ -1,5 +1,7 @@
-"""The built site in a real browser: charts draw, filters keep their state in the URL, the
-command builder and copy buttons work, and nothing logs an error."""
+"""The built site in a real browser: charts draw (the Plotly bundle fetched only when one comes near),
+or without JavaScript their tables stand in their place; no page scrolls sideways on a phone and no
+chart label is clipped there; filters keep their state in the URL, the command builder and copy
+buttons work, and nothing logs an error."""
 
 from __future__ import annotations
 
@@ -13,10 +15,29 @@ pytestmark = pytest.mark.browser
 FAMILY = "models/fixture-7b/index.html"
 
 
+BUNDLE = "assets/vendor/plotly-basic.min.js"
+PHONE = {"width": 390, "height": 800}
+# One page of every kind.
+KINDS = [
+    "index.html",
+    FAMILY,
+    "recipes/fixture-7b/index.html",
+    "hardware/index.html",
+    "hardware/arc_pro_b70/index.html",
+    "methodology/index.html",
+]
+
+
+def _every_page(site) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+
+
 def _wait_for_charts(page) -> int:
+    """Scroll to each chart (they draw only when near the viewport) and wait until it is drawn."""
     ids = page.eval_on_selector_all("[data-chart]", "nodes => nodes.map(n => n.dataset.chart)")
     assert ids
     for chart_id in ids:
+        page.locator(f"#chart-{chart_id}").scroll_into_view_if_needed()
         page.wait_for_selector(f'[data-chart="{chart_id}"].js-plotly-plot .main-svg', timeout=15_000)
     return len(ids)
 
@@ -28,6 +49,105 @@ def test_family_page_draws_every_chart(page, base_url):
     # withheld points are a separate, hollow trace in the drawn chart too
     assert page.locator(".js-plotly-plot .legendtext", has_text="withheld (not published)").count() >= 1
     assert page.problems == []
+
+
+def test_plotly_is_fetched_only_when_a_chart_comes_near(browser, base_url):
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url))
+    page.goto(base_url + FAMILY, wait_until="networkidle")
+    first = page.locator("figure.chart").first
+    assert first.bounding_box()["y"] > PHONE["height"] + 400  # below the fold, past the margin
+    assert not [u for u in fetched if "plotly" in u]
+    assert page.locator("[data-chart][data-state]").count() == 0
+    first.scroll_into_view_if_needed()
+    page.wait_for_selector("figure.chart .js-plotly-plot .main-svg", timeout=15_000)
+    assert [u for u in fetched if "plotly" in u] == [base_url + BUNDLE]
+    _wait_for_charts(page)
+    assert [u for u in fetched if "plotly" in u] == [base_url + BUNDLE]  # once for every chart
+    context.close()
+
+
+def test_a_drawn_chart_collapses_its_table_and_an_undrawn_one_keeps_it(page, base_url):
+    page.goto(base_url + FAMILY)
+    for figure in page.locator("figure.chart").all():
+        assert figure.locator("details.chart-table").get_attribute("open") is not None
+        assert not figure.locator("[data-chart]").is_visible()
+    _wait_for_charts(page)
+    for figure in page.locator("figure.chart").all():
+        assert figure.locator("[data-chart]").is_visible()
+        assert figure.locator("details.chart-table").get_attribute("open") is None
+        assert figure.locator("details.chart-table summary").is_visible()
+    assert page.problems == []
+
+
+def test_without_javascript_every_chart_is_its_open_table(browser, base_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
+    page = context.new_page()
+    page.goto(base_url + FAMILY)
+    figures = page.locator("figure.chart").all()
+    assert figures
+    for figure in figures:
+        assert not figure.locator("[data-chart]").is_visible()  # no blank box
+        assert figure.locator("details.chart-table table tbody tr").first.is_visible()
+    assert "needs JavaScript" not in page.locator("#measured").inner_text()
+    page.goto(base_url + "index.html")
+    assert page.locator("[data-noscript-filters]").is_visible()
+    context.close()
+
+
+def test_when_the_bundle_fails_the_tables_stay(browser, base_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.route("**/plotly-basic.min.js", lambda route: route.abort())
+    page.goto(base_url + FAMILY)
+    for figure in page.locator("figure.chart").all():
+        figure.scroll_into_view_if_needed()
+        plot = figure.locator("[data-chart]")
+        page.wait_for_function("e => e.dataset.state === 'failed'", arg=plot.element_handle())
+        assert not plot.is_visible()
+        assert figure.locator("details.chart-table tbody tr").first.is_visible()
+    context.close()
+
+
+def test_no_page_scrolls_sideways_on_a_phone(browser, base_url, site):
+    pages = _every_page(site)
+    for kind in [*KINDS, "packets/"]:
+        assert any(p.startswith(kind) for p in pages), kind
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    wide = {}
+    for path in pages:
+        page.goto(base_url + path)
+        if path == FAMILY:
+            _wait_for_charts(page)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > PHONE["width"]:
+            wide[path] = width
+    assert wide == {}
+    context.close()
+
+
+LABELS_OUTSIDE = """node => {
+  const svg = node.querySelector('.main-svg').getBoundingClientRect();
+  const labels = '.legendtext, .xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .textpoint text';
+  const out = r => r.left < svg.left - 1 || r.right > svg.right + 1 || r.top < svg.top - 1 || r.bottom > svg.bottom + 1;
+  return [...node.querySelectorAll(labels)]
+    .map(t => [t.textContent, t.getBoundingClientRect()])
+    .filter(([, r]) => r.width > 0 && out(r))
+    .map(([text]) => text);
+}"""
+
+
+def test_no_chart_label_is_clipped_on_a_phone(browser, base_url):
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.goto(base_url + FAMILY)
+    _wait_for_charts(page)
+    for plot in page.locator("[data-chart]").all():
+        assert plot.evaluate(LABELS_OUTSIDE) == [], plot.get_attribute("data-chart")
+    context.close()
 
 
 def test_family_page_works_from_file_url(page, site):

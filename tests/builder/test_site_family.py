@@ -204,11 +204,11 @@ def test_links_are_relative(built):
 
 
 def test_plotly_bundle_copied_once_never_inlined(built):
-    assert (built / "assets/plotly.min.js").stat().st_size > 1_000_000
+    assert (built / "assets/vendor/plotly-basic.min.js").stat().st_size > 1_000_000
     for path in built.rglob("*.html"):
         assert path.stat().st_size < 1_000_000, path
     soup_html = (built / FAMILY).read_text()
-    assert 'src="../../assets/plotly.min.js"' in soup_html
+    assert 'data-plotly="../../assets/vendor/plotly-basic.min.js"' in soup_html
 
 
 def test_single_measured_cell_matrix(tmp_path: Path):

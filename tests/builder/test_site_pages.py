@@ -94,8 +94,9 @@ def test_recipe_commands_are_compose_output(built, page):
         variant, hw, bits = key.split("|")
         features = [name for name, bit in zip(blob["features"], bits, strict=True) if bit == "1"]
         command = compose(recipe, Selection(variant=variant, hardware=catalog.hardware.get(hw), features=features))
-        assert blob["strings"][shell] == command.shell_multiline()
-        assert (blob["strings"][docker] if docker >= 0 else None) == command.docker_shell()
+        # each command is the indices of its pieces: shell lines joined by newlines, docker flags by spaces
+        assert "\n".join(blob["pieces"][i] for i in shell) == command.shell_multiline()
+        assert (" ".join(blob["pieces"][i] for i in docker) if docker is not None else None) == command.docker_shell()
     # every variant x hardware is also plain text, default features
     details = soup.select("#all-commands details")
     assert len(details) == len(recipe.variants) * len(hardware_ids)

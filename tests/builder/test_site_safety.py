@@ -12,7 +12,7 @@ from builder.markdown import render_markdown, safe_link
 from builder.render import json_script
 from tests.builder.factory import IMG, SCRIPT
 
-OUR_SCRIPTS = {"site.js", "charts.js", "plotly.min.js"}
+OUR_SCRIPTS = {"site.js", "charts.js"}
 SAFE_SCRIPT_TYPES = {"application/json", "application/ld+json"}
 
 
