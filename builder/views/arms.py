@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from builder.format import Num, num, opt_num
 from builder.views.common import Fact
 from builder.views.describe import config_clause, gate_phrase
-from builder.views.results import STATE_LABELS, withheld_reason
+from builder.views.results import STATE_LABELS, state_reason
 from catalog.metrics import decode_rate
 from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 
@@ -133,8 +133,8 @@ def divergence_summary(arm: Arm, gate: GateResult) -> str:
     return "; ".join(diverged) + f" ({len(found) - len(diverged)} identical)"
 
 
-def arm_view(arm: Arm) -> ArmView:
-    published = arm.state.published
+def arm_view(arm: Arm, packet: Packet) -> ArmView:
+    published = arm.state.has_speed
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
     facts = []
     if arm.oracle_decode_tok_s:
@@ -148,7 +148,7 @@ def arm_view(arm: Arm) -> ArmView:
         label=arm.label,
         state=arm.state.value,
         state_label=STATE_LABELS[arm.state.value],
-        reason=withheld_reason(arm) if not published and arm.state.value == "withheld" else None,
+        reason=state_reason(packet, arm),
         value=opt_num(arm.decode_tok_s, unit="tok/s") if published else None,
         struck=None if published else opt_num(arm.decode_tok_s or arm.published_figure),
         config=config_clause(arm),

@@ -170,7 +170,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
         workload=_workload(packet, ctx),
-        arms=[arm_view(a) for a in packet.arms],
+        arms=[arm_view(a, packet) for a in packet.arms],
         ladders=ladder_views(packet),
         reproduce=reproduce_commands(packet),
         related=related,

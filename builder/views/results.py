@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
-from catalog.packet import Arm, Ladder, Packet, State
+from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, Ladder, Packet, State
 from catalog.recipe import Recipe
 from catalog.selection import headline_order, qualified
 
@@ -44,6 +44,21 @@ def withheld_reason(arm: Arm) -> str:
     gates = "; ".join(g.summary for g in arm.failed_gates)
     reason = arm.withheld_reason or ""
     return " · ".join(part for part in (gates, reason) if part) or "withheld"
+
+
+def screened_reason(packet: Packet) -> str:
+    """Why a screened arm has no identity verdict, in the words of where it came from."""
+    if packet.provenance.tool:
+        return f"speed only: {packet.provenance.tool} checks no identity"
+    return f"{IDENTITY_NOT_PUBLISHED}: speed only"
+
+
+def state_reason(packet: Packet, arm: Arm) -> str | None:
+    if arm.state == State.WITHHELD:
+        return withheld_reason(arm)
+    if arm.state == State.SCREENED:
+        return screened_reason(packet)
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,7 +117,7 @@ class ArmResult:
 
     @property
     def reason(self) -> str | None:
-        return withheld_reason(self.arm) if self.arm.state == State.WITHHELD else None
+        return state_reason(self.packet, self.arm)
 
     @property
     def href(self) -> str:
