@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from builder.format import Num, num, opt_num
 from builder.views.common import Fact
-from builder.views.describe import config_clause, gate_phrase
+from builder.views.describe import canary_explanation, config_clause, gate_phrase
 from builder.views.results import STATE_LABELS, state_reason
 from catalog.metrics import decode_rate
 from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
@@ -65,11 +65,13 @@ class ArmView:
     gates: list[GateView]
     facts: list[Fact]
     note: str | None
+    canary_note: str | None
 
 
 @dataclass(frozen=True)
 class LadderView:
     arm: str
+    arm_label: str
     kind: str
     columns: list[str]
     rows: list[list[str | Num | None]]
@@ -159,7 +161,7 @@ def arm_view(arm: Arm, packet: Packet) -> ArmView:
             GateView(
                 g.gate,
                 g.passed,
-                gate_phrase(g, arm),
+                gate_phrase(g, arm, packet),
                 divergence_summary(arm, g),
                 g.note,
             )
@@ -167,6 +169,7 @@ def arm_view(arm: Arm, packet: Packet) -> ArmView:
         ],
         facts=facts,
         note=arm.note,
+        canary_note=canary_explanation(arm) or None,
     )
 
 
@@ -197,7 +200,7 @@ def ladder_views(packet: Packet) -> list[LadderView]:
                 ]
                 for p in ladder.context
             ]
-        views.append(LadderView(ladder.arm, ladder.kind, cols, rows))
+        views.append(LadderView(ladder.arm, packet.arm(ladder.arm).label, ladder.kind, cols, rows))
     return views
 
 

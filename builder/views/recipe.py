@@ -4,8 +4,10 @@ A credential a recipe writes (HF_TOKEN: ..., --api-key ...) is shown as <redacte
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import product
+import json
+import re
+from dataclasses import dataclass, replace
+from itertools import pairwise, product
 
 from markupsafe import Markup
 
@@ -18,8 +20,12 @@ from catalog.recipe import Recipe
 
 # Every feature subset is precomputed when the page stays small; past this many commands only the
 # default set and each single toggle away from it are (the script says so for other combinations).
-MAX_COMMANDS = 1024
+MAX_COMMANDS = 4096
 GENERIC = "generic"
+TP_SIZES = (1, 2)
+DEPTHS = (1, 2, 3, 4, 5, 6)
+SPEC_FLAG = "--speculative-config"
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,9 @@ class RecipeView:
     commands: dict[str, object]
     every_subset: bool
     family_href: str
+    tp_sizes: list[int]
+    depths: list[int]
+    default_depth: int | None
 
 
 def _hardware_options(recipe: Recipe, known: dict[str, Hardware]) -> tuple[list[HardwareOption], list[Fact]]:
@@ -95,45 +104,104 @@ def _subsets(recipe: Recipe, combos: int) -> tuple[list[tuple[bool, ...]], bool]
     return [default, *flipped], False
 
 
-def _key(variant: str, hardware: str, bits: tuple[bool, ...]) -> str:
-    return f"{variant}|{hardware}|" + "".join("1" if b else "0" for b in bits)
+def _key(variant: str, hardware: str, bits: tuple[bool, ...], tp: int = 1, depth: int | None = None) -> str:
+    return (
+        f"{variant}|{hardware}|" + "".join("1" if b else "0" for b in bits) + f"|{tp}|{'' if depth is None else depth}"
+    )
+
+
+def spec_depth(args: list[str]) -> int | None:
+    """num_speculative_tokens in a command's --speculative-config, if it has one."""
+    for flag, value in pairwise(args):
+        if flag == SPEC_FLAG:
+            try:
+                config = json.loads(value)
+            except ValueError:
+                return None
+            depth = config.get("num_speculative_tokens") if isinstance(config, dict) else None
+            return depth if isinstance(depth, int) else None
+    return None
+
+
+def with_depth(args: list[str], depth: int) -> list[str]:
+    """The same --speculative-config with num_speculative_tokens set to `depth` (key order kept)."""
+    out = list(args)
+    for i, flag in enumerate(out[:-1]):
+        if flag == SPEC_FLAG:
+            config = json.loads(out[i + 1])
+            config["num_speculative_tokens"] = depth
+            out[i + 1] = json.dumps(config, separators=(",", ":"))
+    return out
+
+
+def image_digests(ctx: SiteContext, slug: str) -> dict[str, str]:
+    """Docker image -> the sha256 digest a packet of this model recorded for it (the newest)."""
+    found: dict[str, str] = {}
+    packets = sorted(ctx.catalog.packets_of(slug), key=lambda p: (p.created.isoformat() if p.created else "", p.id))
+    for packet in packets:
+        runtime = packet.identity.runtime
+        if runtime.image and runtime.image_digest and DIGEST.match(runtime.image_digest):
+            found[runtime.image] = runtime.image_digest
+    return found
+
+
+def _command(
+    recipe: Recipe, selection: Selection, depth: int | None, digests: dict[str, str]
+) -> tuple[str, str | None]:
+    command = compose(recipe, selection).redacted()
+    if depth is not None:
+        command = replace(command, args=with_depth(command.args, depth))
+    digest = digests.get(command.docker_image or "")
+    return command.shell_multiline(), command.docker_multiline(digest)
 
 
 def _commands(
-    recipe: Recipe, hardware: list[HardwareOption], known: dict[str, Hardware]
+    recipe: Recipe, hardware: list[HardwareOption], known: dict[str, Hardware], digests: dict[str, str]
 ) -> tuple[dict[str, object], bool]:
     names = list(recipe.features)
-    subsets, every = _subsets(recipe, len(recipe.variants) * len(hardware))
-    strings: list[str] = []
+    combos = len(recipe.variants) * len(hardware) * len(TP_SIZES) * len(DEPTHS)
+    subsets, every = _subsets(recipe, combos)
+    strings: list[str] = []  # lines, shared by the commands that hold them
     index: dict[str, int] = {}
-    table: dict[str, list[int]] = {}
+    table: dict[str, list[list[int] | int]] = {}
 
-    def intern(text: str | None) -> int:
+    def intern(text: str | None) -> list[int] | int:
         if text is None:
             return -1
-        if text not in index:
-            index[text] = len(strings)
-            strings.append(text)
-        return index[text]
+        ids = []
+        for line in text.split("\n"):
+            if line not in index:
+                index[line] = len(strings)
+                strings.append(line)
+            ids.append(index[line])
+        return ids
 
-    for variant, option, bits in product(recipe.variants, hardware, subsets):
+    for variant, option, bits, tp in product(recipe.variants, hardware, subsets, TP_SIZES):
         card = known.get(option.id)
         features = [n for n, on in zip(names, bits, strict=True) if on]
-        command = compose(recipe, Selection(variant=variant, hardware=card, features=features)).redacted()
-        table[_key(variant, option.id, bits)] = [intern(command.shell_multiline()), intern(command.docker_shell())]
+        selection = Selection(variant=variant, hardware=card, features=features, tensor_parallel_size=tp)
+        plain = compose(recipe, selection)
+        depths: list[int | None] = list(DEPTHS) if spec_depth(plain.args) is not None else [None]
+        for depth in depths:
+            shell, docker = _command(recipe, selection, depth, digests)
+            table[_key(variant, option.id, bits, tp, depth)] = [intern(shell), intern(docker)]
     return {"features": names, "strings": strings, "commands": table}, every
 
 
 def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
     known = ctx.catalog.hardware
     hardware, unknown = _hardware_options(recipe, known)
-    commands, every = _commands(recipe, hardware, known)
+    digests = image_digests(ctx, recipe.meta.slug)
+    commands, every = _commands(recipe, hardware, known, digests)
     defaults = []
     for variant, option in product(recipe.variants, hardware):
-        command = compose(recipe, Selection(variant=variant, hardware=known.get(option.id))).redacted()
-        defaults.append(
-            DefaultCommand(variant, option.id, option.name, command.shell_multiline(), command.docker_shell())
-        )
+        shell, docker = _command(recipe, Selection(variant=variant, hardware=known.get(option.id)), None, digests)
+        defaults.append(DefaultCommand(variant, option.id, option.name, shell, docker))
+    recipe_depths = [
+        d
+        for v in recipe.variants
+        if (d := spec_depth(compose(recipe, Selection(variant=v, features=list(recipe.features))).args)) is not None
+    ]
     model = recipe.model
     facts = [
         Fact("model", model.model_id),
@@ -153,7 +221,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         provider=recipe.meta.provider,
         description=recipe.meta.description,
         facts=facts,
-        guide_html=render_markdown(recipe.guide, shift_headings=1),
+        guide_html=copyable_code(render_markdown(recipe.guide, shift_headings=1)),
         variants=[
             VariantView(
                 name,
@@ -175,4 +243,23 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         commands=commands,
         every_subset=every,
         family_href=f"models/{recipe.meta.slug}/index.html",
+        tp_sizes=list(TP_SIZES),
+        depths=list(DEPTHS) if recipe_depths else [],
+        default_depth=recipe_depths[0] if recipe_depths else None,
     )
+
+
+def copyable_code(html: Markup) -> Markup:
+    """Give every code block of a guide a copy button (the page script copies the block's text)."""
+    count = 0
+
+    def wrap(match: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        block = f"guide-code-{count}"
+        return (
+            f'<div class="copyable"><pre id="{block}">{match.group(1)}</pre>'
+            f'<button type="button" class="copy" data-copy="{block}">Copy</button></div>'
+        )
+
+    return Markup(re.sub(r"<pre>(.*?)</pre>", wrap, str(html), flags=re.S))  # noqa: S704 - rendered markdown

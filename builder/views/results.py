@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
-from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, Ladder, Packet, State
+from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
 from catalog.recipe import Recipe
 from catalog.selection import headline_order, qualified
 
@@ -40,9 +40,33 @@ def short_depth(method: str | None, depth: int) -> str:
     return f"{(method or 'spec').upper()}{depth}"
 
 
-def withheld_reason(arm: Arm) -> str:
-    gates = "; ".join(g.summary for g in arm.failed_gates)
+GATE_NAMES = {"G1": "G1 repeat-exactness", "G2": "G2 speculative repeat", "G3": "G3 lossless"}
+
+
+def against_words(gate: GateResult, packet: Packet) -> str:
+    """What a gate compared with, in words: an arm id becomes that arm's label."""
+    arm = next((a for a in packet.arms if a.id == gate.against), None)
+    if arm is None:
+        return gate.against
+    return f"the oracle ({arm.label})" if gate.gate == "G3" else arm.label
+
+
+def gate_words(gate: GateResult, packet: Packet) -> str:
+    """`G3 lossless: 8/12 identical vs the oracle (1 card, no speculative decoding)`; no internal id."""
+    if gate.exact is not None:
+        count = f"{gate.exact}/{gate.total} identical"
+    else:
+        count = ("passed" if gate.passed else "failed") + " (count not published)"
+    who = f" on server {gate.server}" if gate.server else ""
+    return f"{GATE_NAMES.get(gate.gate, gate.gate)}: {count}{who} vs {against_words(gate, packet)}"
+
+
+def withheld_reason(arm: Arm, packet: Packet) -> str:
+    gates = "; ".join(gate_words(g, packet) for g in arm.failed_gates)
     reason = arm.withheld_reason or ""
+    counts = {f"{g.exact}/{g.total}" for g in arm.failed_gates if g.exact is not None}
+    if reason and any(c in reason for c in counts):
+        reason = ""  # the source's words only repeat the count the gate already shows
     return " · ".join(part for part in (gates, reason) if part) or "withheld"
 
 
@@ -55,7 +79,7 @@ def screened_reason(packet: Packet) -> str:
 
 def state_reason(packet: Packet, arm: Arm) -> str | None:
     if arm.state == State.WITHHELD:
-        return withheld_reason(arm)
+        return withheld_reason(arm, packet)
     if arm.state == State.SCREENED:
         return screened_reason(packet)
     return None

@@ -96,7 +96,7 @@ def entry(result: ArmResult) -> CellEntry:
         high=opt_num(max(values)) if published and len(values) >= 2 else None,
         struck=None if published else opt_num(result.unpublished_value),
         reason=result.reason,
-        detail=" · ".join(p for p in (result.draft_head, result.quant_label) if p),
+        detail=result.draft_head or "",  # the quantization is an axis or fixed: never repeated per cell
         href=result.href,
         packet_id=result.packet.id,
         arm_id=result.arm.id,
