@@ -4,8 +4,10 @@ For each size (families × packets per family) a synthetic catalog (bench/catalo
 built by `python -m builder build` into an empty folder, as a subprocess: wall time, CPU and
 peak RSS of that child (os.wait4). Then the same command again, with nothing changed (the
 no-op path through site/.catalog-build.json). The floor is `python -m bench.floor`: every
-packet read and verified once with catalog.packet_io.read_packet, timed in its own process
-before and after the build (the mean of the two is the floor).
+packet read and verified once with catalog.packet_io.read_packet (bytes, digest, signature),
+timed in its own process before and after the build (the mean of the two is the floor).
+First, the cost of one committed packet (bench/packet_cost.py): its size and the CPU time to
+read, hash-check and fully verify it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from bench import packet_cost
 from bench.catalog_gen import ensure_catalog
 from bench.common import OUT, Log, child_env, load_average, spawn_measured
 from bench.results import Benchmark, Figure
@@ -30,8 +33,8 @@ LARGE_LIMIT_S = 60.0
 BROWSER_SITE = OUT / "site-browser"
 
 
-def _floor(packets: Path) -> dict[str, Any]:
-    child = spawn_measured([sys.executable, "-m", "bench.floor", str(packets)])
+def _floor(packets: Path, data: Path) -> dict[str, Any]:
+    child = spawn_measured([sys.executable, "-m", "bench.floor", str(packets), str(data)])
     if child["returncode"] != 0:
         raise RuntimeError(f"floor failed: {child['stderr'][-2000:]}")
     result: dict[str, Any] = json.loads(child["stdout"].strip().splitlines()[-1])
@@ -73,6 +76,7 @@ def prepare(quick: bool, log: Log) -> None:
 
 def run(quick: bool, log: Log) -> list[Benchmark]:
     sizes = QUICK_SIZES if quick else FULL_SIZES
+    packet = packet_cost.run(quick, log)
     measured = []
     for families, per_family in sizes:
         data, packets = ensure_catalog(families, per_family, log)
@@ -81,10 +85,10 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
         cache_home = OUT / f"cache-{families}x{per_family}"
         shutil.rmtree(cache_home, ignore_errors=True)  # a cold build: no fingerprint is known
         load_before = load_average()
-        floor_a = _floor(packets)
+        floor_a = _floor(packets, data)
         build = _build(data, packets, out, cache_home)
         noop = _build(data, packets, out, cache_home)
-        floor_b = floor_a if quick else _floor(packets)  # full runs: floor before and after, mean
+        floor_b = floor_a if quick else _floor(packets, data)  # full runs: floor before and after, mean
         stats = _site_stats(out)
         floor_s = (floor_a["seconds"] + floor_b["seconds"]) / 2
         result = {
@@ -113,8 +117,8 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
             shutil.rmtree(BROWSER_SITE, ignore_errors=True)
             out.rename(BROWSER_SITE)  # kept for the browser benchmark
         else:
-            shutil.rmtree(out, ignore_errors=True)  # several GB: do not keep
-    return [_size_benchmark(m) for m in measured] + [_scaling_benchmark(measured)]
+            shutil.rmtree(out, ignore_errors=True)  # gigabytes: do not keep
+    return packet + [_size_benchmark(m) for m in measured] + [_scaling_benchmark(measured)]
 
 
 def _size_benchmark(m: dict[str, Any]) -> Benchmark:
@@ -186,6 +190,7 @@ def _scaling_benchmark(measured: list[dict[str, Any]]) -> Benchmark:
     growth = (largest["build_s"] / largest["floor_s"]) / (smallest["build_s"] / smallest["floor_s"])
     floor_per_packet = median(m["floor_s"] / m["packets"] for m in measured)
     build_per_packet = median(m["build_s"] / m["packets"] for m in measured)
+    bytes_per_packet = median(m["packet_bytes"] / m["packets"] for m in measured)
     return Benchmark(
         id="builder.scaling",
         group="builder",
@@ -204,7 +209,8 @@ def _scaling_benchmark(measured: list[dict[str, Any]]) -> Benchmark:
                 unit="s",
                 ours=20_000 * floor_per_packet,
                 better="lower",
-                note="20,000 packets × the measured floor per packet; not run (about 24 GB of packets)",
+                note="20,000 packets × the measured floor per packet; not run "
+                f"(about {20_000 * bytes_per_packet / 1e9:.1f} GB of packets)",
             ),
             Figure(
                 name="1000 families × 20 packets: build, extrapolated",

@@ -3,13 +3,16 @@
 F families × P packets. Each family's recipe is data/models/demo.yaml with a new slug and title.
 Each packet is a realistic measured campaign: two arms (oracle and speculative) × two fresh
 servers × the twelve strict-suite prompts × 512 tokens, with token ids and per-token times,
-every stored figure computed by catalog.metrics (as tests/catalog/factories.py builds them), so
-load_catalog re-derives and accepts it. About 1.2 MB per packet, as the runner writes them.
+built as parts by catalog.samples (every stored figure computed by catalog.metrics, every canary
+verdict by catalog.canaries), so load_catalog re-derives and accepts it. Its identity is the demo
+recipe's (repo local/demo-qwen3-tiny, synthetic, vLLM on the CPU) under the family's slug.
 
-Two templates are sealed through catalog.packet_io.seal (one published, one whose speculative
-server diverges so its arm is withheld); each packet then rescales the template's token times
-(a different speed per packet), recomputes the derived figures, re-hashes and is written with
-catalog.canonical.pretty_json, the runner's own format. Every seventh packet is the withheld kind.
+Each packet gets its own speed (a different time per token, so decode rates vary across packets)
+and is sealed through catalog.packet_io.seal and written by write_packet, exactly as the runner
+writes them: canonical bytes, the digest in the name, and a DSSE signature by a bench measurer key.
+That key lives under the system temp folder (never in the repository) and the generated data
+dir's keys.yaml lists it, so the builder verifies every signature. Every seventh packet's
+speculative server diverges, so its arm is withheld.
 """
 
 from __future__ import annotations
@@ -17,30 +20,56 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from bench.common import OUT, REPO
-from catalog.canonical import pretty_json
-from catalog.metrics import decode_rate, server_decode_rate, server_ttft_ms
-from catalog.packet import packet_hash, packet_id
+from catalog.packet import PacketParts
+from catalog.packet_io import seal, write_packet
+from catalog.samples import measured_parts
+from catalog.signing import HostKey, host_key
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: schema 2 packets, sealed and signed, created in the past
 TOKENS = 512
 HARDWARE = "cpu_generic"
+KEY_DIR = Path(tempfile.gettempdir()) / "llm-serving-catalog-bench" / "keys"
 INPUTS = [
     REPO / "data" / "models" / "demo.yaml",
     REPO / "data" / "hardware.yaml",
     REPO / "data" / "suites" / "strict-v1.json",
     REPO / "data" / "suites" / "canaries-v1.json",
     REPO / "catalog" / "packet.py",
+    REPO / "catalog" / "packet_io.py",
+    REPO / "catalog" / "arrays.py",
+    REPO / "catalog" / "samples.py",
     REPO / "catalog" / "metrics.py",
+    REPO / "catalog" / "canaries.py",
     REPO / "catalog" / "canonical.py",
+    REPO / "catalog" / "signing.py",
     Path(__file__),
 ]
+# The demo recipe's identity (data/models/demo.yaml and the committed demo packet), under each
+# family's slug: a synthetic model served by vLLM on the CPU.
+DEMO_IDENTITY: dict[str, dict[str, Any]] = {
+    "model": {
+        "variant": "default",
+        "repo": "local/demo-qwen3-tiny",
+        "revision": None,
+        "quantization": "bf16",
+        "quantization_label": "BF16",
+        "weight_bytes": 2_388_832,
+        "synthetic": True,
+        "synthetic_note": (
+            "random weights generated locally by runner/demo_model.py; its speed says nothing about real models"
+        ),
+    },
+    "runtime": {"platform": "cpu", "version": "0.32.0", "label": "vLLM CPU 0.32.0 (local install)"},
+    "host": {"card_count": 1, "boot_id": None, "cpu": "bench host"},
+}
 
 
 def cache_key(families: int, packets: int) -> str:
@@ -54,6 +83,12 @@ def slug(index: int) -> str:
     return f"bench-{index:04d}"
 
 
+@cache
+def bench_key() -> HostKey:
+    """The bench's measurer key, made on first use under the system temp folder."""
+    return host_key(role="measurer", config_dir=KEY_DIR)
+
+
 def ensure_catalog(families: int, packets: int, log: Any = print) -> tuple[Path, Path]:
     """(data dir, packets dir) of the catalog, generated once and reused while inputs are unchanged."""
     root = OUT / "catalogs" / cache_key(families, packets)
@@ -63,7 +98,8 @@ def ensure_catalog(families: int, packets: int, log: Any = print) -> tuple[Path,
     for stale in (OUT / "catalogs").glob(f"{families}x{packets}-*"):
         shutil.rmtree(stale)
     log(f"builder: generating {families} families × {packets} packets into {root} (cached for reruns)")
-    _write_data(data, families)
+    key = bench_key()  # made here, before the workers, which load it
+    _write_data(data, families, key)
     packet_dir.mkdir(parents=True)
     jobs = [(family, index, str(packet_dir)) for family in range(families) for index in range(packets)]
     workers = max(1, min(2, os.cpu_count() or 1))
@@ -73,10 +109,14 @@ def ensure_catalog(families: int, packets: int, log: Any = print) -> tuple[Path,
     return data, packet_dir
 
 
-def _write_data(data: Path, families: int) -> None:
+def _write_data(data: Path, families: int, key: HostKey) -> None:
     (data / "models").mkdir(parents=True)
     shutil.copy(REPO / "data" / "hardware.yaml", data / "hardware.yaml")
     shutil.copytree(REPO / "data" / "suites", data / "suites")
+    keys = "schema_version: 1\nkeys:\n" + key.keys_yaml_entry(
+        "benchmark catalog generator (bench/catalog_gen.py)", dated=False
+    )
+    (data / "keys.yaml").write_text(keys, encoding="utf-8")
     demo = (REPO / "data" / "models" / "demo.yaml").read_text()
     for index in range(families):
         text = demo.replace('slug: "demo"', f'slug: "{slug(index)}"', 1)
@@ -84,67 +124,23 @@ def _write_data(data: Path, families: int) -> None:
         (data / "models" / f"{slug(index)}.yaml").write_text(text)
 
 
-@cache
-def _templates() -> tuple[dict[str, Any], dict[str, Any]]:
-    """Two sealed packets (dumped to JSON form), built by the test factories with 512 tokens."""
-    import sys
-
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from catalog.packet_io import seal
-    from tests.catalog import factories
-
-    original = factories.token_ids
-    factories.token_ids = lambda prompt_index, n=TOKENS: original(prompt_index, n)
-    try:
-        kinds = []
-        for diverges in (False, True):
-            draft = factories.measured_draft(
-                spec=True, g3_diverges=diverges, slug="bench-template", hardware=HARDWARE, ms_per_token=20.0
-            )
-            kinds.append(seal(draft).model_dump(mode="json"))
-    finally:
-        factories.token_ids = original
-    return kinds[0], kinds[1]
-
-
 def _write_packet_job(job: tuple[int, int, str]) -> None:
     family, index, directory = job
-    packet = make_packet(family, index)
-    Path(directory, f"{packet['id']}.json").write_text(pretty_json(packet), encoding="utf-8")
+    write_packet(seal(make_parts(family, index), bench_key()), Path(directory))
 
 
-def make_packet(family: int, index: int) -> dict[str, Any]:
-    published, withheld = _templates()
-    template = withheld if index % 7 == 6 else published
+def make_parts(family: int, index: int) -> PacketParts:
+    """One campaign's parts: its own decode speed, the withheld kind every seventh packet."""
     scale = 0.6 + 0.05 * ((family * 31 + index * 7) % 17)  # decode speeds vary across packets
-    arms = []
-    for arm in template["arms"]:
-        servers = []
-        for server in arm["servers"]:
-            rows = [_scaled_row(row, scale) for row in server["rows"]]
-            views = [
-                SimpleNamespace(token_times_ms=r["token_times_ms"], class_id=r["class_id"], ttft_ms=r["ttft_ms"])
-                for r in rows
-            ]
-            servers.append(
-                {**server, "rows": rows, "decode_tok_s": server_decode_rate(views), "ttft_ms": server_ttft_ms(views)}  # type: ignore[arg-type]
-            )
-        arms.append({**arm, "servers": servers})
-    model = {**template["identity"]["model"], "slug": slug(family)}
-    packet = {
-        **template,
-        "title": f"Bench family {family:04d} · campaign {index:02d} · one CPU host",
-        "created": f"2026-{1 + index % 12:02d}-{1 + family % 28:02d}T10:{index % 60:02d}:00Z",
-        "identity": {**template["identity"], "model": model},
-        "arms": arms,
-    }
-    digest = packet_hash(packet)
-    packet["sha256"] = digest
-    packet["id"] = packet_id(model["slug"], model["quantization"], digest)
-    return packet
-
-
-def _scaled_row(row: dict[str, Any], scale: float) -> dict[str, Any]:
-    times = [round(t * scale, 3) for t in row["token_times_ms"]]
-    return {**row, "token_times_ms": times, "ttft_ms": times[0], "decode_tok_s": decode_rate(times)}
+    parts = measured_parts(
+        spec=True,
+        g3_diverges=index % 7 == 6,
+        title=f"Bench family {family:04d} · campaign {index:02d} · one CPU host",
+        ms_per_token=20.0 * scale,
+        n_tokens=TOKENS,
+        identity_overrides=DEMO_IDENTITY,
+        slug=slug(family),
+        hardware=HARDWARE,
+    )
+    created = datetime(2025, 1 + index % 12, 1 + family % 28, 10, index % 60, tzinfo=UTC)
+    return parts.model_copy(update={"created": created})

@@ -454,7 +454,7 @@ def _ours_agreement(run: dict[str, Any], records: list[dict[str, Any]]) -> dict[
         transit.append(record["arrival"] - request["sent"])
         first_lag.append(request["sent"] + request["ttft_s"] - emits[0])
         server_ttft = emits[0] - record["arrival"]
-        server_decode = decode_rate([(e - emits[0]) * 1000.0 for e in emits])
+        server_decode = decode_rate([round((e - emits[0]) * 1e6) for e in emits])
         ttft.append(request["ttft_s"] / server_ttft)
         if server_decode and request["decode_tok_s"]:
             decode.append(request["decode_tok_s"] / server_decode)

@@ -102,7 +102,7 @@ async def run_one(base_url: str, model: str, run: dict[str, Any]) -> dict[str, A
                 prompt = prompt_text(label, index, int(run["prompt_words"]))
                 result = await stream_completion(base_url, model, prompt, int(run["max_tokens"]), 1234, http=http)
                 sent = time.perf_counter() - result.e2e_s  # when the request was written (token time 0)
-                times_ms = [t * 1000.0 for t in result.token_times_s]
+                times_us = [round(t * 1e6) for t in result.token_times_s]
                 requests.append(
                     {
                         "tag": tag_of(label, index),
@@ -111,7 +111,7 @@ async def run_one(base_url: str, model: str, run: dict[str, Any]) -> dict[str, A
                         "e2e_s": result.e2e_s,
                         "tokens": len(result.token_ids),
                         "chunks": result.chunk_count,
-                        "decode_tok_s": decode_rate(times_ms),
+                        "decode_tok_s": decode_rate(times_us),
                         "token_times_s": result.token_times_s if run.get("keep_times") else None,
                     }
                 )

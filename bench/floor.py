@@ -1,7 +1,8 @@
-"""The builder's floor: read and verify every packet once (catalog.packet_io.read_packet), in a
-fresh process, timed after the imports. Prints one JSON line.
+"""The builder's floor: read and verify every packet once (catalog.packet_io.read_packet: canonical
+bytes, digest and signature against the catalog's keys.yaml), in a fresh process, timed after
+the imports. Prints one JSON line.
 
-    python -m bench.floor PACKETS_DIR
+    python -m bench.floor PACKETS_DIR DATA_DIR
 """
 
 from __future__ import annotations
@@ -11,14 +12,18 @@ import sys
 import time
 from pathlib import Path
 
+from catalog.keys import load_keys
+from catalog.layout import is_signature
 from catalog.packet_io import read_packet
 
 
 def main() -> None:
-    paths = sorted(Path(sys.argv[1]).glob("*.json"))
+    packets, data = Path(sys.argv[1]), Path(sys.argv[2])
+    keys = load_keys(data / "keys.yaml")
+    paths = sorted(p for p in packets.glob("*.json") if not is_signature(p))
     started = time.perf_counter()
     for path in paths:
-        read_packet(path)
+        read_packet(path, keys)
     seconds = time.perf_counter() - started
     size = sum(p.stat().st_size for p in paths)
     print(json.dumps({"seconds": seconds, "packets": len(paths), "bytes": size}))

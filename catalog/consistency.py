@@ -18,6 +18,7 @@ into `CatalogError`s naming the file. API:
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -50,7 +51,7 @@ _DRAFT_ENV = frozenset({DRAFT_INT4_ENV})
 _SPEC_FLAGS = ("--speculative-config", "--speculative_config")
 
 
-def _token_times(row: PromptRow) -> tuple[str, Sequence[int]]:
+def _token_times(row: PromptRow) -> tuple[str, array[int]]:
     """The row's field holding its token arrival times, and those times (integer µs from send)."""
     return "token_times_us", row.token_times_us
 
@@ -428,9 +429,9 @@ def token_problems(packet: Packet) -> list[Problem]:
 
 
 def _id_problems(ids: Sequence[int], vocab: int | None, where: str) -> list[Problem]:
-    if not ids or (min(ids) >= 0 and (vocab is None or max(ids) < vocab)):
+    if not ids or vocab is None or max(ids) < vocab:  # unsigned: nothing below 0
         return []  # the usual case, decided at C speed
-    position, token = next((p, t) for p, t in enumerate(ids) if t < 0 or (vocab is not None and t >= vocab))
+    position, token = next((p, t) for p, t in enumerate(ids) if t >= vocab)
     size = f" (vocab_size {vocab:,})" if vocab is not None else ""
     return [(f"{where}.token_ids[{position}]", f"token id {token:,} is outside the vocabulary{size}")]
 
@@ -441,7 +442,8 @@ def _time_problems(row: PromptRow, where: str) -> list[Problem]:
         return []
     field = f"{where}.{name}"
     problems: list[Problem] = []
-    if list(times) != sorted(times):  # unsigned microseconds: order is all there is to check
+    values = times.tolist()
+    if values != sorted(values):  # unsigned microseconds: order is all there is to check
         p = next(p for p in range(1, len(times)) if times[p] < times[p - 1])
         problems.append(
             (f"{field}[{p}]", f"token time {times[p]:,} µs is earlier than the token before it ({times[p - 1]:,} µs)")

@@ -176,4 +176,5 @@ def _check_signature(packet: Packet, path: Path, digest: str, keys: KeyRing, all
     if allow_unsigned and signer_key_id(envelope, envelope_path) not in keys.by_id():
         return None  # this host's own key, not listed yet: a local packet like an unsigned one
     role = "measurer" if packet.provenance.kind == "measured" else "importer"
-    return verify_packet_signature(envelope, digest, path.name, keys, role=role, file=envelope_path).id
+    made_on = packet.created.date() if packet.created else None
+    return verify_packet_signature(envelope, digest, path.name, keys, role=role, file=envelope_path, made_on=made_on).id

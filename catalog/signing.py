@@ -20,7 +20,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -64,17 +64,17 @@ class HostKey:
     def public_hex(self) -> str:
         return cast(str, self.signer.public_key.keyval["public"])
 
-    def keys_yaml_entry(self, owner: str) -> str:
-        """The item to paste under `keys:` in data/keys.yaml (JSON strings are YAML strings)."""
+    def keys_yaml_entry(self, owner: str, *, dated: bool = True) -> str:
+        """The item to paste under `keys:` in data/keys.yaml (JSON strings are YAML strings).
+        Dated, it vouches for packets made from today on; undated, for any (test catalogs)."""
         if not owner.strip():
             raise CatalogError("the key's owner must not be empty", field="owner")
-        today = datetime.now(UTC).date()
+        valid_from = f"    valid_from: {datetime.now(UTC).date().isoformat()}\n" if dated else ""
         return (
             f"  - id: {json.dumps(self.key_id)}\n"
             f"    public_key: {json.dumps(self.public_hex)}\n"
             f"    owner: {json.dumps(owner)}\n"
-            f"    role: {self.role}\n"
-            f"    valid_from: {today.isoformat()}\n"
+            f"    role: {self.role}\n" + valid_from
         )
 
     @classmethod
@@ -211,10 +211,22 @@ def signer_key_id(envelope: bytes, file: Path) -> str | None:
 
 
 def verify_packet_signature(
-    envelope: bytes, digest: str, packet_name: str, keys: KeyRing, *, role: str, file: Path
+    envelope: bytes,
+    digest: str,
+    packet_name: str,
+    keys: KeyRing,
+    *,
+    role: str,
+    file: Path,
+    made_on: date | None = None,
 ) -> KeyEntry:
-    """The data/keys.yaml entry of the key that signed this packet's digest for `role`, today; a
-    CatalogError naming `file` and the field at fault for anything else."""
+    """The data/keys.yaml entry of the key that signed this packet's digest for `role`; a
+    CatalogError naming `file` and the field at fault for anything else.
+
+    A key vouches for the packets made within its validity dates: `made_on` is the day the
+    packet says it was made (its `created`, which the signature covers), today when it says
+    none. So a key that expires leaves its earlier packets valid; a revoked one (compromised)
+    vouches for nothing any more."""
 
     def refuse(message: str, field: str) -> NoReturn:
         raise CatalogError(message, file=file, field=field)
@@ -231,7 +243,7 @@ def verify_packet_signature(
     where = "signatures[0].keyid"
     if entry is None:
         refuse(f"unknown key {keyid}: add its line to {KEYS_FILE}", where)
-    today = datetime.now(UTC).date()
+    today = made_on or datetime.now(UTC).date()
     if entry.revoked is not None:
         refuse(f"key {keyid} ({entry.owner}) was revoked on {entry.revoked}", where)
     if entry.valid_from is not None and today < entry.valid_from:

@@ -17,6 +17,7 @@ import httpx
 from catalog.arrays import to_uint32
 from catalog.canaries import judge
 from catalog.canonical import pretty_json
+from catalog.errors import CatalogError
 from catalog.files import write_file
 from catalog.loading import load_file
 from catalog.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
@@ -49,11 +50,22 @@ def attempt_paths(run_dir: Path, arm_id: str, label: str) -> tuple[Path, Path]:
     return folder / f"server-{label}.json", folder / f"server-{label}.log"
 
 
-def finished_attempt(run_dir: Path, arm_id: str, label: str) -> ServerRun | None:
+def finished_attempt(run_dir: Path, arm_id: str, label: str, progress: Progress | None = None) -> ServerRun | None:
+    """The attempt's ServerRun if it finished. One recorded by an earlier runner (packet schema 1:
+    times in milliseconds, no canary answers to judge again) cannot go into a packet now: that
+    server is measured again."""
     result_path, _ = attempt_paths(run_dir, arm_id, label)
     if not result_path.exists():
         return None
-    run = load_file(ServerRun, result_path)
+    try:
+        run = load_file(ServerRun, result_path)
+    except CatalogError as error:
+        if progress is not None:
+            progress(
+                f"{arm_id} server {label}: {result_path.name} is not a record this runner can use, measuring again "
+                f"({error.field or 'record'}: {error.message})"
+            )
+        return None
     return run if run.status == "ok" else None
 
 

@@ -44,7 +44,7 @@ def measure_arms(setup: CampaignSetup, runtime: Any, progress: Progress) -> dict
     for arm in setup.arms:
         runs = []
         for label in labels:
-            done = finished_attempt(setup.run_dir, arm.id, label)
+            done = finished_attempt(setup.run_dir, arm.id, label, progress)
             if done is not None:
                 progress(f"{arm.id} server {label}: finished earlier, reusing {done.decode_tok_s or 0:.1f} tok/s")
                 runs.append(done)

@@ -92,6 +92,12 @@ def run(argv: list[str] | None = None) -> int:
         for packet in import_transcription(options.transcription, options.packets, host_key(role="importer")):
             print(f"sealed {packet.id} ({packet.state.value})")
         return 0
+    # The folder this run writes its packet into: a new one starts empty (load_catalog refuses a
+    # missing folder, so that a mistyped --packets never builds an empty site).
+    try:
+        options.packets.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CatalogError(f"cannot create the packets folder: {error.strerror}", file=options.packets) from None
     # This host's own packets are signed by a key data/keys.yaml may not list yet: the runner
     # reads them as unsigned, local packets; a bad or revoked signature still stops it.
     catalog = load_catalog(options.data, options.packets, allow_unsigned=True)

@@ -80,7 +80,7 @@ def run_ladders(
 async def _concurrency(
     base_url: str, arm: ArmPlan, oracle_rows: list[PromptRow], workload: Workload, progress: Progress
 ) -> Ladder:
-    expected = {row.prompt_id: row.token_ids for row in oracle_rows}
+    expected = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
     prompts = workload.suite.prompts
     points = []
     async with new_http_client(max_in_flight=max(CONCURRENCY_LEVELS)) as http:

@@ -24,7 +24,9 @@ def trusting_data(dest: Path) -> Path:
     from tests.catalog.factories import test_key
 
     shutil.copytree(REPO / "data", dest, dirs_exist_ok=True)
-    entries = "".join(test_key(role).keys_yaml_entry(f"test session ({role})") for role in ("measurer", "importer"))
+    entries = "".join(
+        test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
+    )
     keys = dest / "keys.yaml"
     keys.write_text(keys.read_text(encoding="utf-8").rstrip("\n") + "\n" + entries, encoding="utf-8")
     return dest

@@ -75,6 +75,14 @@ def test_quick_benchmark_writes_results_and_report(tmp_path: Path) -> None:
         assert client.details["tokens_match_server_log"] is True
         agreement = by_id[f"agreement.c{level}"].figure("decode rate client / server")
         assert agreement.ours == pytest.approx(1.0, abs=0.2)
+    packet = by_id["packet.demo"]
+    size = packet.figure("file size")
+    assert size.ours and size.target and size.met is not None
+    verify = packet.figure("full verification (read_verified), CPU of one core")
+    assert verify.ours and verify.target and verify.met is not None
+    assert packet.figure("full verification per recorded token, CPU").ours == pytest.approx(
+        1e6 * verify.ours / packet.details["tokens"]
+    )
     build = by_id["builder.10x20"]
     assert build.figure("full build").ours > 0 and build.figure("full build").peer > 0
     assert build.details["html_pages"] > 200 and build.details["packets"] == 200

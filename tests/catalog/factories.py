@@ -60,7 +60,9 @@ def test_key(role: str = "measurer") -> HostKey:
 
 
 def keys_yaml() -> str:
-    entries = [test_key(role).keys_yaml_entry(f"test session ({role})") for role in ("measurer", "importer")]
+    entries = [
+        test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
+    ]
     return "schema_version: 1\nkeys:\n" + "".join(entries)
 
 

@@ -463,20 +463,11 @@ def test_token_id_outside_the_vocabulary() -> None:
     assert message == "token id 151,000 is outside the vocabulary (vocab_size 151,000)"
 
 
-def test_negative_token_id_without_a_known_vocabulary() -> None:
-    # token ids are unsigned 32-bit: a file cannot hold a negative one ...
+def test_a_negative_token_id_cannot_be_written() -> None:
+    """Token ids are unsigned 32-bit integers: no file can hold a negative one, so the consistency
+    check looks only for ids at or above the vocabulary size."""
     with pytest.raises(OverflowError):
         to_uint32([-1])
-    # ... and a packet forged in memory is still refused
-    packet = measured_packet(spec=False)
-    server = packet.arms[0].servers[0]
-    row = server.rows[0]
-    ids = list(row.token_ids)
-    ids[3] = -1
-    rows = [row.model_copy(update={"token_ids": ids}), *server.rows[1:]]
-    servers = [server.model_copy(update={"rows": rows}), *packet.arms[0].servers[1:]]
-    forged = packet.model_copy(update={"arms": [packet.arms[0].model_copy(update={"servers": servers})]})
-    assert only(found(forged)) == ("arms[0].servers[0].rows[0].token_ids[3]", "token id -1 is outside the vocabulary")
 
 
 def test_token_times_that_go_backwards() -> None:

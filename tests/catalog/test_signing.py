@@ -324,3 +324,18 @@ def test_keys_yaml_role_is_measurer_or_importer(measurer: HostKey) -> None:
     with pytest.raises(CatalogError) as caught:
         validate_as(KeyEntry, {**entry_of(measurer), "role": "admin"}, SIG_FILE)
     assert caught.value.field == "role"
+
+
+def test_an_expired_key_still_vouches_for_packets_made_while_it_was_valid(measurer: HostKey) -> None:
+    last_day = TODAY - timedelta(days=10)
+    keys = ring(measurer, valid_until=last_day)
+    envelope = sign_packet(DIGEST, NAME, measurer)
+    entry = verify_packet_signature(
+        envelope, DIGEST, NAME, keys, role="measurer", file=Path("p.dsse.json"), made_on=last_day
+    )
+    assert entry.id == measurer.key_id
+    with pytest.raises(CatalogError) as caught:
+        verify_packet_signature(
+            envelope, DIGEST, NAME, keys, role="measurer", file=Path("p.dsse.json"), made_on=last_day + timedelta(1)
+        )
+    assert caught.value.message == f"key {measurer.key_id} (test host) expired on {last_day}"

@@ -78,7 +78,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the shared campaign now when a selected test needs it (its fixture waits for it)."""
     global _early_campaign
     options = session.config.option
-    wanted = any("campaign" in getattr(item, "fixturenames", ()) for item in session.items)
+    wanted = any("campaign_run" in getattr(item, "fixturenames", ()) for item in session.items)
     broken = session.testsfailed and not options.continue_on_collection_errors  # nothing will run
     if not wanted or broken or options.collectonly or not vllm_python_path().exists():
         return

@@ -76,6 +76,7 @@ class CampaignRun:
     def __init__(self, vllm_python: Path, root: Path, *, wanted: bool) -> None:
         self.wanted = wanted
         self.vllm_python = vllm_python
+        self.base = root.parent  # the session's base temp folder (tmp_path_factory)
         self.model_dir = root / "demo-model" / "demo"
         self.packets, self.runs = root / "packets", root / "runs"
         self.log_path = root / "runner.log"
@@ -94,10 +95,20 @@ class CampaignRun:
     def advance(self) -> None:
         if not self.wanted or self.runner is not None or self.generator.process.poll() != 0:
             return
+        if not self.signing_home_ready():
+            return  # before the first test's setup: started by the next call
         argv = measure_argv(self.vllm_python, self.model_dir, self.packets, self.runs)
         with self.log_path.open("wb") as log:
             self.started_at = time.time()
             self.runner = Child(argv, "campaign", cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+    def signing_home_ready(self) -> bool:
+        """The runner signs its packet with the host key under $XDG_CONFIG_HOME, which
+        tests/conftest.py points at a folder of this session when the first test sets up (this
+        run's root is in the same base folder). Never start the runner before then: it would make
+        and sign with the user's own key, which the tests do not know."""
+        home = os.environ.get("XDG_CONFIG_HOME", "")
+        return bool(home) and "CATALOG_SIGNING_KEY" not in os.environ and Path(home).is_relative_to(self.base)
 
     def wait_for_model(self) -> Path:
         if self.generator.wait(DEMO_MODEL_DEADLINE_S) != 0:
@@ -108,7 +119,7 @@ class CampaignRun:
     def result(self) -> Campaign:
         self.wanted = True
         self.wait_for_model()
-        assert self.runner is not None
+        assert self.runner is not None, "the runner was not started: no session XDG_CONFIG_HOME to sign in"
         remaining = CAMPAIGN_DEADLINE_S - (time.time() - self.started_at)
         try:
             code = self.runner.wait(max(remaining, 1.0))  # stops the runner and its servers on timeout

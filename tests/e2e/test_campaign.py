@@ -19,10 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from catalog.errors import CatalogError
+from catalog.keys import KeyRing
+from catalog.layout import is_signature, signature_path
 from catalog.packet import Packet, State
 from catalog.packet_io import read_packet
 from catalog.repository import load_catalog
+from tests.catalog import factories
 from tests.e2e.demo_campaign import CAMPAIGN_MAX_TOKENS, Campaign, CampaignRun, measure_argv
 from tests.e2e.processes import Child
 
@@ -51,18 +56,32 @@ def campaign(campaign_run: CampaignRun) -> Campaign:
     return campaign_run.result()
 
 
+def _session_keys() -> KeyRing:
+    """The keys the runner signs with in this session: its host key lives under the session's
+    XDG_CONFIG_HOME (tests/conftest.py), which every runner started here inherits."""
+    return KeyRing.model_validate(yaml.safe_load(factories.keys_yaml()))
+
+
 def _only_packet(folder: Path) -> Packet:
-    (path,) = sorted(folder.glob("*.json"))
-    return read_packet(path)
+    (path,) = sorted(p for p in folder.glob("*.json") if not is_signature(p))
+    assert signature_path(path).exists(), "the runner signs every packet it writes"
+    return read_packet(path, _session_keys())
 
 
-def test_packet_verifies_against_the_catalog(campaign: Campaign) -> None:
-    catalog = load_catalog(REPO / "data", campaign.packets)
+def test_packet_verifies_against_the_catalog(campaign: Campaign, tmp_path: Path) -> None:
+    catalog = load_catalog(factories.signed_data(tmp_path / "data"), campaign.packets)
     (packet,) = catalog.packets.values()
+    assert packet.signed and packet.seal.signed_by == factories.test_key("measurer").key_id
     assert packet.provenance.kind == "measured"
     assert packet.identity.model.synthetic is True
     assert packet.identity.model.weight_files, "weight hashes are recorded"
     assert packet.workload.suite_sha256 == catalog.suites["strict-v1"].sha256
+    # The committed keys.yaml does not list this host's key: refused there, and admitted as an
+    # unsigned, local packet where that is allowed (the runner's own view, a local build).
+    with pytest.raises(CatalogError, match="unknown key"):
+        load_catalog(REPO / "data", campaign.packets)
+    (local,) = load_catalog(REPO / "data", campaign.packets, allow_unsigned=True).packets.values()
+    assert local.id == packet.id and not local.signed
 
 
 def test_gates_pass_and_repeats_are_identical(campaign: Campaign) -> None:
@@ -88,6 +107,7 @@ def test_speculative_arm_records_acceptance(campaign: Campaign) -> None:
 def test_command_and_progress_are_shown(campaign: Campaign) -> None:
     assert "vllm serve local/demo-qwen3-tiny" in campaign.output
     assert re.search(r"prompt 12/12, \d+ tokens", campaign.output)
+    assert f"signed by key {factories.test_key('measurer').key_id[:12]}" in campaign.output
     recorded = _only_packet(campaign.packets).arms[1].config.argv
     assert recorded[:3] == ["vllm", "serve", "local/demo-qwen3-tiny"]
     assert "--no-enable-prefix-caching" in recorded and str(REPO) not in " ".join(recorded)
