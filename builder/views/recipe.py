@@ -20,10 +20,13 @@ from catalog.recipe import Recipe
 
 # Every feature subset is precomputed when the page stays small; past this many commands only the
 # default set and each single toggle away from it are (the script says so for other combinations).
-MAX_COMMANDS = 4096
+# 1024 per TP size, as before TP was a choice; the depth is a slot, not a multiple.
+MAX_COMMANDS = 2048
 GENERIC = "generic"
 TP_SIZES = (1, 2)
 DEPTHS = (1, 2, 3, 4, 5, 6)
+# Stands for num_speculative_tokens in a precomputed command; the page replaces it with the chosen depth.
+DEPTH_SLOT = 987654321
 SPEC_FLAG = "--speculative-config"
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -104,10 +107,8 @@ def _subsets(recipe: Recipe, combos: int) -> tuple[list[tuple[bool, ...]], bool]
     return [default, *flipped], False
 
 
-def _key(variant: str, hardware: str, bits: tuple[bool, ...], tp: int = 1, depth: int | None = None) -> str:
-    return (
-        f"{variant}|{hardware}|" + "".join("1" if b else "0" for b in bits) + f"|{tp}|{'' if depth is None else depth}"
-    )
+def _key(variant: str, hardware: str, bits: tuple[bool, ...], tp: int = 1) -> str:
+    return f"{variant}|{hardware}|" + "".join("1" if b else "0" for b in bits) + f"|{tp}"
 
 
 def spec_depth(args: list[str]) -> int | None:
@@ -147,23 +148,30 @@ def image_digests(ctx: SiteContext, slug: str) -> dict[str, str]:
 
 def _command(
     recipe: Recipe, selection: Selection, depth: int | None, digests: dict[str, str]
-) -> tuple[str, str | None]:
+) -> tuple[str, str | None, bool]:
+    """Shell and docker text of the composed command, its speculative depth set to `depth` when it
+    has one (and `depth` is given); the flag says whether it has one."""
     command = compose(recipe, selection).redacted()
-    if depth is not None:
+    has_depth = spec_depth(command.args) is not None and str(DEPTH_SLOT) not in " ".join(command.args)
+    if depth is not None and has_depth:
         command = replace(command, args=with_depth(command.args, depth))
     digest = digests.get(command.docker_image or "")
-    return command.shell_multiline(), command.docker_multiline(digest)
+    return command.shell_multiline(), command.docker_multiline(digest), has_depth
 
 
 def _commands(
     recipe: Recipe, hardware: list[HardwareOption], known: dict[str, Hardware], digests: dict[str, str]
-) -> tuple[dict[str, object], bool]:
+) -> tuple[dict[str, object], bool, bool]:
+    """One composed command per variant x card x feature set x TP size. The speculative depth is not
+    multiplied in: a command that has one holds DEPTH_SLOT in its --speculative-config, and the page
+    puts the chosen depth there (the same substitution `with_depth` makes here)."""
     names = list(recipe.features)
-    combos = len(recipe.variants) * len(hardware) * len(TP_SIZES) * len(DEPTHS)
+    combos = len(recipe.variants) * len(hardware) * len(TP_SIZES)
     subsets, every = _subsets(recipe, combos)
     strings: list[str] = []  # lines, shared by the commands that hold them
     index: dict[str, int] = {}
     table: dict[str, list[list[int] | int]] = {}
+    any_depth = False
 
     def intern(text: str | None) -> list[int] | int:
         if text is None:
@@ -180,22 +188,20 @@ def _commands(
         card = known.get(option.id)
         features = [n for n, on in zip(names, bits, strict=True) if on]
         selection = Selection(variant=variant, hardware=card, features=features, tensor_parallel_size=tp)
-        plain = compose(recipe, selection)
-        depths: list[int | None] = list(DEPTHS) if spec_depth(plain.args) is not None else [None]
-        for depth in depths:
-            shell, docker = _command(recipe, selection, depth, digests)
-            table[_key(variant, option.id, bits, tp, depth)] = [intern(shell), intern(docker)]
-    return {"features": names, "strings": strings, "commands": table}, every
+        shell, docker, has_depth = _command(recipe, selection, DEPTH_SLOT, digests)
+        table[_key(variant, option.id, bits, tp)] = [intern(shell), intern(docker), int(has_depth)]
+        any_depth = any_depth or has_depth
+    return {"features": names, "strings": strings, "commands": table, "depth_slot": str(DEPTH_SLOT)}, every, any_depth
 
 
 def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
     known = ctx.catalog.hardware
     hardware, unknown = _hardware_options(recipe, known)
     digests = image_digests(ctx, recipe.meta.slug)
-    commands, every = _commands(recipe, hardware, known, digests)
+    commands, every, any_depth = _commands(recipe, hardware, known, digests)
     defaults = []
     for variant, option in product(recipe.variants, hardware):
-        shell, docker = _command(recipe, Selection(variant=variant, hardware=known.get(option.id)), None, digests)
+        shell, docker, _ = _command(recipe, Selection(variant=variant, hardware=known.get(option.id)), None, digests)
         defaults.append(DefaultCommand(variant, option.id, option.name, shell, docker))
     recipe_depths = [
         d
@@ -244,7 +250,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         every_subset=every,
         family_href=f"models/{recipe.meta.slug}/index.html",
         tp_sizes=list(TP_SIZES),
-        depths=list(DEPTHS) if recipe_depths else [],
+        depths=list(DEPTHS) if recipe_depths or any_depth else [],
         default_depth=recipe_depths[0] if recipe_depths else None,
     )
 

@@ -1,5 +1,6 @@
 /* The catalog's one small script: copy buttons, index filters kept in the URL, and the recipe
-   command builder (a lookup into commands composed in Python; it never composes). Every page
+   command builder (a lookup into commands composed in Python, the chosen speculative depth put
+   into its one slot; it never composes). Every page
    reads fully without it. */
 (function () {
   "use strict";
@@ -152,7 +153,11 @@
     var tpSelect = builder.querySelector("select[name=tp]");
     var depthSelect = builder.querySelector("select[name=depth]");
     var boxes = Array.prototype.slice.call(builder.querySelectorAll("input[name=feature]"));
-    var text = function (ids) { return ids.map(function (i) { return data.strings[i]; }).join("\n"); };
+    /* A command's lines; a command with a speculative depth holds data.depth_slot where the
+       chosen num_speculative_tokens goes (Python composed it; this only fills the slot). */
+    var text = function (ids, depth) {
+      return ids.map(function (i) { return data.strings[i].split(data.depth_slot).join(depth); }).join("\n");
+    };
     var known = function (select, value) {
       return select && Array.prototype.some.call(select.options, function (o) { return o.value === value; });
     };
@@ -181,9 +186,8 @@
       var on = {};
       boxes.forEach(function (box) { on[box.value] = box.checked; });
       var bits = data.features.map(function (name) { return on[name] ? "1" : "0"; }).join("");
-      var base = params.get("variant") + "|" + params.get("hw") + "|" + bits + "|" + (params.get("tp") || "1") + "|";
-      var entry = data.commands[base + (params.get("depth") || "")] || data.commands[base];
-      if (depthSelect) { depthSelect.disabled = !data.commands[base + depthSelect.value]; }
+      var entry = data.commands[params.get("variant") + "|" + params.get("hw") + "|" + bits + "|" + (params.get("tp") || "1")];
+      if (depthSelect) { depthSelect.disabled = !(entry && entry[2]); }
       if (remember) {
         try { window.history.replaceState(null, "", window.location.pathname + window.location.search + "#" + params.toString()); }
         catch (e) { window.location.hash = params.toString(); }
@@ -194,9 +198,10 @@
         note.textContent = "This feature combination is not precomputed for this recipe; turn one toggle at a time from the defaults.";
         return;
       }
-      shell.textContent = text(entry[0]);
+      var depth = depthSelect ? depthSelect.value : "";
+      shell.textContent = text(entry[0], depth);
       dockerBlock.hidden = entry[1] === -1;
-      docker.textContent = entry[1] === -1 ? "" : text(entry[1]);
+      docker.textContent = entry[1] === -1 ? "" : text(entry[1], depth);
     };
     builder.addEventListener("change", function () { update(true); });
     window.addEventListener("hashchange", function () { restore(); update(false); });
