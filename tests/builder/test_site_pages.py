@@ -54,13 +54,14 @@ def test_packet_page_shows_rows_gates_and_reproduce(built, page):
     assert set(passed) == {"identical on all 12"}
     reproduce = [pre.get_text() for pre in soup.select("#reproduce pre")]
     assert reproduce[0] == f"make reproduce PACKET={packet_id}"
+    # one line per card count, with the docker runtime the runner serves an XPU packet with
     assert (
         "make measure MODEL=fixture-7b VARIANT=int4 HW=arc_pro_b70 TP=1 DEPTHS=0,3,5 LADDERS=concurrency,context"
-        in reproduce
+        " RUNTIME=docker" in reproduce
     )
     assert (
         "make measure MODEL=fixture-7b VARIANT=int4 HW=arc_pro_b70 TP=2 DEPTHS=0 LADDERS=concurrency,context"
-        in reproduce
+        " RUNTIME=docker" in reproduce
     )
 
 
