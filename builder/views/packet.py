@@ -8,6 +8,7 @@ from builder.format import num
 from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.glossary import defined
 from builder.views.results import STATE_LABELS
 from catalog.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.layout import SIGNATURE_SUFFIX
@@ -104,7 +105,7 @@ def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:
         Fact("model repo", model.repo),
         Fact("revision", model.revision or "not recorded"),
         Fact("recipe variant", model.variant or "none: the recipe lists no variant for this checkpoint"),
-        Fact("quantization", f"{model.quantization_label} ({model.quantization})"),
+        Fact("quantization", defined(f"{model.quantization_label} ({model.quantization})")),
         Fact("weights", num(model.weight_bytes / 1e9, unit="GB") if model.weight_bytes else "not recorded"),
         Fact("runtime", runtime.label),
         Fact("runtime version", f"{runtime.name} {runtime.version} on {runtime.platform}"),
