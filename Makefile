@@ -14,6 +14,7 @@ DEPTHS ?= 0
 LADDERS ?=
 PACKET ?=
 QUICK ?=
+BASE_URL ?=
 RUNTIME ?= local
 VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
 MODEL_DIR ?=
@@ -30,9 +31,10 @@ $(DEV_STAMP): requirements/dev.txt $(SITE_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	@touch $@
 
-## Build the catalog into site/ from data/ and packets/.
+## Build the catalog into site/ from data/ and packets/ (BASE_URL=https://... makes sitemap <loc>,
+## og:url and JSON-LD url absolute).
 site: $(SITE_STAMP)
-	$(PY) -m builder build
+	$(PY) -m builder build $(if $(BASE_URL),--base-url $(BASE_URL))
 
 ## Fail when site/ is stale, or on any warning.
 check: $(SITE_STAMP)

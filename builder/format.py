@@ -43,15 +43,30 @@ class Num:
         number = Decimal(self.text)
         return int(number) if number == number.to_integral_value() and "." not in self.text else float(number)
 
+    @property
+    def display(self) -> str:
+        """For reading: thousands grouped (262,144; 10,594.25); `text` stays the plain value."""
+        return grouped(self.text)
+
     def __str__(self) -> str:
-        return self.text
+        return self.display
 
     def __html__(self) -> str:
         # f-strings over markupsafe.escape: the same bytes as Markup.format, which goes through
-        # string.Formatter and was a third of a large build's time (bench/, docs/performance.md)
+        # string.Formatter and was a third of a large build's time (bench/, docs/performance.md).
+        # A no-break space keeps the unit with its number, also when the page is read as text.
         text = escape(self.text)
-        unit = f'<span class="unit">{escape(self.unit)}</span>' if self.unit else ""
-        return f'<data class="num" value="{text}">{text}</data>{unit}'
+        unit = f'\u00a0<span class="unit">{escape(self.unit)}</span>' if self.unit else ""
+        return f'<data class="num" value="{text}">{escape(self.display)}</data>{unit}'
+
+
+def grouped(text: str) -> str:
+    """`262144` -> `262,144`, `-10594.25` -> `-10,594.25`; four digits and fewer stay as they are."""
+    sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
+    whole, dot, fraction = digits.partition(".")
+    if len(whole) <= 4 or not whole.isdigit():
+        return text
+    return f"{sign}{int(whole):,}{dot}{fraction}"
 
 
 def num(value: float | int | Decimal, places: int = 2, unit: str = "") -> Num:

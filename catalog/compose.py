@@ -98,6 +98,19 @@ class LaunchCommand:
         argv = self.docker_argv()
         return None if argv is None else _shell_join(argv)
 
+    def docker_multiline(self, image_digest: str | None = None) -> str | None:
+        """`docker run` one flag per line; the image pinned `@sha256:...` when a digest is known."""
+        if self.docker_image is None:
+            return None
+        image = f"{self.docker_image}@{image_digest}" if image_digest else self.docker_image
+        options = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
+        env = [["-e", f"{k}={v}"] for k, v in sorted(self.env.items())]
+        groups = [*flag_groups(options), ["-p", "8000:8000"], *flag_groups(HF_CACHE_MOUNT), *env]
+        lines = ["docker run --rm", *(f"  {_shell_join(g)}" for g in groups), f"  {_shell_join([image])}"]
+        lines.append(f"  {_shell_join([self.model_id])}")
+        lines += [f"  {_shell_join(g)}" for g in flag_groups(self.args)]
+        return " \\\n".join(lines)
+
 
 def _shell_join(argv: Iterable[str]) -> str:
     # $HOME stays expandable; everything else is quoted for a POSIX shell. Inside double quotes

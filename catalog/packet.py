@@ -57,6 +57,10 @@ class State(StrEnum):
         return _STATE_MEANINGS[self]
 
 
+# What a page says of a screened arm taken from a source that printed its speed but no identity
+# outcome (runner/import_reference.py seals such arms as screened, never with a borrowed count).
+IDENTITY_NOT_PUBLISHED = "identity not published by the source"
+
 _STATE_ORDER = [State.MEASURED, State.IMPORTED, State.SCREENED, State.ESTIMATED, State.WITHHELD]
 _STATE_MEANINGS = {
     State.MEASURED: "measured by this runner on fresh servers; every gate it carries passed",

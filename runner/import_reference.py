@@ -3,6 +3,11 @@
 The transcription file (data/imports/*.yaml) holds only what the source printed; this module adds
 nothing but structure: states are derived by the shared rules, and every packet says where its
 numbers come from.
+
+An arm marked `identity_published: false` is one whose speed the source printed but whose identity
+(G3) outcome it did not: it carries no gate and no withheld reason (the importer refuses one that
+does, so no count is ever borrowed from a neighbouring arm), and it is sealed into a companion
+*screened* packet, speed only, beside the imported one.
 """
 
 from __future__ import annotations
@@ -10,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from catalog.base import StrictModel
 from catalog.loading import load_file
-from catalog.packet import ArmParts, Packet, PacketParts, RuntimeIdentity
+from catalog.packet import IDENTITY_NOT_PUBLISHED, ArmParts, Packet, PacketParts, RuntimeIdentity
 from catalog.packet_io import made_from, seal, write_packet
 from catalog.signing import HostKey
 
@@ -43,6 +48,16 @@ class TranscribedArm(StrictModel):
     gates: list[TranscribedGate] = []
     withheld_reason: str | None = None
     note: str | None = None
+    identity_published: bool = True
+
+    @model_validator(mode="after")
+    def _nothing_invented(self) -> TranscribedArm:
+        if not self.identity_published and (self.gates or self.withheld_reason):
+            raise ValueError(
+                f"arm {self.id!r}: identity_published is false, so it carries no gate and no withheld_reason "
+                "(the source printed no outcome for it)"
+            )
+        return self
 
 
 class TranscribedPacket(StrictModel):
@@ -101,7 +116,7 @@ def _arm(arm: TranscribedArm, graph_capture: str) -> ArmParts:
             "withheld_reason": arm.withheld_reason,
             "published_figure": arm.published_figure,
             "published_ttft_ms": arm.ttft_ms,
-            "note": arm.note,
+            "note": arm.note if arm.identity_published else "; ".join(filter(None, [IDENTITY_NOT_PUBLISHED, arm.note])),
         }
     )
 
@@ -114,30 +129,50 @@ def _arm_label(arm: TranscribedArm) -> str:
     return f"{cards}, MTP depth {arm.depth}{head}"
 
 
-def packet_parts(transcription: Transcription) -> list[PacketParts]:
-    return [
-        PacketParts.model_validate(
-            {
-                "title": item.title,
-                "provenance": {
-                    "kind": "imported",
-                    "source": {
-                        "name": transcription.source.name,
-                        "reference": item.reference,
-                        "note": " · ".join(n for n in (transcription.source.note, item.note) if n),
-                    },
-                },
-                "identity": {
-                    "model": item.model,
-                    "runtime": transcription.runtime.model_dump(mode="json"),
-                    "host": {"hardware": "arc_pro_b70", "card_count": item.card_count},
-                },
-                "workload": transcription.workload.model_dump(mode="json"),
-                "arms": [_arm(a, transcription.graph_capture) for a in item.arms],
-            }
+def _parts(
+    transcription: Transcription, item: TranscribedPacket, arms: list[TranscribedArm], screened: bool
+) -> PacketParts:
+    notes = [transcription.source.note, item.note]
+    if screened:
+        notes.append(
+            f"speed only: {IDENTITY_NOT_PUBLISHED} for these arms (no gate outcome printed), so they are "
+            "screened, not imported"
         )
-        for item in transcription.packets
-    ]
+    title = f"{item.title} · speed only ({IDENTITY_NOT_PUBLISHED})" if screened else item.title
+    return PacketParts.model_validate(
+        {
+            "title": title,
+            "provenance": {
+                "kind": "screened" if screened else "imported",
+                "source": {
+                    "name": transcription.source.name,
+                    "reference": item.reference,
+                    "note": " · ".join(n for n in notes if n),
+                },
+            },
+            "identity": {
+                "model": item.model,
+                "runtime": transcription.runtime.model_dump(mode="json"),
+                "host": {"hardware": "arc_pro_b70", "card_count": item.card_count},
+            },
+            "workload": transcription.workload.model_dump(mode="json"),
+            "arms": [_arm(a, transcription.graph_capture) for a in arms],
+        }
+    )
+
+
+def packet_parts(transcription: Transcription) -> list[PacketParts]:
+    """One imported packet per transcribed page packet, and beside it a screened one for the arms
+    whose identity outcome the source did not publish."""
+    found = []
+    for item in transcription.packets:
+        gated = [a for a in item.arms if a.identity_published]
+        speed_only = [a for a in item.arms if not a.identity_published]
+        if gated:
+            found.append(_parts(transcription, item, gated, screened=False))
+        if speed_only:
+            found.append(_parts(transcription, item, speed_only, screened=True))
+    return found
 
 
 def import_transcription(path: Path, packets_dir: Path, key: HostKey | None) -> list[Packet]:

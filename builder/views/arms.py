@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from builder.format import Num, num, opt_num
 from builder.views.common import Fact
-from builder.views.describe import config_clause, gate_phrase
-from builder.views.results import STATE_LABELS, withheld_reason
+from builder.views.describe import canary_explanation, config_clause, gate_phrase
+from builder.views.results import STATE_LABELS, state_reason
 from catalog.metrics import decode_rate
 from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 
@@ -65,11 +65,13 @@ class ArmView:
     gates: list[GateView]
     facts: list[Fact]
     note: str | None
+    canary_note: str | None
 
 
 @dataclass(frozen=True)
 class LadderView:
     arm: str
+    arm_label: str
     kind: str
     columns: list[str]
     rows: list[list[str | Num | None]]
@@ -133,8 +135,8 @@ def divergence_summary(arm: Arm, gate: GateResult) -> str:
     return "; ".join(diverged) + f" ({len(found) - len(diverged)} identical)"
 
 
-def arm_view(arm: Arm) -> ArmView:
-    published = arm.state.published
+def arm_view(arm: Arm, packet: Packet) -> ArmView:
+    published = arm.state.has_speed
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
     facts = []
     if arm.oracle_decode_tok_s:
@@ -148,7 +150,7 @@ def arm_view(arm: Arm) -> ArmView:
         label=arm.label,
         state=arm.state.value,
         state_label=STATE_LABELS[arm.state.value],
-        reason=withheld_reason(arm) if not published and arm.state.value == "withheld" else None,
+        reason=state_reason(packet, arm),
         value=opt_num(arm.decode_tok_s, unit="tok/s") if published else None,
         struck=None if published else opt_num(arm.decode_tok_s or arm.published_figure),
         config=config_clause(arm),
@@ -159,7 +161,7 @@ def arm_view(arm: Arm) -> ArmView:
             GateView(
                 g.gate,
                 g.passed,
-                gate_phrase(g, arm),
+                gate_phrase(g, arm, packet),
                 divergence_summary(arm, g),
                 g.note,
             )
@@ -167,6 +169,7 @@ def arm_view(arm: Arm) -> ArmView:
         ],
         facts=facts,
         note=arm.note,
+        canary_note=canary_explanation(arm) or None,
     )
 
 
@@ -197,7 +200,7 @@ def ladder_views(packet: Packet) -> list[LadderView]:
                 ]
                 for p in ladder.context
             ]
-        views.append(LadderView(ladder.arm, ladder.kind, cols, rows))
+        views.append(LadderView(ladder.arm, packet.arm(ladder.arm).label, ladder.kind, cols, rows))
     return views
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from builder.format import fmt, tokens_label
+from builder.views.results import against_words
 from catalog.packet import Arm, GateResult, Packet
 from catalog.selection import headline
 from catalog.suite import CanarySet, Suite
@@ -55,7 +56,7 @@ def _suite_clause(packet: Packet, suites: Mapping[str, Suite]) -> str:
     )
 
 
-def gate_phrase(gate: GateResult, arm: Arm) -> str:
+def gate_phrase(gate: GateResult, arm: Arm, packet: Packet) -> str:
     verdict = "passed" if gate.passed else "FAILED"
     head = (
         f"{gate.gate} {verdict}: {gate.exact}/{gate.total}"
@@ -67,9 +68,10 @@ def gate_phrase(gate: GateResult, arm: Arm) -> str:
     elif gate.gate == "G2":
         what = "token arrays identical across the two speculative servers"
     else:
-        oracle = f" ({_pair(arm.oracle_decode_tok_s)} tok/s)" if arm.oracle_decode_tok_s else ""
+        oracle = f", {_pair(arm.oracle_decode_tok_s)} tok/s" if arm.oracle_decode_tok_s else ""
         who = f"server {gate.server} " if gate.server else ""
-        what = f"{who}complete token arrays exact versus the {gate.against} oracle{oracle}"
+        against = against_words(gate, packet).removeprefix("the oracle (").removesuffix(")")
+        what = f"{who}complete token arrays exact versus the oracle ({against}{oracle})"
     return f"{head} {what}"
 
 
@@ -80,13 +82,26 @@ def _server_checks(arm: Arm) -> list[str]:
     if servers and len(with_canaries) == len(servers):
         failed = sum(not c.passed for s in servers for c in s.canaries)
         each = len(with_canaries[0].canaries)
-        clauses.append(f"canaries passed on every server ({each} each)" if not failed else f"{failed} canary failures")
+        clauses.append(f"canaries passed on every server ({each} each)" if not failed else canary_explanation(arm))
     flags = [s.cache_zero for s in servers]
     if flags and all(f is True for f in flags):
         clauses.append("cache zero on every server")
     elif any(f is False for f in flags):
         clauses.append("cached tokens seen on a server")
     return clauses
+
+
+def canary_explanation(arm: Arm) -> str:
+    """Failed canaries in words: which, where, and what they do (and do not) change."""
+    failed = [(s.label, c.id) for s in arm.servers for c in s.canaries if not c.passed]
+    if not failed:
+        return ""
+    where = ", ".join(f"{cid} on server {label}" for label, cid in failed)
+    return (
+        f"{len(failed)} canary failure{'s' if len(failed) != 1 else ''} ({where}): a canary is a small fixed check "
+        "that the server answers correctly (a repeat, a sum, an exact copy, a JSON object); a failure does not "
+        "touch the speed or the token-identity gates, but it is a disclosed limitation that lowers the evidence grade"
+    )
 
 
 def config_clause(arm: Arm) -> str:
@@ -110,16 +125,11 @@ def methodology_sentence(
     packet: Packet, arm: Arm, suites: Mapping[str, Suite], canary_sets: Mapping[str, CanarySet]
 ) -> str:
     clauses = [_values_clause(packet, arm), _suite_clause(packet, suites)]
-    clauses += [gate_phrase(g, arm) for g in arm.gates]
+    clauses += [gate_phrase(g, arm, packet) for g in arm.gates]
     clauses += _server_checks(arm)
     sentence = ", ".join(clauses)
     sentence += f"; {config_clause(arm)}; {packet.identity.runtime.label}."
-    if packet.provenance.kind != "measured" and packet.provenance.source is not None:
-        source = packet.provenance.source
-        ref = f" ({source.reference})" if source.reference else ""
-        sentence = (
-            f"{packet.provenance.kind.capitalize()} from {source.name}{ref}, not measured by this runner. " + sentence
-        )
+    # where it came from (imported, screened) is said once, beside the sentence, by the page
     return sentence
 
 

@@ -17,6 +17,8 @@ from builder.views.results import (
     ArmResult,
     arm_results,
     best_state,
+    gate_words,
+    label_key,
     ladder_sources,
     packet_href,
     representatives,
@@ -26,7 +28,7 @@ from catalog.grade import GRADE_MEANING, evidence_grade
 from catalog.hardware import Hardware
 from catalog.packet import Packet
 from catalog.recipe import Recipe
-from catalog.selection import Headline, headline
+from catalog.selection import Headline, headline, headline_order, qualified
 
 CARD_LIMIT = 6  # more packets than this: full cards only for those the page's results cite
 
@@ -78,6 +80,24 @@ class PacketCard:
 
 
 @dataclass(frozen=True)
+class ResultPick:
+    """A published result the index can show for a filter: its card, quantization, method and figure."""
+
+    hardware_id: str
+    hardware_name: str
+    quant: str  # label_key of the quantization label, as the index's quantization filter
+    quant_label: str
+    spec: str  # the speculative method, or "none"
+    cards: int
+    value: Num
+    words: Num
+    label: str
+    href: str
+    state: str
+    state_label: str
+
+
+@dataclass(frozen=True)
 class FamilyView:
     slug: str
     title: str
@@ -103,6 +123,59 @@ class FamilyView:
     newest: str
     recipe_href: str
     api_href: str
+    # per index filter ("hw|quant|spec", "" for any), the index of the best matching pick
+    picks: list[ResultPick]
+    pick_for: dict[str, int]
+
+
+def _picks(results: list[ArmResult]) -> tuple[list[ResultPick], dict[str, int]]:
+    """For every combination of the index's result filters (card, quantization, method, each
+    possibly "any"), the result the headline rule would choose among the matching qualified ones:
+    the fewest cards, then measured over imported, the better grade, the faster."""
+    ok = [r for r in results if qualified(r.arm)]
+    hws = ["", *sorted({r.hardware_id for r in ok})]
+    quants = ["", *sorted({label_key(r.quant_label) for r in ok})]
+    specs = ["", *sorted({r.method or "none" for r in ok})]
+    picks: list[ResultPick] = []
+    index: dict[int, int] = {}
+    pick_for: dict[str, int] = {}
+    for hw in hws:
+        for quant in quants:
+            for spec in specs:
+                found = [
+                    r
+                    for r in ok
+                    if hw in ("", r.hardware_id)
+                    and quant in ("", label_key(r.quant_label))
+                    and spec in ("", r.method or "none")
+                ]
+                if not found:
+                    continue
+                fewest = min(r.tp for r in found)
+                best = max(
+                    (r for r in found if r.tp == fewest),
+                    key=lambda r: headline_order(r.packet, r.grade, r.centre or 0.0),
+                )
+                if id(best) not in index:
+                    index[id(best)] = len(picks)
+                    picks.append(
+                        ResultPick(
+                            hardware_id=best.hardware_id,
+                            hardware_name=best.hardware_name,
+                            quant=label_key(best.quant_label),
+                            quant_label=best.quant_label,
+                            spec=best.method or "none",
+                            cards=best.tp,
+                            value=num(best.centre or 0.0, unit="tok/s"),
+                            words=words_per_second(best.centre or 0.0),
+                            label=best.arm.label,
+                            href=best.href,
+                            state=best.state,
+                            state_label=STATE_LABELS[best.state],
+                        )
+                    )
+                pick_for[f"{hw}|{quant}|{spec}"] = index[id(best)]
+    return picks, pick_for
 
 
 def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
@@ -177,7 +250,7 @@ def _quality_signal(lead: Headline | None, results: list[ArmResult]) -> Signal:
     held = f" {withheld} result(s) withheld by a failed gate." if withheld else ""
     if lead is None:
         return Signal("Quality evidence", "none published", "No result passed its gates." + held)
-    gates = "; ".join(g.summary for g in lead.arm.gates) or "no identity gate recorded"
+    gates = "; ".join(gate_words(g, lead.packet) for g in lead.arm.gates) or "no identity gate recorded"
     return Signal("Quality evidence", f"evidence {lead.grade} of A–D", f"Headline arm: {gates}." + held)
 
 
@@ -273,6 +346,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
     projection = projection_view(lead_result, shown, recipe)
     grades = sorted(evidence_grade(p, reproductions) for p in packets)
+    picks, pick_for = _picks(results)
     dates = [str(recipe.meta.date_updated)] if recipe else []
     dates += [p.created.date().isoformat() for p in packets if p.created]
     return FamilyView(
@@ -302,4 +376,6 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         newest=max(dates) if dates else "",
         recipe_href=f"recipes/{slug}/index.html",
         api_href=f"api/models/{slug}.json",
+        picks=picks,
+        pick_for=pick_for,
     )

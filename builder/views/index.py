@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from builder.format import Num
-from builder.views.family import FamilyView
+from builder.views.family import FamilyView, ResultPick
 from builder.views.results import STATE_LABELS, STATE_RANK, label_key
 from catalog.hardware import Hardware
 
@@ -48,6 +48,17 @@ class FamilyCard:
     spec_methods: list[str]
     newest: str
     api_href: str
+    picks: list[ResultPick]
+    pick_for: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One row of the no-JS table: a family's best result on one card and quantization."""
+
+    family: str
+    href: str
+    pick: ResultPick
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,7 @@ class IndexView:
     families: list[FamilyCard]
     filters: list[Filter]
     sorts: list[Option]
+    by_result: list[ResultRow]
 
 
 def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
@@ -82,6 +94,8 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
         spec_methods=view.spec_methods,
         newest=view.newest,
         api_href=view.api_href,
+        picks=view.picks,
+        pick_for=view.pick_for,
     )
 
 
@@ -114,4 +128,12 @@ def index_view(families: list[FamilyView], hardware: dict[str, Hardware]) -> Ind
         ),
     ]
     sorts = [Option("speed", "fastest first"), Option("name", "name"), Option("newest", "newest first")]
-    return IndexView(cards, filters, sorts)
+    by_result = []
+    for card in cards:
+        keys = sorted(k for k in card.pick_for if k.count("|") == 2 and k.endswith("|") and not k.startswith("|"))
+        for key in keys:
+            _, quant, _ = key.split("|")
+            if quant:
+                by_result.append(ResultRow(card.title, card.href, card.picks[card.pick_for[key]]))
+    by_result.sort(key=lambda row: (row.pick.hardware_name, row.pick.quant_label, -row.pick.value.value, row.family))
+    return IndexView(cards, filters, sorts, by_result)

@@ -24,7 +24,7 @@ def _point(result: ArmResult, series: str, x: float, x_label: str) -> Point:
         state=result.state,
         reason=result.reason,
         href=result.href,
-        evidence=f"{result.packet.id} · {result.arm.id}",
+        evidence=f"{result.packet.id} · {result.arm.label}",
     )
 
 
@@ -139,7 +139,7 @@ def _ladder_point(
         state=arm.state.value,
         note=note,
         href=packet_href(packet.id, arm.id),
-        evidence=f"{packet.id} · {arm.id}",
+        evidence=f"{packet.id} · {arm.label}",
     )
 
 

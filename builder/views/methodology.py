@@ -18,6 +18,7 @@ import catalog.signing
 from builder.format import WORDS_PER_TOKEN, Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact
+from builder.views.glossary import GLOSSARY, Term
 from builder.views.results import STATE_LABELS, STATE_MEANINGS
 
 
@@ -38,6 +39,7 @@ class MethodologyView:
     grades: list[Fact]
     words_per_token: Num
     naming: list[Fact]
+    glossary: list[Term]
 
 
 def _doc(section_id: str, title: str, obj: object, name: str) -> DocSection:
@@ -126,4 +128,5 @@ def methodology_view() -> MethodologyView:
         grades=[Fact(g, g, m) for g, m in catalog.grade.GRADE_MEANING.items()],
         words_per_token=num(WORDS_PER_TOKEN),
         naming=NAMING,
+        glossary=GLOSSARY,
     )

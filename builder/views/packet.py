@@ -8,6 +8,7 @@ from builder.format import num
 from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.glossary import defined
 from builder.views.results import STATE_LABELS
 from catalog.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.layout import SIGNATURE_SUFFIX
@@ -33,7 +34,7 @@ class PacketView:
     workload: list[Fact]
     arms: list[ArmView]
     ladders: list[LadderView]
-    reproduce: list[str]
+    rerun: Rerun
     related: list[Link]
     family: Link
     raw_href: str
@@ -42,20 +43,59 @@ class PacketView:
     signature_href: str | None
 
 
-def reproduce_commands(packet: Packet) -> list[str]:
+@dataclass(frozen=True)
+class Rerun:
+    """What the packet page offers to run again, and why not where it offers nothing."""
+
+    reproduce: str | None  # make reproduce PACKET=<id>
+    measure: list[str]  # make measure ..., one per card count: what the packet measured, afresh
+    why_not: list[str]
+
+
+def measure_commands(packet: Packet) -> list[str]:
+    """`make measure` lines that measure what the packet measured: its model, recipe variant, card,
+    card count, depths and ladders (and the docker runtime on XPU, as the runner serves it there)."""
     model = packet.identity.model
-    commands = [f"make reproduce PACKET={packet.id}"]
+    if model.variant is None:
+        return []
     kinds = sorted({ladder.kind for ladder in packet.ladders})
+    commands = []
     for tp in sorted({a.config.tensor_parallel_size for a in packet.arms}):
         depths = sorted({a.config.spec_depth for a in packet.arms if a.config.tensor_parallel_size == tp})
-        parts = [f"make measure MODEL={model.slug}"]
-        if model.variant:
-            parts.append(f"VARIANT={model.variant}")
-        parts += [f"HW={packet.identity.host.hardware}", f"TP={tp}", "DEPTHS=" + ",".join(str(d) for d in depths)]
+        parts = [
+            f"make measure MODEL={model.slug}",
+            f"VARIANT={model.variant}",
+            f"HW={packet.identity.host.hardware}",
+            f"TP={tp}",
+            "DEPTHS=" + ",".join(str(d) for d in depths),
+        ]
         if kinds:
             parts.append("LADDERS=" + ",".join(kinds))
+        if packet.identity.runtime.platform == "xpu":
+            parts.append("RUNTIME=docker")
         commands.append(" ".join(parts))
     return commands
+
+
+def rerun(packet: Packet, ctx: SiteContext) -> Rerun:
+    model = packet.identity.model
+    why_not = []
+    if model.variant is None:
+        why_not.append(
+            f"This packet cannot be re-run from here: it names no recipe variant (data/models/{model.slug}.yaml "
+            f"lists none for {model.repo}), so there is no recipe command to serve it with. Add a variant for that "
+            "checkpoint to the recipe, then measure it."
+        )
+        return Rerun(None, [], why_not)
+    reproduce = f"make reproduce PACKET={packet.id}"
+    if packet.workload.suite_id not in ctx.catalog.suites:
+        why_not.append(
+            f"`make reproduce` replays a packet's own suite; {packet.workload.suite_id} is not in data/suites "
+            f"(the {packet.provenance.kind} source's), so only a fresh measurement with this catalog's suite "
+            "is offered."
+        )
+        reproduce = ""
+    return Rerun(reproduce or None, measure_commands(packet), why_not)
 
 
 def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:
@@ -65,7 +105,7 @@ def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:
         Fact("model repo", model.repo),
         Fact("revision", model.revision or "not recorded"),
         Fact("recipe variant", model.variant or "none: the recipe lists no variant for this checkpoint"),
-        Fact("quantization", f"{model.quantization_label} ({model.quantization})"),
+        Fact("quantization", defined(f"{model.quantization_label} ({model.quantization})")),
         Fact("weights", num(model.weight_bytes / 1e9, unit="GB") if model.weight_bytes else "not recorded"),
         Fact("runtime", runtime.label),
         Fact("runtime version", f"{runtime.name} {runtime.version} on {runtime.platform}"),
@@ -170,9 +210,9 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
         workload=_workload(packet, ctx),
-        arms=[arm_view(a) for a in packet.arms],
+        arms=[arm_view(a, packet) for a in packet.arms],
         ladders=ladder_views(packet),
-        reproduce=reproduce_commands(packet),
+        rerun=rerun(packet, ctx),
         related=related,
         family=Link(recipe.meta.title if recipe else slug, f"models/{slug}/index.html"),
         raw_href=f"packets/{packet.id}.json",

@@ -9,6 +9,7 @@ nothing, the page shows a labelled gap instead.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,11 +80,18 @@ def _input_value(value: object, unit: str) -> str | Num:
     return num(value, 2, unit)
 
 
-def _prefill(bound: Any) -> list[Fact]:
+def in_words(source: str, packet: Packet) -> str:
+    """catalog.projection names an input's arm by id (`packet arm tp1-mtp3-int4-head: ...`); a page
+    names it by its label, as everywhere else."""
+    labels = {arm.id: arm.label for arm in packet.arms}
+    return re.sub(r"\barm (\S+?)(?=[:\s]|$)", lambda m: f"arm “{labels[m[1]]}”" if m[1] in labels else m[0], source)
+
+
+def _prefill(bound: Any, packet: Packet) -> list[Fact]:
     if bound is None:
         return []
     facts = [
-        Fact("prompt tokens", num(bound.prompt_tokens, 0), bound.prompt_tokens_source),
+        Fact("prompt tokens", num(bound.prompt_tokens, 0), in_words(bound.prompt_tokens_source, packet)),
         Fact("TTFT lower bound", num(bound.bound_ms, 2, "ms"), bound.formula),
     ]
     if bound.measured_ttft_ms is not None:
@@ -132,10 +140,16 @@ def projection_view(
         band_meaning=grade.meaning if grade else None,
         formula=main.formula,
         substituted=main.substituted,
-        inputs=[Fact(i.label, _input_value(i.value, i.unit), f"{i.origin}: {i.source}") for i in main.inputs],
-        byte_terms=[Fact(f"{t.label} (per {t.per})", num(t.bytes / 1e9, 3, "GB"), t.detail) for t in main.byte_terms],
-        prefill=_prefill(main.prefill),
-        notes=list(main.notes),
+        inputs=[
+            Fact(i.label, _input_value(i.value, i.unit), in_words(f"{i.origin}: {i.source}", lead.packet))
+            for i in main.inputs
+        ],
+        byte_terms=[
+            Fact(f"{t.label} (per {t.per})", num(t.bytes / 1e9, 3, "GB"), in_words(t.detail, lead.packet))
+            for t in main.byte_terms
+        ],
+        prefill=_prefill(main.prefill, lead.packet),
+        notes=[in_words(note, lead.packet) for note in main.notes],
         rows=rows,
     )
 

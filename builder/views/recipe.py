@@ -2,17 +2,20 @@
 composed in Python by catalog.compose; the page script only looks commands up, never composes.
 A credential a recipe writes (HF_TOKEN: ..., --api-key ...) is shown as <redacted>.
 
-Commands share most of their lines, so the page carries each distinct line (of the one-flag-per-
-line shell form) and flag (of the one-line docker form) once, and every command as the indices of
-its pieces: the script joins them back (shell by newlines, docker by spaces). That keeps a recipe
-with five features under 100 KB where whole strings took 150 KB. Without JavaScript the page
-lists the default command and each single opt-in feature, for every variant on every card."""
+There is one command per variant x card x feature set x TP size; the speculative depth is not
+multiplied in but is a slot (DEPTH_SLOT) the script fills with the chosen depth, the substitution
+`with_depth` makes. Commands share most of their lines, so the page carries each distinct line (of
+the one-flag-per-line shell and docker forms) once, and every command as the indices of its
+pieces: the script joins them back with newlines. That keeps a recipe with five features and two
+TP sizes under 100 KB where whole strings took 150 KB for one. Without JavaScript the page lists
+the default command and each single opt-in feature, for every variant on every card."""
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
-from itertools import product
+from dataclasses import dataclass, replace
+from itertools import pairwise, product
 
 from markupsafe import Markup
 
@@ -25,8 +28,15 @@ from catalog.recipe import Recipe
 
 # Every feature subset is precomputed when the page stays small; past this many commands only the
 # default set and each single toggle away from it are (the script says so for other combinations).
-MAX_COMMANDS = 1024
+# 1024 per TP size, as before TP was a choice; the depth is a slot, not a multiple.
+MAX_COMMANDS = 2048
 GENERIC = "generic"
+TP_SIZES = (1, 2)
+DEPTHS = (1, 2, 3, 4, 5, 6)
+# Stands for num_speculative_tokens in a precomputed command; the page replaces it with the chosen depth.
+DEPTH_SLOT = 987654321
+SPEC_FLAG = "--speculative-config"
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,9 @@ class RecipeView:
     commands: dict[str, object]
     every_subset: bool
     family_href: str
+    tp_sizes: list[int]
+    depths: list[int]
+    default_depth: int | None
 
 
 def _hardware_options(recipe: Recipe, known: dict[str, Hardware]) -> tuple[list[HardwareOption], list[Fact]]:
@@ -109,43 +122,99 @@ def _subsets(recipe: Recipe, combos: int) -> tuple[list[tuple[bool, ...]], bool]
     return [default, *flipped], False
 
 
-# How a command splits into shared pieces; joining the pieces with the same separator gives the
-# command back byte for byte, whatever it holds (a split and a join on one separator are inverse).
-SHELL_SEPARATOR = "\n"
-DOCKER_SEPARATOR = " "
-_DOCKER_PIECES = re.compile(r" (?=--)")
+# How a command splits into shared pieces: both the shell and the docker form are one flag per
+# line, so a piece is a line, and joining a command's pieces with newlines gives it back byte for
+# byte, whatever it holds (a split and a join on one separator are inverse). Shell and docker
+# lines share one list: `  --flag value \\` reads the same in both.
+SEPARATOR = "\n"
 
 
-def _key(variant: str, hardware: str, bits: tuple[bool, ...]) -> str:
-    return f"{variant}|{hardware}|" + "".join("1" if b else "0" for b in bits)
+def _key(variant: str, hardware: str, bits: tuple[bool, ...], tp: int = 1) -> str:
+    return f"{variant}|{hardware}|" + "".join("1" if b else "0" for b in bits) + f"|{tp}"
+
+
+def spec_depth(args: list[str]) -> int | None:
+    """num_speculative_tokens in a command's --speculative-config, if it has one."""
+    for flag, value in pairwise(args):
+        if flag == SPEC_FLAG:
+            try:
+                config = json.loads(value)
+            except ValueError:
+                return None
+            depth = config.get("num_speculative_tokens") if isinstance(config, dict) else None
+            return depth if isinstance(depth, int) else None
+    return None
+
+
+def with_depth(args: list[str], depth: int) -> list[str]:
+    """The same --speculative-config with num_speculative_tokens set to `depth` (key order kept)."""
+    out = list(args)
+    for i, flag in enumerate(out[:-1]):
+        if flag == SPEC_FLAG:
+            config = json.loads(out[i + 1])
+            config["num_speculative_tokens"] = depth
+            out[i + 1] = json.dumps(config, separators=(",", ":"))
+    return out
+
+
+def image_digests(ctx: SiteContext, slug: str) -> dict[str, str]:
+    """Docker image -> the sha256 digest a packet of this model recorded for it (the newest)."""
+    found: dict[str, str] = {}
+    packets = sorted(ctx.catalog.packets_of(slug), key=lambda p: (p.created.isoformat() if p.created else "", p.id))
+    for packet in packets:
+        runtime = packet.identity.runtime
+        if runtime.image and runtime.image_digest and DIGEST.match(runtime.image_digest):
+            found[runtime.image] = runtime.image_digest
+    return found
+
+
+def _command(
+    recipe: Recipe, selection: Selection, depth: int | None, digests: dict[str, str]
+) -> tuple[str, str | None, bool]:
+    """Shell and docker text of the composed command, its speculative depth set to `depth` when it
+    has one (and `depth` is given); the flag says whether it has one."""
+    command = compose(recipe, selection).redacted()
+    has_depth = spec_depth(command.args) is not None and str(DEPTH_SLOT) not in " ".join(command.args)
+    if depth is not None and has_depth:
+        command = replace(command, args=with_depth(command.args, depth))
+    digest = digests.get(command.docker_image or "")
+    return command.shell_multiline(), command.docker_multiline(digest), has_depth
 
 
 def _commands(
-    recipe: Recipe, hardware: list[HardwareOption], known: dict[str, Hardware]
-) -> tuple[dict[str, object], bool]:
+    recipe: Recipe, hardware: list[HardwareOption], known: dict[str, Hardware], digests: dict[str, str]
+) -> tuple[dict[str, object], bool, bool]:
+    """One composed command per variant x card x feature set x TP size. The speculative depth is not
+    multiplied in: a command that has one holds DEPTH_SLOT in its --speculative-config, and the page
+    puts the chosen depth there (the same substitution `with_depth` makes here)."""
     names = list(recipe.features)
-    subsets, every = _subsets(recipe, len(recipe.variants) * len(hardware))
-    pieces: list[str] = []
+    combos = len(recipe.variants) * len(hardware) * len(TP_SIZES)
+    subsets, every = _subsets(recipe, combos)
+    pieces: list[str] = []  # lines, shared by the commands (shell and docker) that hold them
     index: dict[str, int] = {}
-    table: dict[str, list[list[int] | None]] = {}
+    table: dict[str, list[list[int] | int | None]] = {}
+    any_depth = False
 
-    def intern(parts: list[str]) -> list[int]:
-        for part in parts:
-            if part not in index:
-                index[part] = len(pieces)
-                pieces.append(part)
-        return [index[part] for part in parts]
+    def intern(text: str | None) -> list[int] | None:
+        if text is None:
+            return None
+        ids = []
+        for piece in text.split(SEPARATOR):
+            if piece not in index:
+                index[piece] = len(pieces)
+                pieces.append(piece)
+            ids.append(index[piece])
+        return ids
 
-    for variant, option, bits in product(recipe.variants, hardware, subsets):
+    for variant, option, bits, tp in product(recipe.variants, hardware, subsets, TP_SIZES):
         card = known.get(option.id)
         features = [n for n, on in zip(names, bits, strict=True) if on]
-        command = compose(recipe, Selection(variant=variant, hardware=card, features=features)).redacted()
-        docker = command.docker_shell()
-        table[_key(variant, option.id, bits)] = [
-            intern(command.shell_multiline().split(SHELL_SEPARATOR)),
-            None if docker is None else intern(_DOCKER_PIECES.split(docker)),
-        ]
-    return {"features": names, "pieces": pieces, "commands": table}, every
+        selection = Selection(variant=variant, hardware=card, features=features, tensor_parallel_size=tp)
+        shell, docker, has_depth = _command(recipe, selection, DEPTH_SLOT, digests)
+        table[_key(variant, option.id, bits, tp)] = [intern(shell), intern(docker), int(has_depth)]
+        any_depth = any_depth or has_depth
+    payload: dict[str, object] = {"features": names, "pieces": pieces, "commands": table, "depth_slot": str(DEPTH_SLOT)}
+    return payload, every, any_depth
 
 
 def _with(recipe: Recipe, feature: str) -> list[str]:
@@ -156,25 +225,29 @@ def _with(recipe: Recipe, feature: str) -> list[str]:
 def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
     known = ctx.catalog.hardware
     hardware, unknown = _hardware_options(recipe, known)
-    commands, every = _commands(recipe, hardware, known)
+    digests = image_digests(ctx, recipe.meta.slug)
+    commands, every, any_depth = _commands(recipe, hardware, known, digests)
     defaults = []
     default_features = recipe.default_features()
     opt_in = [name for name in recipe.features if name not in default_features]
     for variant, option in product(recipe.variants, hardware):
         card = known.get(option.id)
-        command = compose(recipe, Selection(variant=variant, hardware=card)).redacted()
+        shell, docker, _ = _command(recipe, Selection(variant=variant, hardware=card), None, digests)
         opt_ins = tuple(
             OptIn(
                 recipe.features[name].label or name.replace("_", " "),
-                compose(recipe, Selection(variant=variant, hardware=card, features=_with(recipe, name)))
-                .redacted()
-                .shell_multiline(),
+                _command(
+                    recipe, Selection(variant=variant, hardware=card, features=_with(recipe, name)), None, digests
+                )[0],
             )
             for name in opt_in
         )
-        defaults.append(
-            DefaultCommand(variant, option.id, option.name, command.shell_multiline(), command.docker_shell(), opt_ins)
-        )
+        defaults.append(DefaultCommand(variant, option.id, option.name, shell, docker, opt_ins))
+    recipe_depths = [
+        d
+        for v in recipe.variants
+        if (d := spec_depth(compose(recipe, Selection(variant=v, features=list(recipe.features))).args)) is not None
+    ]
     model = recipe.model
     facts = [
         Fact("model", model.model_id),
@@ -194,7 +267,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         provider=recipe.meta.provider,
         description=recipe.meta.description,
         facts=facts,
-        guide_html=render_markdown(recipe.guide, shift_headings=1),
+        guide_html=copyable_code(render_markdown(recipe.guide, shift_headings=1)),
         variants=[
             VariantView(
                 name,
@@ -216,4 +289,23 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         commands=commands,
         every_subset=every,
         family_href=f"models/{recipe.meta.slug}/index.html",
+        tp_sizes=list(TP_SIZES),
+        depths=list(DEPTHS) if recipe_depths or any_depth else [],
+        default_depth=recipe_depths[0] if recipe_depths else None,
     )
+
+
+def copyable_code(html: Markup) -> Markup:
+    """Give every code block of a guide a copy button (the page script copies the block's text)."""
+    count = 0
+
+    def wrap(match: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        block = f"guide-code-{count}"
+        return (
+            f'<div class="copyable"><pre id="{block}">{match.group(1)}</pre>'
+            f'<button type="button" class="copy" data-copy="{block}">Copy</button></div>'
+        )
+
+    return Markup(re.sub(r"<pre>(.*?)</pre>", wrap, str(html), flags=re.S))  # noqa: S704 - rendered markdown

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
-from catalog.packet import Arm, Ladder, Packet, State
+from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
 from catalog.recipe import Recipe
 from catalog.selection import headline_order, qualified
 
@@ -40,10 +40,49 @@ def short_depth(method: str | None, depth: int) -> str:
     return f"{(method or 'spec').upper()}{depth}"
 
 
-def withheld_reason(arm: Arm) -> str:
-    gates = "; ".join(g.summary for g in arm.failed_gates)
+GATE_NAMES = {"G1": "G1 repeat-exactness", "G2": "G2 speculative repeat", "G3": "G3 lossless"}
+
+
+def against_words(gate: GateResult, packet: Packet) -> str:
+    """What a gate compared with, in words: an arm id becomes that arm's label."""
+    arm = next((a for a in packet.arms if a.id == gate.against), None)
+    if arm is None:
+        return gate.against
+    return f"the oracle ({arm.label})" if gate.gate == "G3" else arm.label
+
+
+def gate_words(gate: GateResult, packet: Packet) -> str:
+    """`G3 lossless: 8/12 identical vs the oracle (1 card, no speculative decoding)`; no internal id."""
+    if gate.exact is not None:
+        count = f"{gate.exact}/{gate.total} identical"
+    else:
+        count = ("passed" if gate.passed else "failed") + " (count not published)"
+    who = f" on server {gate.server}" if gate.server else ""
+    return f"{GATE_NAMES.get(gate.gate, gate.gate)}: {count}{who} vs {against_words(gate, packet)}"
+
+
+def withheld_reason(arm: Arm, packet: Packet) -> str:
+    gates = "; ".join(gate_words(g, packet) for g in arm.failed_gates)
     reason = arm.withheld_reason or ""
+    counts = {f"{g.exact}/{g.total}" for g in arm.failed_gates if g.exact is not None}
+    if reason and any(c in reason for c in counts):
+        reason = ""  # the source's words only repeat the count the gate already shows
     return " · ".join(part for part in (gates, reason) if part) or "withheld"
+
+
+def screened_reason(packet: Packet) -> str:
+    """Why a screened arm has no identity verdict, in the words of where it came from."""
+    if packet.provenance.tool:
+        return f"speed only: {packet.provenance.tool} checks no identity"
+    return f"{IDENTITY_NOT_PUBLISHED}: speed only"
+
+
+def state_reason(packet: Packet, arm: Arm) -> str | None:
+    if arm.state == State.WITHHELD:
+        return withheld_reason(arm, packet)
+    if arm.state == State.SCREENED:
+        return screened_reason(packet)
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,7 +141,7 @@ class ArmResult:
 
     @property
     def reason(self) -> str | None:
-        return withheld_reason(self.arm) if self.arm.state == State.WITHHELD else None
+        return state_reason(self.packet, self.arm)
 
     @property
     def href(self) -> str:

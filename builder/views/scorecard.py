@@ -39,6 +39,8 @@ class CellEntry:
     href: str
     packet_id: str
     arm_id: str
+    tp: int
+    depth: int
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ Axis = list[tuple[Callable[[Coordinate], Coordinate], str]]
 
 
 def entry(result: ArmResult) -> CellEntry:
-    published = result.published
+    # a screened arm shows its speed (labelled speed only); a withheld one never does
+    published = result.arm.state.has_speed
     values = result.values
     return CellEntry(
         state=result.state,
@@ -93,14 +96,16 @@ def entry(result: ArmResult) -> CellEntry:
         high=opt_num(max(values)) if published and len(values) >= 2 else None,
         struck=None if published else opt_num(result.unpublished_value),
         reason=result.reason,
-        detail=" · ".join(p for p in (result.draft_head, result.quant_label) if p),
+        detail=result.draft_head or "",  # the quantization is an axis or fixed: never repeated per cell
         href=result.href,
         packet_id=result.packet.id,
         arm_id=result.arm.id,
+        tp=result.tp,
+        depth=result.depth,
     )
 
 
-def estimated_entry(estimate: Any) -> CellEntry | None:
+def estimated_entry(estimate: Any, tp: int, depth: int) -> CellEntry | None:
     """An untested cell's projected value: labelled estimated, linked to the closest basis arm."""
     if estimate is None or not estimate.basis:
         return None
@@ -117,6 +122,8 @@ def estimated_entry(estimate: Any) -> CellEntry | None:
         href=packet_href(basis.packet_id, basis.arm_id),
         packet_id=basis.packet_id,
         arm_id=basis.arm_id,
+        tp=tp,
+        depth=depth,
     )
 
 
@@ -155,7 +162,7 @@ def _matrix(
             found = _matching(results, at)
             estimate = None
             if not found and estimator is not None:
-                estimate = estimated_entry(estimator(at.quant_slug, at.tp, at.depth))
+                estimate = estimated_entry(estimator(at.quant_slug, at.tp, at.depth), at.tp, at.depth)
             cells.append(_cell(row_label, col_label, found, estimate))
         rows.append(MatrixRow(row_label, cells))
     untested = [

@@ -1,5 +1,6 @@
 /* The catalog's one small script: copy buttons, index filters kept in the URL, and the recipe
-   command builder (a lookup into commands composed in Python; it never composes). Every page
+   command builder (a lookup into commands composed in Python, the chosen speculative depth put
+   into its one slot; it never composes). Every page
    reads fully without it. */
 (function () {
   "use strict";
@@ -50,7 +51,41 @@
       name: byName,
       newest: function (a, b) { return (b.dataset.newest || "").localeCompare(a.dataset.newest || "") || byName(a, b); }
     };
-    function speed(card) { var v = parseFloat(card.dataset.speed); return isNaN(v) ? -1 : v; }
+    function speed(card) {
+      var v = parseFloat(card.dataset.matchSpeed !== undefined ? card.dataset.matchSpeed : card.dataset.speed);
+      return isNaN(v) ? -1 : v;
+    }
+    /* Filters on results (card, quantization, method) pick, per family, the best matching result
+       (precomputed in Python for every combination) or say that none matches. */
+    var resultFilters = ["hw", "quant", "spec"];
+    function pickKey() {
+      return resultFilters.map(function (name) { return form.elements[name] ? form.elements[name].value : ""; }).join("|");
+    }
+    function chosenWords() {
+      return resultFilters.filter(function (name) { return form.elements[name] && form.elements[name].value; })
+        .map(function (name) { var s = form.elements[name]; return s.options[s.selectedIndex].text; }).join(" + ");
+    }
+    function showPick(card, key) {
+      var picks = {};
+      try { picks = JSON.parse(card.dataset.picks || "{}"); } catch (e) { picks = {}; }
+      var which = key === "||" ? "default" : (Object.prototype.hasOwnProperty.call(picks, key) ? String(picks[key]) : "none");
+      var shown = null;
+      Array.prototype.forEach.call(card.querySelectorAll("[data-pick]"), function (el) {
+        el.hidden = el.getAttribute("data-pick") !== which;
+        if (!el.hidden) { shown = el; }
+      });
+      if (which === "none") {
+        var detail = card.querySelector("[data-none-detail]");
+        if (detail) { detail.textContent = chosenWords(); }
+        card.dataset.matchSpeed = "-1";
+      } else if (which === "default") {
+        delete card.dataset.matchSpeed;
+      } else {
+        card.dataset.matchSpeed = shown ? shown.getAttribute("data-speed") : "-1";
+      }
+      card.classList.toggle("no-match", which === "none");
+      return which !== "none";
+    }
     function byName(a, b) { return (a.dataset.name || "").localeCompare(b.dataset.name || ""); }
     function readParams() {
       var raw = window.location.hash.replace(/^#/, "") || window.location.search.replace(/^\?/, "");
@@ -63,17 +98,23 @@
         select.value = known ? wanted : select.options[0].value;
       });
       var shown = 0;
+      var matching = 0;
+      var key = pickKey();
       cards.forEach(function (card) {
         var visible = selects.every(function (select) {
           if (select.name === "sort" || !select.value) { return true; }
           return (card.dataset[select.name] || "").split(" ").indexOf(select.value) !== -1;
         });
         card.hidden = !visible;
-        if (visible) { shown += 1; }
+        var matched = showPick(card, key);
+        if (visible) { shown += 1; if (matched) { matching += 1; } }
       });
       var sort = sorters[form.elements.sort.value] || sorters.speed;
       cards.slice().sort(sort).forEach(function (card) { list.appendChild(card); });
-      if (counter) { counter.textContent = shown + " of " + cards.length + " families"; }
+      if (counter) {
+        counter.textContent = shown + " of " + cards.length + " families" +
+          (key === "||" ? "" : " · " + matching + " with a matching result");
+      }
       if (empty) { empty.hidden = shown !== 0; }
     }
     function currentParams() {
@@ -98,7 +139,7 @@
     apply(readParams());
   }
 
-  /* ---- recipe: command builder ---- */
+  /* ---- recipe: command builder, its state in the URL hash ---- */
   var builder = document.querySelector("[data-builder]");
   var blob = document.getElementById("recipe-commands");
   if (builder && blob) {
@@ -107,25 +148,66 @@
     var docker = document.querySelector("#builder-docker code");
     var dockerBlock = builder.querySelector("[data-docker-block]");
     var note = builder.querySelector("[data-builder-note]");
-    var update = function () {
+    var link = builder.querySelector("[data-builder-link]");
+    var hardwareSelect = builder.querySelector("select[name=hardware]");
+    var tpSelect = builder.querySelector("select[name=tp]");
+    var depthSelect = builder.querySelector("select[name=depth]");
+    var boxes = Array.prototype.slice.call(builder.querySelectorAll("input[name=feature]"));
+    /* A command is the indices of its shared pieces, its lines (builder/views/recipe.py); a command
+       with a speculative depth holds data.depth_slot where the chosen num_speculative_tokens goes
+       (Python composed it; this only joins the lines and fills the slot). */
+    var text = function (ids, depth) {
+      var joined = ids.map(function (i) { return data.pieces[i]; }).join("\n");
+      return depth === null ? joined : joined.split(data.depth_slot).join(depth);
+    };
+    var known = function (select, value) {
+      return select && Array.prototype.some.call(select.options, function (o) { return o.value === value; });
+    };
+    var state = function () {
       var variant = builder.querySelector("input[name=variant]:checked");
-      var hardware = builder.querySelector("select[name=hardware]");
+      var params = new URLSearchParams();
+      params.set("variant", variant ? variant.value : "");
+      params.set("hw", hardwareSelect.value);
+      params.set("features", boxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; }).join(","));
+      if (tpSelect) { params.set("tp", tpSelect.value); }
+      if (depthSelect) { params.set("depth", depthSelect.value); }
+      return params;
+    };
+    var restore = function () {
+      var params = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+      if (!params.has("variant")) { return; }
+      Array.prototype.forEach.call(builder.querySelectorAll("input[name=variant]"), function (r) { r.checked = r.value === params.get("variant"); });
+      if (known(hardwareSelect, params.get("hw"))) { hardwareSelect.value = params.get("hw"); }
+      var on = (params.get("features") || "").split(",");
+      boxes.forEach(function (b) { b.checked = on.indexOf(b.value) !== -1; });
+      if (known(tpSelect, params.get("tp"))) { tpSelect.value = params.get("tp"); }
+      if (known(depthSelect, params.get("depth"))) { depthSelect.value = params.get("depth"); }
+    };
+    var update = function (remember) {
+      var params = state();
       var on = {};
-      Array.prototype.forEach.call(builder.querySelectorAll("input[name=feature]"), function (box) { on[box.value] = box.checked; });
+      boxes.forEach(function (box) { on[box.value] = box.checked; });
       var bits = data.features.map(function (name) { return on[name] ? "1" : "0"; }).join("");
-      var entry = data.commands[(variant ? variant.value : "") + "|" + hardware.value + "|" + bits];
+      var entry = data.commands[params.get("variant") + "|" + params.get("hw") + "|" + bits + "|" + (params.get("tp") || "1")];
+      if (depthSelect) { depthSelect.disabled = !(entry && entry[2]); }
+      if (remember) {
+        try { window.history.replaceState(null, "", window.location.pathname + window.location.search + "#" + params.toString()); }
+        catch (e) { window.location.hash = params.toString(); }
+      }
+      if (link) { link.href = "#" + params.toString(); }
       note.hidden = Boolean(entry);
       if (!entry) {
         note.textContent = "This feature combination is not precomputed for this recipe; turn one toggle at a time from the defaults.";
         return;
       }
-      // a command is the indices of its shared pieces (builder/views/recipe.py)
-      var join = function (ids, separator) { return ids.map(function (i) { return data.pieces[i]; }).join(separator); };
-      shell.textContent = join(entry[0], "\n");
+      var depth = depthSelect ? depthSelect.value : "";
+      shell.textContent = text(entry[0], entry[2] ? depth : null);
       dockerBlock.hidden = !entry[1];
-      docker.textContent = entry[1] ? join(entry[1], " ") : "";
+      docker.textContent = entry[1] ? text(entry[1], entry[2] ? depth : null) : "";
     };
-    builder.addEventListener("change", update);
-    update();
+    builder.addEventListener("change", function () { update(true); });
+    window.addEventListener("hashchange", function () { restore(); update(false); });
+    restore();
+    update(false);
   }
 })();

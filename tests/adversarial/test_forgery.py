@@ -46,7 +46,7 @@ from catalog.signing import HostKey, host_key, sign_packet
 from tests.adversarial.support import REPO, Tally, snapshot
 
 DEMO = "demo-bf16-83f021f8"
-IMPORTED = "qwen3.5-9b-fp8-dynamic-eefc0fa4"  # imported: withheld MTP arms whose G3 failed (8/12)
+IMPORTED = "qwen3.5-9b-fp8-dynamic-c4b87b99"  # imported: withheld MTP arms whose G3 failed (8/12)
 SIGNED = ()
 LOCAL = ("--allow-unsigned",)
 MODES = [pytest.param(SIGNED, id="published"), pytest.param(LOCAL, id="allow-unsigned")]
@@ -233,7 +233,7 @@ def _failing_g3_deleted(document: Document) -> None:
         if len(kept) < len(arm["gates"]):
             arm["gates"], arm["withheld_reason"] = kept, None
             freed += 1
-    assert freed >= 3
+    assert freed >= 2  # depth 4 on one card and on two (depths 5 and 6 are screened: no gate to delete)
 
 
 def _measured_with_failing_g3() -> Document:
@@ -280,7 +280,7 @@ def _g3_against_itself(document: Document) -> None:
                 gate.update(against=arm["id"], exact=gate["total"], passed=True, first_divergence=[])
                 arm["withheld_reason"] = None
                 changed += 1
-    assert changed >= 3
+    assert changed >= 2  # depth 4 on one card and on two
 
 
 def _measured_g3_against_itself(document: Document) -> None:
@@ -391,7 +391,7 @@ def test_a_false_spelled_as_a_string(tree: Path, options: tuple[str, ...], tally
     """`"passed":false` -> `"passed":"false"`: the signature and name are left as they were."""
     path = tree / "packets" / f"{IMPORTED}.json"
     original = path.read_bytes()
-    assert original.count(b'"passed":false') >= 3
+    assert original.count(b'"passed":false') >= 2  # the two depth 4 arms' G3
     path.write_bytes(original.replace(b'"passed":false', b'"passed":"false"', 1))
     refused(tree, path, options, because="passed: Input should be a valid boolean")
     tally.add("forgery", '"passed":false written as "passed":"false" (strict types, canonical bytes)', 2)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import shlex
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
-from builder.views.recipe import GENERIC
+from builder.views.recipe import DEPTHS, GENERIC, TP_SIZES, spec_depth, with_depth
 from catalog.compose import Selection, compose
 from catalog.layout import is_signature
 from catalog.packet_io import read_packet
@@ -53,13 +54,14 @@ def test_packet_page_shows_rows_gates_and_reproduce(built, page):
     assert set(passed) == {"identical on all 12"}
     reproduce = [pre.get_text() for pre in soup.select("#reproduce pre")]
     assert reproduce[0] == f"make reproduce PACKET={packet_id}"
+    # one line per card count, with the docker runtime the runner serves an XPU packet with
     assert (
         "make measure MODEL=fixture-7b VARIANT=int4 HW=arc_pro_b70 TP=1 DEPTHS=0,3,5 LADDERS=concurrency,context"
-        in reproduce
+        " RUNTIME=docker" in reproduce
     )
     assert (
         "make measure MODEL=fixture-7b VARIANT=int4 HW=arc_pro_b70 TP=2 DEPTHS=0 LADDERS=concurrency,context"
-        in reproduce
+        " RUNTIME=docker" in reproduce
     )
 
 
@@ -89,20 +91,38 @@ def test_recipe_commands_are_compose_output(built, page):
     blob = json.loads(soup.select_one("#recipe-commands").string)
     assert blob["features"] == list(recipe.features)
     hardware_ids = [GENERIC, "arc_pro_b70", "h100_sxm"]
-    assert len(blob["commands"]) == len(recipe.variants) * len(hardware_ids) * 2 ** len(recipe.features)
-    for key, (shell, docker) in blob["commands"].items():
-        variant, hw, bits = key.split("|")
+    # one command per variant x card x feature set x TP size; the depth is a slot, not a multiple
+    assert len(blob["commands"]) == len(recipe.variants) * len(hardware_ids) * 2 ** len(recipe.features) * len(TP_SIZES)
+    slot = blob["depth_slot"]
+    with_spec = 0
+
+    def text(ids: list[int], depth: int) -> str:
+        # what the page script does: a command is the indices of its pieces (its lines, shell and
+        # docker alike); join them by newlines and put the chosen depth into the slot
+        return "\n".join(blob["pieces"][i] for i in ids).replace(slot, str(depth))
+
+    for key, (shell, docker, has_depth) in blob["commands"].items():
+        variant, hw, bits, tp = key.split("|")
         features = [name for name, bit in zip(blob["features"], bits, strict=True) if bit == "1"]
-        command = compose(recipe, Selection(variant=variant, hardware=catalog.hardware.get(hw), features=features))
-        # each command is the indices of its pieces: shell lines joined by newlines, docker flags by spaces
-        assert "\n".join(blob["pieces"][i] for i in shell) == command.shell_multiline()
-        assert (" ".join(blob["pieces"][i] for i in docker) if docker is not None else None) == command.docker_shell()
+        selection = Selection(
+            variant=variant, hardware=catalog.hardware.get(hw), features=features, tensor_parallel_size=int(tp)
+        )
+        command = compose(recipe, selection)
+        assert bool(has_depth) == (spec_depth(command.args) is not None)
+        with_spec += bool(has_depth)
+        for depth in DEPTHS if has_depth else [0]:
+            expected = replace(command, args=with_depth(command.args, depth)) if has_depth else command
+            assert text(shell, depth) == expected.shell_multiline()
+            assert (text(docker, depth) if docker is not None else None) == expected.docker_multiline()
+            if int(tp) > 1:
+                assert f"--tensor-parallel-size {tp}" in text(shell, depth)
+    assert with_spec  # the fixture's ngram feature gives some commands a depth
     # every variant x hardware is also plain text, default features
     details = soup.select("#all-commands details")
     assert len(details) == len(recipe.variants) * len(hardware_ids)
     xpu = compose(recipe, Selection(variant="int4", hardware=catalog.hardware["arc_pro_b70"]))
     texts = [pre.get_text() for pre in soup.select("#all-commands pre")]
-    assert xpu.shell_multiline() in texts and xpu.docker_shell() in texts
+    assert xpu.shell_multiline() in texts and xpu.docker_multiline() in texts
     assert "--device /dev/dri" in xpu.docker_shell()
     unknown = soup.select_one("#builder").get_text()
     assert "imaginary_card" in unknown
