@@ -187,22 +187,45 @@ def test_without_javascript_the_table_is_open_in_place_of_the_chart(page):
 
 
 def test_recipe_commands_rebuilt_from_pieces_are_the_composed_ones(repository_site):
+    """Every command the page carries, joined back from its pieces as the script does and with each
+    speculative depth put into its slot, is compose's output for that variant, card, feature set and
+    TP size (docker pinned to the digest a packet recorded, when there is one)."""
+    from dataclasses import replace
+    from datetime import date
+
+    from builder.views.common import SiteContext
+    from builder.views.recipe import DEPTHS, TP_SIZES, image_digests, spec_depth, with_depth
     from catalog.compose import Selection, compose
     from catalog.repository import load_catalog
 
     catalog = load_catalog(REPO / "data", REPO / "packets")
-    checked = 0
+    checked = depths = 0
+    tp_sizes: set[str] = set()
     for slug, recipe in catalog.recipes.items():
         soup = BeautifulSoup(repository_site[f"recipes/{slug}/index.html"], "lxml")
         data = json.loads(soup.select_one("script#recipe-commands").string)
-        for key, (shell, docker) in data["commands"].items():
-            variant, hw, bits = key.split("|")
+        digests = image_digests(SiteContext(catalog, date(2000, 1, 1)), slug)
+
+        def text(ids: list[int], depth: int | None, data: dict = data) -> str:  # type: ignore[type-arg]
+            joined = "\n".join(data["pieces"][i] for i in ids)
+            return joined if depth is None else joined.replace(data["depth_slot"], str(depth))
+
+        for key, (shell, docker, has_depth) in data["commands"].items():
+            variant, hw, bits, tp = key.split("|")
+            tp_sizes.add(tp)
             features = [n for n, bit in zip(data["features"], bits, strict=True) if bit == "1"]
-            made = compose(recipe, Selection(variant, catalog.hardware.get(hw), features=features)).redacted()
-            assert "\n".join(data["pieces"][i] for i in shell) == made.shell_multiline()
-            assert (None if docker is None else " ".join(data["pieces"][i] for i in docker)) == made.docker_shell()
+            selection = Selection(variant, catalog.hardware.get(hw), features=features, tensor_parallel_size=int(tp))
+            made = compose(recipe, selection).redacted()
+            assert bool(has_depth) == (spec_depth(made.args) is not None)
+            for depth in DEPTHS if has_depth else [None]:
+                expected = made if depth is None else replace(made, args=with_depth(made.args, depth))
+                assert text(shell, depth) == expected.shell_multiline()
+                digest = digests.get(expected.docker_image or "")
+                assert (None if docker is None else text(docker, depth)) == expected.docker_multiline(digest)
+                depths += depth is not None
             checked += 1
-    assert checked > 200
+    assert checked > 200 and depths > 200
+    assert tp_sizes == {str(t) for t in TP_SIZES}
 
 
 def test_recipe_without_javascript_lists_the_default_and_each_opt_in(repository_site):
