@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from builder.format import fmt
+from catalog.numbers import fmt
 from catalog.errors import CatalogError
 from catalog.packet import Arm, Packet
 from catalog.repository import Catalog
