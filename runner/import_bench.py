@@ -112,7 +112,9 @@ class BenchServeResult(BaseModel):
     def traffic(self) -> str:
         rate = "inf" if math.isinf(self.rate) else f"{fmt(self.rate)} req/s"
         burst = f", burstiness {fmt(self.burstiness)}" if self.burstiness is not None else ""
-        cap = f", max concurrency {self.max_concurrency}" if self.max_concurrency is not None else ", no max concurrency"
+        cap = (
+            f", max concurrency {self.max_concurrency}" if self.max_concurrency is not None else ", no max concurrency"
+        )
         return f"request rate {rate}{burst}{cap}; {self.completed} completed, {self.failed} failed"
 
     def latencies(self) -> str:
@@ -187,7 +189,9 @@ def screened_parts(
         point = {"users": users, "completion_tokens": result.total_output_tokens, "wall_s": result.duration}
         ladders.append({"arm": arm_id, "kind": "concurrency", "concurrency": [point]})
         label = f"{cards} card(s), throughput run at {users} request(s) at once, speculation unknown"
-    max_tokens = max(result.output_lens) if result.output_lens else max(1, round(result.total_output_tokens / result.completed))
+    max_tokens = (
+        max(result.output_lens) if result.output_lens else max(1, round(result.total_output_tokens / result.completed))
+    )
     return PacketParts.model_validate(
         {
             "title": f"{slug} · {variant} · screened with vllm bench serve ({result.completed} requests, {kind})",

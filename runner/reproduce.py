@@ -69,7 +69,9 @@ def plan_reproduction(packet: Packet, catalog: Catalog, started: datetime | None
         )
     recipe = catalog.recipes.get(model.slug)
     if recipe is None:
-        raise NotReproducible(f"names model {model.slug!r}, which has no recipe in data/models", field="identity.model.slug")
+        raise NotReproducible(
+            f"names model {model.slug!r}, which has no recipe in data/models", field="identity.model.slug"
+        )
     if model.variant is None:
         raise NotReproducible(
             f"names no recipe variant: its checkpoint {model.repo} is not a variant of data/models/{model.slug}.yaml, "
@@ -83,7 +85,9 @@ def plan_reproduction(packet: Packet, catalog: Catalog, started: datetime | None
         )
     hardware = catalog.hardware.get(packet.identity.host.hardware)
     if hardware is None:
-        raise NotReproducible(f"names unknown hardware {packet.identity.host.hardware!r}", field="identity.host.hardware")
+        raise NotReproducible(
+            f"names unknown hardware {packet.identity.host.hardware!r}", field="identity.host.hardware"
+        )
     if not hardware_present(hardware.platform):
         raise NotReproducible(
             f"was measured on {hardware.name} ({hardware.platform}); this host has no {hardware.platform} device",
@@ -138,7 +142,9 @@ def _arm_plan(arm: Arm, request: CampaignRequest, catalog: Catalog, source: str)
     # The arm's own switches (a draft head's VLLM_XPU_DRAFT_LM_HEAD_INT4=1...): a credential
     # was recorded redacted and comes from this host's environment, as it did there.
     env = {**base.command.env, **{k: v for k, v in arm.config.env.items() if v != REDACTED}}
-    command = LaunchCommand(base.command.model_id, base.command.args, env, base.command.docker_image, base.command.platform)
+    command = LaunchCommand(
+        base.command.model_id, base.command.args, env, base.command.docker_image, base.command.platform
+    )
     return ArmPlan(arm.id, depth, base.spec_method, command)
 
 

@@ -89,7 +89,7 @@ def test_answers_without_reasoning_record_no_reasoning_field() -> None:
     [
         ([], {"enable_thinking": False}),
         (["--default-chat-template-kwargs", '{"enable_thinking": false}'], {"enable_thinking": False}),
-        (["--default-chat-template-kwargs={\"enable_thinking\": true}"], {"enable_thinking": True}),
+        (['--default-chat-template-kwargs={"enable_thinking": true}'], {"enable_thinking": True}),
         (
             ["--default-chat-template-kwargs", '{"reasoning_effort": "low"}', "--max-model-len", "8192"],
             {"enable_thinking": False, "reasoning_effort": "low"},
@@ -110,7 +110,9 @@ def _rows(cached: int | None) -> list[PromptRow]:
 
 
 def _delta(hits: float | None, queries: float | None = 1200.0) -> VllmCounters:
-    return VllmCounters(generation_tokens=1212, prompt_tokens=1200, prefix_cache_queries=queries, prefix_cache_hits=hits)
+    return VllmCounters(
+        generation_tokens=1212, prompt_tokens=1200, prefix_cache_queries=queries, prefix_cache_hits=hits
+    )
 
 
 def test_cache_zero_from_usage_when_every_row_reports_it() -> None:
@@ -131,15 +133,19 @@ def test_a_leak_is_refused_whichever_witness_shows_it() -> None:
         cache_check(_rows(3), _delta(0))
     with pytest.raises(AttemptInvalid, match=r"prefix_cache_hits rose by 128 .*leaked"):
         cache_check(_rows(None), _delta(128))
-    with pytest.raises(AttemptInvalid, match="cannot be shown.*no vllm:prefix_cache_hits"):
+    with pytest.raises(AttemptInvalid, match=r"cannot be shown.*no vllm:prefix_cache_hits"):
         cache_check(_rows(None), _delta(None, None))
 
 
 def test_verify_accepts_cache_zero_shown_by_the_counters_only() -> None:
-    run = ServerRun(label="A", rows=_rows(None), cache_zero=True, cache_check=CacheCheck(source="metrics", prefix_cache_hits=0))
+    run = ServerRun(
+        label="A", rows=_rows(None), cache_zero=True, cache_check=CacheCheck(source="metrics", prefix_cache_hits=0)
+    )
     assert shows_cache_zero(run)
     assert not shows_cache_zero(run.model_copy(update={"cache_check": None}))
-    assert not shows_cache_zero(run.model_copy(update={"cache_check": CacheCheck(source="metrics", prefix_cache_hits=2)}))
+    assert not shows_cache_zero(
+        run.model_copy(update={"cache_check": CacheCheck(source="metrics", prefix_cache_hits=2)})
+    )
     with pytest.raises(ValueError, match="prefix_cache_hits"):
         CacheCheck(source="metrics")
 
@@ -156,12 +162,15 @@ def test_an_older_vllm_attempt_records_how_cache_zero_was_shown(fake: FakeServer
     """No prompt_tokens_details on any row (vLLM before PR #44383): the attempt is not refused as a
     leak; /metrics before and after the suite show no hit, and the record says that is the proof."""
     for _ in range(canary_requests()):
-        fake.add(Script(chat_reply=chat_reply("1591 {\"name\": \"x\"}")))
+        fake.add(Script(chat_reply=chat_reply('1591 {"name": "x"}')))
     suite = strict_suite()
     for index, _ in enumerate(suite.prompts):
         fake.add(_completion(index))
     fake.metrics_texts.extend(
-        [METRICS.format(generated=0.0, queries=50.0, hits=0.0), METRICS.format(generated=1212.0, queries=530.0, hits=0.0)]
+        [
+            METRICS.format(generated=0.0, queries=50.0, hits=0.0),
+            METRICS.format(generated=1212.0, queries=530.0, hits=0.0),
+        ]
     )
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo", args=[]))
     run = asyncio.run(attempt._measure(fake.base_url, arm, "A", workload(), lambda _: None))  # type: ignore[arg-type]

@@ -80,7 +80,7 @@ def test_one_request_at_a_time_is_a_single_stream_rate() -> None:
 
 
 def test_runs_that_measured_no_fixed_load_are_refused() -> None:
-    with pytest.raises(NotImportable, match="open-loop run at 50.00 req/s without --max-concurrency"):
+    with pytest.raises(NotImportable, match=r"open-loop run at 50\.00 req/s without --max-concurrency"):
         screened_parts(result("default-run.json", request_rate=50.0), **PARTS)  # type: ignore[arg-type]
     with pytest.raises(NotImportable, match="3 of 203 requests failed"):
         screened_parts(result("default-run.json", failed=3), **PARTS)  # type: ignore[arg-type]
@@ -92,7 +92,13 @@ def test_import_bench_seals_a_consistent_screened_packet(name: str, tmp_path: Pa
     packets.mkdir()
     catalog = load_catalog(REPO / "data", packets, allow_unsigned=True)
     options = argparse.Namespace(
-        result=FIXTURES / name, model="demo", variant="default", hardware="cpu_generic", cards=1, source="CI", packets=packets
+        result=FIXTURES / name,
+        model="demo",
+        variant="default",
+        hardware="cpu_generic",
+        cards=1,
+        source="CI",
+        packets=packets,
     )
     packet = import_bench(options, catalog)
     assert packet.state == State.SCREENED

@@ -70,7 +70,7 @@ def test_the_demo_packet_is_reproducible_here(catalog: Catalog) -> None:
 
 
 def test_an_import_without_a_recipe_variant_says_why(catalog: Catalog) -> None:
-    with pytest.raises(NotReproducible, match="names no recipe variant: its checkpoint .* no command to run"):
+    with pytest.raises(NotReproducible, match=r"names no recipe variant: its checkpoint .* no command to run"):
         plan_reproduction(catalog.packets[W4A16_9B], catalog)
 
 
