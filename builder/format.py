@@ -1,33 +1,22 @@
 """The one number formatter: every number the site shows (pages, charts, API) passes through here.
 
-Rounding is decimal ROUND_HALF_UP on the shortest repr of the float, so 98.125 shows 98.13 and the
+Rounding lives in catalog/numbers.py (the runner rounds there too): 98.125 shows 98.13, and the
 page, its chart tables and its JSON API always agree digit for digit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, getcontext, localcontext
+from decimal import Decimal
 
 from markupsafe import escape
+
+from catalog.numbers import fmt as fmt  # re-exported: the site and its tests format through here
+from catalog.numbers import rounded
 
 # Tokens -> English words. A common rule of thumb for BPE tokenizers on English prose is about
 # 0.75 words per token (about 4 characters per token); the methodology page states it.
 WORDS_PER_TOKEN = Decimal("0.75")
-
-
-_QUANTUM = {places: Decimal(1).scaleb(-places) for places in range(7)}
-
-
-def rounded(value: float | int | Decimal, places: int = 2) -> Decimal:
-    exact = value if isinstance(value, Decimal) else Decimal(repr(value))
-    quantum = _QUANTUM.get(places) or Decimal(1).scaleb(-places)
-    needed = exact.adjusted() + places + 2
-    if needed <= getcontext().prec:  # the usual case: no context to set up (a page formats thousands)
-        return exact.quantize(quantum, rounding=ROUND_HALF_UP)
-    with localcontext() as context:  # room for every digit: 1e300 must not overflow the default 28
-        context.prec = needed
-        return exact.quantize(quantum, rounding=ROUND_HALF_UP)
 
 
 @dataclass(frozen=True)
@@ -75,11 +64,6 @@ def num(value: float | int | Decimal, places: int = 2, unit: str = "") -> Num:
 
 def opt_num(value: float | int | None, places: int = 2, unit: str = "") -> Num | None:
     return None if value is None else num(value, places, unit)
-
-
-def fmt(value: float | int | Decimal, places: int = 2) -> str:
-    """Plain text form, for sentences and attributes."""
-    return str(rounded(value, places))
 
 
 def words_per_second(tok_s: float) -> Num:

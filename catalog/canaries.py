@@ -20,13 +20,26 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
-def judge(canary: Canary, outputs: list[str]) -> CanaryResult:
-    """`outputs` holds one answer, or `repeats` answers for a repeat canary."""
-    passed, detail = verdict(canary, outputs)
-    return CanaryResult(id=canary.id, outputs=outputs, passed=passed, detail=detail)
+def judge(canary: Canary, outputs: list[str], reasoning: list[str] | None = None) -> CanaryResult:
+    """`outputs` holds one answer, or `repeats` answers for a repeat canary ("" for a null
+    content); `reasoning` what the server returned beside each, when it returned any."""
+    passed, detail = verdict(canary, outputs, reasoning)
+    return CanaryResult(id=canary.id, outputs=outputs, passed=passed, detail=detail, reasoning=reasoning)
 
 
-def verdict(canary: Canary, outputs: list[str]) -> tuple[bool, str]:
+def verdict(canary: Canary, outputs: list[str], reasoning: list[str] | None = None) -> tuple[bool, str]:
+    """An empty answer fails every kind (eight empty repeats are not "one output"); the detail
+    says when the text went to the reasoning field instead."""
+    empty = next((index for index, answer in enumerate(outputs) if not answer.strip()), None)
+    if empty is not None:
+        thought = reasoning[empty] if reasoning is not None and empty < len(reasoning) else ""
+        which = f"answer {empty + 1} of {len(outputs)}" if len(outputs) > 1 else "the answer"
+        if thought:
+            return False, (
+                f"{which} has no content: the server returned {len(thought)} characters of reasoning "
+                "instead (thinking on, </think> never closed)"
+            )
+        return False, f"{which} is empty"
     if canary.kind == "repeat":
         distinct = len(set(outputs))
         expected = canary.repeats or 1

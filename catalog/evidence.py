@@ -6,7 +6,7 @@ import math
 
 from catalog.canaries import verdict
 from catalog.metrics import compare_rows, server_decode_rate, server_ttft_ms
-from catalog.packet import Arm, GateResult, Packet, PromptRow
+from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 from catalog.suite import CanarySet
 
 Problem = tuple[str, str]
@@ -38,10 +38,18 @@ def _server_problems(arm: Arm, where: str) -> list[Problem]:
             problems.append((f"{field}.decode_tok_s", "does not match the rate re-computed from its rows"))
         if not _close(server.ttft_ms, server_ttft_ms(server.rows)):
             problems.append((f"{field}.ttft_ms", "does not match the TTFT re-computed from its rows"))
-        zero = all(row.cached_tokens == 0 for row in server.rows)
-        if server.cache_zero is not None and server.cache_zero != zero:
+        if server.cache_zero is not None and server.cache_zero != shows_cache_zero(server):
             problems.append((f"{field}.cache_zero", "disagrees with the rows' cached_tokens"))
     return problems
+
+
+def shows_cache_zero(server: ServerRun) -> bool:
+    """Every row reported cached_tokens 0; or, where a server left prompt_tokens_details out
+    (cached_tokens unknown), none reported more and vllm:prefix_cache_hits stayed at 0."""
+    check = server.cache_check
+    if check is not None and check.source == "metrics":
+        return check.prefix_cache_hits == 0 and not any(row.cached_tokens for row in server.rows)
+    return all(row.cached_tokens == 0 for row in server.rows)
 
 
 def _gate_problems(packet: Packet, arm: Arm, where: str) -> list[Problem]:
@@ -86,7 +94,7 @@ def canary_problems(packet: Packet, canaries: CanarySet) -> list[Problem]:
                 if canary is None:
                     problems.append((f"{field}.id", f"canary {result.id!r} is not in {canaries.id}"))
                     continue
-                passed, detail = verdict(canary, result.outputs)
+                passed, detail = verdict(canary, result.outputs, result.reasoning)
                 if (passed, detail) != (result.passed, result.detail):
                     problems.append(
                         (

@@ -228,14 +228,29 @@ class PromptRow(StrictModel):
         return self.token_times_us[0] / 1000.0 if self.token_times_us else None
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class CanaryResult(StrictModel):
     """A canary's raw answers (one, or one per repeat) and the verdict judged from them; verify
-    judges the answers again, so the verdict is never taken on trust."""
+    judges the answers again, so the verdict is never taken on trust.
+
+    An answer whose content was null is recorded as "" (and judged failed). `reasoning` holds
+    what a reasoning parser returned beside each answer ("" where nothing), and is left out of
+    the file when no answer had any: packets written before it existed keep their bytes."""
 
     id: str
     outputs: list[str] = Field(min_length=1)
     passed: bool
     detail: str = ""
+    reasoning: list[str] | None = Field(default=None, exclude_if=_absent)
+
+    @model_validator(mode="after")
+    def _one_reasoning_per_output(self) -> CanaryResult:
+        if self.reasoning is not None and len(self.reasoning) != len(self.outputs):
+            raise FieldError("needs one entry per output", "reasoning")
+        return self
 
 
 class SpecMetrics(StrictModel):
@@ -255,6 +270,23 @@ class SpecMetrics(StrictModel):
         return 1 + self.accepted_tokens / self.drafts if self.drafts else None
 
 
+class CacheCheck(StrictModel):
+    """How "cache zero" was shown for a server: `usage` when every row's
+    usage.prompt_tokens_details.cached_tokens was 0; `metrics` when a server that leaves
+    prompt_tokens_details out (vLLM before PR #44383) kept vllm:prefix_cache_hits at 0 over the
+    suite. The counters' increase over the suite is kept when the server exposes them."""
+
+    source: Literal["usage", "metrics"]
+    prefix_cache_queries: int | None = Field(default=None, ge=0)
+    prefix_cache_hits: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _metrics_need_the_counter(self) -> CacheCheck:
+        if self.source == "metrics" and self.prefix_cache_hits is None:
+            raise FieldError("a cache check from /metrics needs the prefix_cache_hits increase", "prefix_cache_hits")
+        return self
+
+
 class ServerRun(StrictModel):
     """One fresh server. Imported results carry only the published values; rows stay empty."""
 
@@ -266,6 +298,8 @@ class ServerRun(StrictModel):
     rows: list[PromptRow] = []
     canaries: list[CanaryResult] = []
     cache_zero: bool | None = None
+    # left out of the file when absent: packets written before it existed keep their bytes
+    cache_check: CacheCheck | None = Field(default=None, exclude_if=_absent)
     spec_metrics: SpecMetrics | None = None
     log: str | None = None
     startup_s: float | None = Field(default=None, ge=0)

@@ -7,6 +7,7 @@ an interrupted campaign resumes from the attempts that finished.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,11 +18,12 @@ import httpx
 from catalog.arrays import to_uint32
 from catalog.canaries import judge
 from catalog.canonical import pretty_json
+from catalog.compose import flag_groups, flag_name
 from catalog.errors import CatalogError
 from catalog.files import write_file
 from catalog.loading import load_file
 from catalog.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
-from catalog.packet import CanaryResult, PromptRow, ServerRun, SpecMetrics
+from catalog.packet import CacheCheck, CanaryResult, PromptRow, ServerRun, SpecMetrics
 from catalog.suite import CanarySet, Suite
 from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
 from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
@@ -30,6 +32,11 @@ from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
 
 Progress = Callable[[str], None]
+
+TEMPLATE_KWARGS_FLAG = "--default-chat-template-kwargs"
+# Canaries ask short questions with a few dozen tokens to answer in: a reasoning model that
+# thinks first (Qwen3.5 with --reasoning-parser qwen3) never reaches the answer.
+CANARY_TEMPLATE_KWARGS: dict[str, object] = {"enable_thinking": False}
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,10 @@ def run_attempt(
 async def _measure(base_url: str, arm: ArmPlan, label: str, workload: Workload, progress: Progress) -> ServerRun:
     model = arm.command.model_id
     async with new_http_client(max_in_flight=1) as http:
-        canaries = await _run_canaries(base_url, model, workload, http)
+        canaries = await run_canaries(base_url, model, workload, http, canary_template_kwargs(arm.command.args))
+        failed = [c for c in canaries if not c.passed]
+        if failed:
+            progress(f"{arm.id} server {label}: canary {failed[0].id} failed: {failed[0].detail}")
         before = scrape_counters(base_url)
         rows: list[PromptRow] = []
         class_of = workload.suite.class_of()
@@ -121,15 +131,18 @@ async def _measure(base_url: str, arm: ArmPlan, label: str, workload: Workload, 
                 f"{row.completion_tokens} tokens, {rate}"
             )
         after = scrape_counters(base_url)
+    delta = after.minus(before)
     _check_rows(rows, workload.suite)
+    cache = cache_check(rows, delta)
     return ServerRun(
         label=label,
         decode_tok_s=server_decode_rate(rows),
         ttft_ms=server_ttft_ms(rows),
         rows=rows,
         canaries=canaries,
-        cache_zero=all(row.cached_tokens == 0 for row in rows),
-        spec_metrics=spec_metrics(after.minus(before)),
+        cache_zero=True,
+        cache_check=cache,
+        spec_metrics=spec_metrics(delta),
     )
 
 
@@ -150,23 +163,85 @@ def _check_rows(rows: list[PromptRow], suite: Suite) -> None:
     short = [r.prompt_id for r in rows if r.completion_tokens < MIN_COMPLETION_TOKENS]
     if short:
         raise AttemptInvalid(f"completions under {MIN_COMPLETION_TOKENS} tokens: {', '.join(short)}")
-    cached = [r.prompt_id for r in rows if r.cached_tokens != 0]
-    if cached:
-        raise AttemptInvalid(f"cached_tokens is not 0 (prefix caching leaked) on: {', '.join(cached)}")
     missing = {c.id for c in suite.classes} - {r.class_id for r in rows}
     if missing:
         raise AttemptInvalid(f"no completion for class {sorted(missing)[0]!r}")
 
 
-async def _run_canaries(base_url: str, model: str, workload: Workload, http: httpx.AsyncClient) -> list[CanaryResult]:
+def cache_check(rows: list[PromptRow], suite_delta: VllmCounters) -> CacheCheck:
+    """Show that no prompt token of the suite came from the prefix cache, or refuse the attempt.
+
+    Every row's usage.prompt_tokens_details.cached_tokens is the first witness. vLLM before PR
+    #44383 left prompt_tokens_details out when nothing was cached, so a row without it says
+    "unknown", not "leaked": there the vllm:prefix_cache_hits counter, over the suite, must not
+    have moved."""
+    cached = [r.prompt_id for r in rows if r.cached_tokens]
+    if cached:
+        raise AttemptInvalid(f"cached_tokens is not 0 (prefix caching leaked) on: {', '.join(cached)}")
+    queries, hits = suite_delta.prefix_cache_queries, suite_delta.prefix_cache_hits
+    counted = {
+        "prefix_cache_queries": None if queries is None else round(queries),
+        "prefix_cache_hits": None if hits is None else round(hits),
+    }
+    if hits is not None and hits != 0:
+        raise AttemptInvalid(f"vllm:prefix_cache_hits rose by {hits:g} over the suite (prefix caching leaked)")
+    unknown = [r.prompt_id for r in rows if r.cached_tokens is None]
+    if not unknown:
+        return CacheCheck(source="usage", **counted)
+    if hits is None:
+        raise AttemptInvalid(
+            f"cache zero cannot be shown: the usage of {', '.join(unknown)} has no prompt_tokens_details "
+            "and /metrics has no vllm:prefix_cache_hits counter"
+        )
+    return CacheCheck(source="metrics", **counted)
+
+
+def canary_template_kwargs(args: list[str]) -> dict[str, object]:
+    """What canary requests pass as chat_template_kwargs: thinking off, unless the arm's own
+    --default-chat-template-kwargs (the last one, as vLLM reads it) says otherwise; every key
+    the recipe sets is sent as the recipe sets it."""
+    recipe: dict[str, object] = {}
+    for group in flag_groups(args):
+        if flag_name(group[0]) != TEMPLATE_KWARGS_FLAG:
+            continue
+        text = group[0].split("=", 1)[1] if "=" in group[0] else (group[1] if len(group) > 1 else "")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise AttemptInvalid(f"{TEMPLATE_KWARGS_FLAG} is not JSON: {text[:200]!r}") from None
+        if not isinstance(value, dict):
+            raise AttemptInvalid(f"{TEMPLATE_KWARGS_FLAG} is not a JSON object: {text[:200]!r}")
+        recipe = value
+    return {**CANARY_TEMPLATE_KWARGS, **recipe}
+
+
+async def run_canaries(
+    base_url: str,
+    model: str,
+    workload: Workload,
+    http: httpx.AsyncClient,
+    template_kwargs: dict[str, object] | None = None,
+) -> list[CanaryResult]:
+    """Every canary, judged as answered. A null content is recorded as "" and fails its canary,
+    with the reasoning text the server returned instead (when it returned any)."""
     results = []
     for canary in workload.canaries.canaries:
         runs = canary.repeats or 1
-        outputs = [
-            await chat_completion(base_url, model, canary.prompt, canary.max_tokens, workload.seed, http=http)
+        replies = [
+            await chat_completion(
+                base_url,
+                model,
+                canary.prompt,
+                canary.max_tokens,
+                workload.seed,
+                http=http,
+                chat_template_kwargs=template_kwargs,
+            )
             for _ in range(runs)
         ]
-        results.append(judge(canary, outputs))
+        outputs = [reply.content or "" for reply in replies]
+        reasoning = [reply.reasoning or "" for reply in replies]
+        results.append(judge(canary, outputs, reasoning if any(reasoning) else None))
     return results
 
 

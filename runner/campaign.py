@@ -60,6 +60,19 @@ def measure_arms(setup: CampaignSetup, runtime: Any, progress: Progress) -> dict
     return results
 
 
+def arm_tp(arm: ArmPlan) -> int:
+    """The arm's tensor parallel size, as its command says (compose writes the flag above 1;
+    a reproduction plans arms of several sizes in one campaign)."""
+    value = flag_value(arm.command.args, "--tensor-parallel-size")
+    return int(value) if value and value.isdigit() else 1
+
+
+def oracle_of(arm: ArmPlan, arms: list[ArmPlan]) -> ArmPlan:
+    """The depth-0 arm of the same tensor parallel size: G3 compares like with like."""
+    tp = arm_tp(arm)
+    return next((a for a in arms if a.spec_depth == 0 and arm_tp(a) == tp), arms[0])
+
+
 def gates_for(arm: ArmPlan, runs: list[ServerRun], oracle: ArmPlan, oracle_runs: list[ServerRun]) -> list[GateResult]:
     """G1 for the oracle (its servers agree); G2 and per-server G3 for a speculative arm."""
     if arm.spec_depth == 0:
@@ -74,7 +87,7 @@ def arm_parts(arm: ArmPlan, runs: list[ServerRun], gates: list[GateResult], requ
         id=arm.id,
         label=_label(arm, request),
         config=ArmConfig(
-            tensor_parallel_size=request.tp,
+            tensor_parallel_size=arm_tp(arm),
             spec_method=arm.spec_method,
             spec_depth=arm.spec_depth,
             graph_capture="off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
@@ -89,7 +102,8 @@ def arm_parts(arm: ArmPlan, runs: list[ServerRun], gates: list[GateResult], requ
 
 
 def _label(arm: ArmPlan, request: CampaignRequest) -> str:
-    cards = "1 card" if request.tp == 1 else f"{request.tp} cards"
+    tp = arm_tp(arm)
+    cards = "1 card" if tp == 1 else f"{tp} cards"
     if arm.spec_depth == 0:
         return f"{cards}, no speculative decoding (oracle)"
     return f"{cards}, {arm.spec_method} speculative decoding, depth {arm.spec_depth}"
@@ -106,11 +120,11 @@ def assemble(
     reproduces: str | None,
     key: HostKey | None,
 ) -> Sealed:
-    oracle = setup.arms[0]
-    arms = [
-        arm_parts(arm, results[arm.id], gates_for(arm, results[arm.id], oracle, results[oracle.id]), setup.request)
-        for arm in setup.arms
-    ]
+    arms = []
+    for arm in setup.arms:
+        oracle = oracle_of(arm, setup.arms)
+        gates = gates_for(arm, results[arm.id], oracle, results[oracle.id])
+        arms.append(arm_parts(arm, results[arm.id], gates, setup.request))
     parts = PacketParts(
         title=setup.title,
         created=datetime.now(UTC).replace(microsecond=0),

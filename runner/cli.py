@@ -42,12 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tp", type=int, default=1, help="tensor parallel size (cards)")
     run.add_argument("--depths", type=_csv_ints, default=[0], help="speculative depths, e.g. 0,3 (0 is the oracle)")
     run.add_argument("--ladders", type=_csv, default=[], help="concurrency,context")
+    run.add_argument(
+        "--concurrency", type=_csv_ints, help="users per concurrency ladder step (default 1,2,4,8,16,32,64)"
+    )
     run.add_argument("--max-tokens", type=int, default=512)
     run.add_argument("--seed", type=int, default=1234)
     _runtime_options(run)
 
     again = commands.add_parser("reproduce", help="re-run the campaign a packet describes and compare")
-    again.add_argument("--packet", required=True, help="packet id")
+    which = again.add_mutually_exclusive_group(required=True)
+    which.add_argument("--packet", help="packet id")
+    which.add_argument("--list", action="store_true", help="say which packets can be reproduced here, and why not")
     _runtime_options(again)
 
     ref = commands.add_parser("import-reference", help="seal a transcription of a published page into imported packets")
@@ -108,8 +113,13 @@ def run(argv: list[str] | None = None) -> int:
         print(f"sealed {packet.id} (screened)")
         return 0
     if options.command == "reproduce":
-        from runner.reproduce import reproduce
+        from runner.reproduce import reproduce, reproducibility
 
+        if options.list:
+            from rich.console import Console
+
+            Console().print(reproducibility(catalog))
+            return 0
         return reproduce(catalog, options.packet, _choice(options), _places(options))
     try:
         request = CampaignRequest(
@@ -121,6 +131,7 @@ def run(argv: list[str] | None = None) -> int:
             ladders=options.ladders,
             max_tokens=options.max_tokens,
             seed=options.seed,
+            **({"concurrency_levels": options.concurrency} if options.concurrency else {}),
         )
     except ValidationError as error:
         first = error.errors()[0]

@@ -304,6 +304,18 @@ class _StreamState:
         )
 
 
+@dataclass(frozen=True)
+class ChatReply:
+    """One non-streaming chat answer. `content` is None when the server sent `content: null`:
+    a reasoning parser (`--reasoning-parser qwen3`) put everything it got in `reasoning`
+    because the model never closed `</think>`. `reasoning` is that text (vLLM 0.32 calls the
+    field `reasoning`, older servers `reasoning_content`), None when there is none."""
+
+    content: str | None
+    reasoning: str | None
+    finish_reason: str | None
+
+
 async def chat_completion(
     base_url: str,
     model: str,
@@ -313,10 +325,12 @@ async def chat_completion(
     temperature: float = 0.0,
     *,
     http: httpx.AsyncClient | None = None,
-) -> str:
-    """Non-streaming /v1/chat/completions with one user message; returns the reply text."""
+    chat_template_kwargs: dict[str, Any] | None = None,
+) -> ChatReply:
+    """Non-streaming /v1/chat/completions with one user message. A null content is an answer
+    (the caller judges it), not a protocol error; a content of another type is."""
     url = base_url.rstrip("/") + "/v1/chat/completions"
-    payload = {
+    payload: dict[str, Any] = {
         "model": model,
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": max_tokens,
@@ -324,6 +338,8 @@ async def chat_completion(
         "top_p": 1.0,
         "seed": seed,
     }
+    if chat_template_kwargs is not None:
+        payload["chat_template_kwargs"] = chat_template_kwargs
     owned = http is None
     client = http if http is not None else new_http_client(max_in_flight=1)
     try:
@@ -336,12 +352,20 @@ async def chat_completion(
     if response.status_code != 200:
         raise ClientError(f"HTTP {response.status_code} from POST {url}: {_shorten(response.text)}")
     try:
-        content = response.json()["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+        choice = response.json()["choices"][0]
+        message = choice["message"]
+        content = message.get("content")
+        reasoning = message.get("reasoning")
+        if reasoning is None:
+            reasoning = message.get("reasoning_content")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise ClientError(f"unexpected chat response: {_shorten(response.text)}") from None
-    if not isinstance(content, str):
+    if content is not None and not isinstance(content, str):
         raise ClientError(f"chat reply content is not text: {_shorten(str(content))}")
-    return content
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise ClientError(f"chat reply reasoning is not text: {_shorten(str(reasoning))}")
+    finish = choice.get("finish_reason")
+    return ChatReply(content, reasoning, finish if isinstance(finish, str) else None)
 
 
 def _decode_event(data: bytes) -> Any:

@@ -1,25 +1,42 @@
 """Turn a `vllm bench serve --save-result` JSON into a `screened` packet.
 
-Screened means speed only: no token arrays, no identity gate, never a headline. The per-stream
-decode rate is 1000 / median TPOT (vLLM's TPOT excludes the first token, as our decode rate
-does); with --max-concurrency above 1 the run also becomes one point of a concurrency ladder.
+Screened means speed only: no token arrays, no identity gate, never a headline. The file is read
+as vLLM writes it (vllm/benchmarks/serve.py): the traffic (`request_rate`, "inf" by default;
+`burstiness`; `max_concurrency`, null by default), the counts (`completed`, `failed`), the token
+totals and throughputs, and mean/median/std/percentiles of TTFT, TPOT, ITL (and E2EL when
+selected); per-request lists such as `output_lens` only with --save-detailed.
+
+What the run measured decides what it becomes:
+- one request at a time (`--max-concurrency 1`): a single-stream run; its decode rate is
+  1000 / median TPOT (vLLM's TPOT excludes the first token, as our decode rate does);
+- anything else, the default run included (request rate inf: every prompt released at once): a
+  throughput run, one point of a concurrency ladder (aggregate output tok/s at that many users),
+  never a single-stream rate. An open-loop run at a finite rate without --max-concurrency has no
+  number of users and is refused, as is a run with failed requests.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from catalog.consistency import consistency_problems
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.loading import load_file
+from catalog.numbers import fmt
 from catalog.packet import Packet, PacketParts
 from catalog.packet_io import made_from, seal, write_packet
 from catalog.repository import Catalog
 from catalog.signing import host_key
+
+LATENCIES = ("ttft", "tpot", "itl", "e2el")
+_PERCENTILE_KEY = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 
 
 class BenchServeResult(BaseModel):
@@ -29,19 +46,90 @@ class BenchServeResult(BaseModel):
 
     date: str | None = None
     backend: str | None = None
+    label: str | None = None
     model_id: str
-    num_prompts: int | None = None
-    max_concurrency: int | None = None
+    tokenizer_id: str | None = None
+    num_prompts: int | None = Field(default=None, ge=1)
+    request_rate: float | Literal["inf"] = "inf"
+    burstiness: float | None = Field(default=None, gt=0)
+    max_concurrency: int | None = Field(default=None, ge=1)
     duration: float = Field(gt=0)
     completed: int = Field(ge=1)
+    failed: int = Field(default=0, ge=0)
+    total_input_tokens: int | None = Field(default=None, ge=0)
     total_output_tokens: int = Field(ge=1)
+    request_throughput: float | None = Field(default=None, ge=0)
     output_throughput: float = Field(gt=0)
-    median_ttft_ms: float = Field(ge=0)
-    median_tpot_ms: float = Field(gt=0)
+    total_token_throughput: float | None = Field(default=None, ge=0)
+    mean_ttft_ms: float | None = Field(default=None, ge=0)
+    median_ttft_ms: float | None = Field(default=None, ge=0)
+    std_ttft_ms: float | None = Field(default=None, ge=0)
+    mean_tpot_ms: float | None = Field(default=None, ge=0)
+    median_tpot_ms: float | None = Field(default=None, ge=0)
+    std_tpot_ms: float | None = Field(default=None, ge=0)
+    mean_itl_ms: float | None = Field(default=None, ge=0)
+    median_itl_ms: float | None = Field(default=None, ge=0)
+    std_itl_ms: float | None = Field(default=None, ge=0)
+    mean_e2el_ms: float | None = Field(default=None, ge=0)
+    median_e2el_ms: float | None = Field(default=None, ge=0)
+    std_e2el_ms: float | None = Field(default=None, ge=0)
+    # every `p<N>_<metric>_ms` key (--metric-percentiles, default 99), by metric then percentile
+    percentiles: dict[str, dict[str, float]] = {}
     output_lens: list[int] = []
     spec_decode_num_drafts: int | None = None
     spec_decode_draft_tokens: int | None = None
     spec_decode_accepted_tokens: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_percentiles(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        found: dict[str, dict[str, float]] = {}
+        for key, value in data.items():
+            match = _PERCENTILE_KEY.match(key)
+            if match and isinstance(value, int | float) and not isinstance(value, bool):
+                found.setdefault(match.group(2), {})[match.group(1)] = float(value)
+        return {**data, "percentiles": found}
+
+    @property
+    def rate(self) -> float:
+        return math.inf if self.request_rate == "inf" else float(self.request_rate)
+
+    @property
+    def single_stream(self) -> bool:
+        return self.max_concurrency == 1
+
+    @property
+    def users(self) -> int | None:
+        """Requests in flight together: --max-concurrency, or every prompt at request rate inf."""
+        if self.max_concurrency is not None:
+            return self.max_concurrency
+        if math.isinf(self.rate):
+            return self.num_prompts or self.completed + self.failed
+        return None
+
+    def traffic(self) -> str:
+        rate = "inf" if math.isinf(self.rate) else f"{fmt(self.rate)} req/s"
+        burst = f", burstiness {fmt(self.burstiness)}" if self.burstiness is not None else ""
+        cap = (
+            f", max concurrency {self.max_concurrency}" if self.max_concurrency is not None else ", no max concurrency"
+        )
+        return f"request rate {rate}{burst}{cap}; {self.completed} completed, {self.failed} failed"
+
+    def latencies(self) -> str:
+        parts = []
+        for metric in LATENCIES:
+            median = getattr(self, f"median_{metric}_ms")
+            if median is None:
+                continue
+            tail = ", ".join(f"p{p} {fmt(v)}" for p, v in sorted(self.percentiles.get(metric, {}).items()))
+            parts.append(f"{metric.upper()} median {fmt(median)} ms" + (f" ({tail})" if tail else ""))
+        return "; ".join(parts)
+
+
+class NotImportable(CatalogError):
+    """The run measured nothing this catalog can hold as what it is."""
 
 
 def screened_parts(
@@ -55,8 +143,22 @@ def screened_parts(
     cards: int,
     source: str,
     synthetic: bool = False,
+    repo: str | None = None,
 ) -> PacketParts:
-    users = result.max_concurrency or 1
+    """`repo`: the checkpoint the recipe variant serves; the benchmark's model_id is often the
+    served name (--served-model-name), which the note keeps."""
+    if result.failed:
+        raise NotImportable(
+            f"{result.failed} of {result.completed + result.failed} requests failed: a partial run is not imported",
+            field="failed",
+        )
+    users = result.users
+    if users is None:
+        raise NotImportable(
+            f"an open-loop run at {fmt(result.rate)} req/s without --max-concurrency has no number of users: "
+            "import a run with --max-concurrency",
+            field="max_concurrency",
+        )
     spec = None
     if result.spec_decode_num_drafts is not None:
         spec = {
@@ -64,21 +166,41 @@ def screened_parts(
             "draft_tokens": result.spec_decode_draft_tokens or 0,
             "accepted_tokens": result.spec_decode_accepted_tokens or 0,
         }
+    note = f"{result.traffic()}. {result.latencies()}".strip().rstrip(".") + "."
+    if repo is not None and repo != result.model_id:
+        note += f" The benchmark named the model {result.model_id!r}."
     arm_id = f"tp{cards}-c{users}"
-    ladders = []
-    if users > 1:
+    ladders: list[dict[str, Any]] = []
+    if result.single_stream:
+        if result.median_tpot_ms is None or result.median_tpot_ms <= 0:
+            raise NotImportable("a single-stream run without median_tpot_ms has no decode rate", field="median_tpot_ms")
+        kind = "one request at a time"
+        server: dict[str, Any] = {
+            "label": "A",
+            "decode_tok_s": 1000.0 / result.median_tpot_ms,
+            "ttft_ms": result.median_ttft_ms,
+            "spec_metrics": spec,
+        }
+        label = f"{cards} card(s), one request at a time, speculation unknown"
+    else:
+        # A throughput run: its figure is the aggregate at `users`, never a per-stream rate.
+        kind = f"{users} at once" if result.max_concurrency else f"all {users} released at once"
+        server = {"label": "A", "spec_metrics": spec}
         point = {"users": users, "completion_tokens": result.total_output_tokens, "wall_s": result.duration}
         ladders.append({"arm": arm_id, "kind": "concurrency", "concurrency": [point]})
+        label = f"{cards} card(s), throughput run at {users} request(s) at once, speculation unknown"
+    max_tokens = (
+        max(result.output_lens) if result.output_lens else max(1, round(result.total_output_tokens / result.completed))
+    )
     return PacketParts.model_validate(
         {
-            "title": f"{slug} · {variant} · screened with vllm bench serve "
-            f"({result.completed} requests, {users} at once)",
+            "title": f"{slug} · {variant} · screened with vllm bench serve ({result.completed} requests, {kind})",
             "provenance": {"kind": "screened", "tool": "vllm bench serve --save-result", "source": {"name": source}},
             "identity": {
                 "model": {
                     "slug": slug,
                     "variant": variant,
-                    "repo": result.model_id,
+                    "repo": repo or result.model_id,
                     "quantization": quantization,
                     "quantization_label": quantization.upper(),
                     "synthetic": synthetic,
@@ -90,20 +212,14 @@ def screened_parts(
                 },
                 "host": {"hardware": hardware, "card_count": cards},
             },
-            "workload": {"suite_id": "vllm-bench-serve", "max_tokens": max(result.output_lens or [1])},
+            "workload": {"suite_id": "vllm-bench-serve", "max_tokens": max_tokens},
             "arms": [
                 {
                     "id": arm_id,
-                    "label": f"{cards} card(s), {users} request(s) at once, speculation unknown",
+                    "label": label,
                     "config": {"tensor_parallel_size": cards},
-                    "servers": [
-                        {
-                            "label": "A",
-                            "decode_tok_s": 1000.0 / result.median_tpot_ms,
-                            "ttft_ms": result.median_ttft_ms,
-                            "spec_metrics": spec,
-                        }
-                    ],
+                    "servers": [server],
+                    "note": note,
                 }
             ],
             "ladders": ladders,
@@ -132,10 +248,13 @@ def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
             cards=options.cards,
             source=options.source,
             synthetic=recipe.model.synthetic,
+            repo=recipe.variant_model_id(options.variant),
         )
         sealed = seal(parts, host_key(role="importer"))
     except ValidationError as error:
         raise made_from(options.result, error) from None
+    except NotImportable as error:
+        raise NotImportable(error.message, file=options.result, field=error.field) from None
     # refuse here, naming the input, what verify would refuse once written
     problems = consistency_problems(sealed.packet, recipe, catalog.hardware[options.hardware], datetime.now(UTC))
     if problems:

@@ -3,11 +3,18 @@
 Each ladder runs on a fresh server of its arm, allowed 64 sequences. Concurrency outputs are
 compared with the sequential oracle's token arrays; context outputs of a speculative arm are
 compared with the oracle arm's outputs at the same depth and class.
+
+Like attempts, ladders resume: a finished ladder is kept in the run folder, the context
+ladder's token outputs beside it (a speculative arm measured after a resume compares with
+them), and a ladder server that was interrupted starts again on an emptied folder. A ladder
+that fails stops the campaign with one line naming its server log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from time import perf_counter
@@ -15,6 +22,7 @@ from time import perf_counter
 import httpx
 
 from catalog.canonical import pretty_json
+from catalog.errors import CatalogError
 from catalog.files import write_file
 from catalog.loading import load_file
 from catalog.metrics import decode_rate
@@ -22,9 +30,10 @@ from catalog.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptRow
 from catalog.suite import Suite
 from runner.attempt import Progress, Workload
 from runner.client import ClientError, new_http_client, stream_completion
+from runner.metrics_scrape import MetricsError
 from runner.plan import ArmPlan, ladder_command
 from runner.runtime import Runtime
-from runner.server import VllmServer, find_free_port
+from runner.server import ServerError, VllmServer, find_free_port
 
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 CONTEXT_DEPTHS = (2048, 4096, 8192, 16384, 24576, 32768)
@@ -32,59 +41,121 @@ CONTEXT_CLASSES = ("prose", "code", "analysis")
 CONTEXT_MAX_TOKENS = 128  # enough for the 100-token decode window
 
 
+ContextOutputs = dict[tuple[int, str], list[int]]
+
+
+class LadderFailed(CatalogError):
+    """A ladder's server or requests failed: no packet; the finished ladders stay for a resume."""
+
+
 def ladder_path(run_dir: Path, arm_id: str, kind: str) -> Path:
     return run_dir / arm_id / f"ladder-{kind}.json"
+
+
+def context_outputs_path(run_dir: Path, arm_id: str) -> Path:
+    return run_dir / arm_id / "ladder-context-outputs.json"
+
+
+def save_context_outputs(path: Path, outputs: ContextOutputs) -> None:
+    document = [
+        {"depth_tokens": depth, "content_class": content_class, "token_ids": ids}
+        for (depth, content_class), ids in sorted(outputs.items())
+    ]
+    write_file(path, pretty_json(document))
+
+
+def load_context_outputs(path: Path) -> ContextOutputs:
+    """The context ladder's outputs recorded beside it; a missing or unreadable file is an
+    error (the speculative arms' comparison needs it), naming the file."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            (int(entry["depth_tokens"]), str(entry["content_class"])): [int(t) for t in entry["token_ids"]]
+            for entry in document
+        }
+    except FileNotFoundError:
+        raise LadderFailed(
+            "the context ladder finished but its outputs were not kept: delete the ladder file to measure it again",
+            file=path,
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise LadderFailed(f"unreadable context outputs ({type(error).__name__}: {error})", file=path) from None
 
 
 def run_ladders(
     kinds: Sequence[str],
     arm: ArmPlan,
     oracle_rows: list[PromptRow],
-    oracle_context: dict[tuple[int, str], list[int]],
+    oracle_context: ContextOutputs,
     runtime: Runtime,
     workload: Workload,
     run_dir: Path,
     max_model_len: int,
     progress: Progress,
-) -> tuple[list[Ladder], dict[tuple[int, str], list[int]]]:
-    """Run the missing ladders of one arm on one fresh server; reuse finished ones."""
+    levels: Sequence[int] = CONCURRENCY_LEVELS,
+) -> tuple[list[Ladder], ContextOutputs]:
+    """Run the missing ladders of one arm on one fresh server; reuse finished ones. Returns the
+    ladders and the context ladder's outputs (recorded, or read back when it finished earlier)."""
     done = {
         k: load_file(Ladder, ladder_path(run_dir, arm.id, k)) for k in kinds if ladder_path(run_dir, arm.id, k).exists()
     }
-    outputs: dict[tuple[int, str], list[int]] = {}
+    outputs: ContextOutputs = {}
+    if "context" in done:
+        outputs = load_context_outputs(context_outputs_path(run_dir, arm.id))
     missing = [k for k in kinds if k not in done]
+    for kind in done:
+        progress(f"{arm.id} {kind} ladder: finished earlier, reusing")
     if missing:
         command = ladder_command(arm)
         port = find_free_port()
         server_dir = run_dir / arm.id / "ladder-server"
-        with VllmServer(
-            runtime.argv(command, port),
-            port=port,
-            run_dir=server_dir,
-            env=command.env,
-            log_path=run_dir / arm.id / "ladder-server.log",
-            health_deadline_s=workload.health_deadline_s,
-        ) as server:
-            for kind in missing:
-                if kind == "concurrency":
-                    ladder = asyncio.run(_concurrency(server.base_url, arm, oracle_rows, workload, progress))
-                else:
-                    ladder, outputs = asyncio.run(
-                        _context(server.base_url, arm, oracle_context, workload, max_model_len, progress)
-                    )
-                write_file(ladder_path(run_dir, arm.id, kind), pretty_json(ladder.model_dump(mode="json")))
-                done[kind] = ladder
+        log_path = run_dir / arm.id / "ladder-server.log"
+        if server_dir.exists():
+            shutil.rmtree(server_dir)  # an interrupted ladder left its compile cache: start empty again
+        try:
+            progress(f"{arm.id} ladders: starting a server on port {port} (log {log_path})")
+            with VllmServer(
+                runtime.argv(command, port),
+                port=port,
+                run_dir=server_dir,
+                env=command.env,
+                log_path=log_path,
+                health_deadline_s=workload.health_deadline_s,
+            ) as server:
+                for kind in missing:
+                    if kind == "concurrency":
+                        ladder = asyncio.run(
+                            _concurrency(server.base_url, arm, oracle_rows, workload, progress, levels)
+                        )
+                    else:
+                        ladder, outputs = asyncio.run(
+                            _context(server.base_url, arm, oracle_context, workload, max_model_len, progress)
+                        )
+                        save_context_outputs(context_outputs_path(run_dir, arm.id), outputs)
+                    write_file(ladder_path(run_dir, arm.id, kind), pretty_json(ladder.model_dump(mode="json")))
+                    done[kind] = ladder
+        except (ServerError, ClientError, MetricsError, OSError) as error:
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise LadderFailed(
+                f"{arm.id} ladder failed, no packet written (finished ladders are kept in {run_dir}): {first}",
+                file=log_path,
+            ) from error
     return [done[k] for k in kinds], outputs
 
 
 async def _concurrency(
-    base_url: str, arm: ArmPlan, oracle_rows: list[PromptRow], workload: Workload, progress: Progress
+    base_url: str,
+    arm: ArmPlan,
+    oracle_rows: list[PromptRow],
+    workload: Workload,
+    progress: Progress,
+    levels: Sequence[int] = CONCURRENCY_LEVELS,
 ) -> Ladder:
     expected = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
     prompts = workload.suite.prompts
     points = []
-    async with new_http_client(max_in_flight=max(CONCURRENCY_LEVELS)) as http:
-        for users in CONCURRENCY_LEVELS:
+    async with new_http_client(max_in_flight=max(levels)) as http:
+        for users in levels:
             batch = [prompts[i % len(prompts)] for i in range(users)]
             started = perf_counter()
             results = await asyncio.gather(
@@ -111,14 +182,14 @@ async def _concurrency(
 async def _context(
     base_url: str,
     arm: ArmPlan,
-    oracle_context: dict[tuple[int, str], list[int]],
+    oracle_context: ContextOutputs,
     workload: Workload,
     max_model_len: int,
     progress: Progress,
-) -> tuple[Ladder, dict[tuple[int, str], list[int]]]:
+) -> tuple[Ladder, ContextOutputs]:
     depths = [d for d in CONTEXT_DEPTHS if d + CONTEXT_MAX_TOKENS <= max_model_len]
     points: list[ContextPoint] = []
-    outputs: dict[tuple[int, str], list[int]] = {}
+    outputs: ContextOutputs = {}
     async with new_http_client(max_in_flight=1) as http:
         for depth in depths:
             for content_class in _context_classes(workload.suite):
@@ -136,7 +207,9 @@ async def _context(
                         content_class=content_class,
                         decode_tok_s=decode_rate([round(t * 1e6) for t in result.token_times_s]),
                         ttft_ms=result.ttft_s * 1000,
-                        identical_to_oracle=None if arm.spec_depth == 0 else result.token_ids == oracle,
+                        identical_to_oracle=None
+                        if arm.spec_depth == 0 or oracle is None
+                        else result.token_ids == oracle,
                     )
                 )
                 progress(f"{arm.id} context {depth} ({content_class}): TTFT {result.ttft_s * 1000:.0f} ms")
@@ -156,9 +229,15 @@ async def _prompt_of_depth(
     text = "\n\n".join(p.prompt for p in suite.prompts if p.class_ == content_class)
     ids: list[int] = []
     while len(ids) < depth:
-        response = await http.post(f"{base_url}/tokenize", json={"model": model, "prompt": text})
+        try:
+            response = await http.post(f"{base_url}/tokenize", json={"model": model, "prompt": text})
+        except httpx.HTTPError as error:
+            raise ClientError(f"POST /tokenize failed: {type(error).__name__}: {error}") from error
         if response.status_code != 200:
             raise ClientError(f"HTTP {response.status_code} from /tokenize: {response.text[:200]}")
-        ids = response.json()["tokens"]
+        try:
+            ids = response.json()["tokens"]
+        except (ValueError, KeyError, TypeError):
+            raise ClientError(f"unexpected /tokenize response: {response.text[:200]}") from None
         text = text + "\n\n" + text
     return ids[:depth]

@@ -17,7 +17,7 @@ from runner.attempt import Progress, Workload
 from runner.campaign import CampaignSetup, assemble, measure_arms, publish
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
 from runner.ladders import run_ladders
-from runner.plan import CampaignRequest, campaign_id, flag_value, plan_arms
+from runner.plan import ArmPlan, CampaignRequest, campaign_id, flag_value, plan_arms
 from runner.runtime import DockerRuntime, LocalRuntime, Runtime
 
 DEMO_SLUG = "demo"
@@ -49,7 +49,10 @@ def measure(
     places: Places,
     progress: Progress,
     reproduces: str | None = None,
+    planned: list[ArmPlan] | None = None,
 ) -> Packet:
+    """`planned`: the arms to measure, when the caller planned them (a reproduction plans one per
+    arm of the packet it reproduces); otherwise one per requested depth."""
     recipe_path = places.data / "models" / f"{request.model}.yaml"
     recipe = catalog.recipes.get(request.model)
     if recipe is None:
@@ -75,7 +78,7 @@ def measure(
             f"suite {request.suite!r} or canary set {request.canaries!r} is not in data/suites", field="SUITE"
         )
 
-    arms = plan_arms(request, recipe, hardware, str(recipe_path))
+    arms = planned or plan_arms(request, recipe, hardware, str(recipe_path))
     image = arms[0].command.docker_image if choice.docker else None
     devices = preflight.check(recipe, request.variant, hardware, request.tp, choice.vllm_python, image)
     model_dir = choice.model_dir
@@ -139,6 +142,7 @@ def measure(
                     run_dir,
                     max_model_len,
                     progress,
+                    request.concurrency_levels,
                 )
                 if arm.spec_depth == 0:
                     oracle_context = outputs

@@ -17,6 +17,11 @@ SPEC_DRAFTS = "vllm:spec_decode_num_drafts_total"
 SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 SPEC_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens_total"
 SPEC_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+# Counters of prefix-cache lookups and hits, in tokens (vllm/v1/metrics/loggers.py registers
+# `vllm:prefix_cache_queries` and `vllm:prefix_cache_hits`; prometheus_client exposes a counter
+# with `_total`). They prove "cache zero" where a server's usage has no prompt_tokens_details.
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
 
 
 class MetricsError(Exception):
@@ -38,6 +43,7 @@ class VllmCounters:
 
     `spec_*` fields are None when the server exposes no spec-decode metrics at all (plain
     decoding); they are 0.0 when speculation is configured but nothing was drafted yet.
+    `prefix_cache_*` are None when the server exposes no prefix-cache counters.
     """
 
     generation_tokens: float
@@ -46,6 +52,8 @@ class VllmCounters:
     spec_draft_tokens: float | None = None
     spec_accepted_tokens: float | None = None
     spec_accepted_per_position: dict[int, float] = field(default_factory=dict)
+    prefix_cache_queries: float | None = None
+    prefix_cache_hits: float | None = None
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -73,6 +81,8 @@ class VllmCounters:
                 pos: self.spec_accepted_per_position.get(pos, 0.0) - earlier.spec_accepted_per_position.get(pos, 0.0)
                 for pos in sorted(positions)
             },
+            prefix_cache_queries=_optional_minus(self.prefix_cache_queries, earlier.prefix_cache_queries),
+            prefix_cache_hits=_optional_minus(self.prefix_cache_hits, earlier.prefix_cache_hits),
         )
 
 
@@ -83,9 +93,12 @@ def _optional_minus(later: float | None, earlier: float | None) -> float | None:
 
 
 def fetch_metrics_text(base_url: str, timeout_s: float = 10.0) -> str:
+    """GET /metrics of one of our own servers: never through a proxy the environment names
+    (http_proxy would send a loopback scrape to the proxy, which cannot reach it)."""
     url = base_url.rstrip("/") + "/metrics"
     try:
-        response = httpx.get(url, timeout=timeout_s)
+        with httpx.Client(timeout=timeout_s, trust_env=False) as http:
+            response = http.get(url)
     except httpx.HTTPError as exc:
         raise MetricsError(f"GET {url} failed: {type(exc).__name__}: {exc}") from exc
     if response.status_code != 200:
@@ -115,6 +128,8 @@ def counters_from_samples(samples: list[Sample]) -> VllmCounters:
         spec_draft_tokens=totals.get(SPEC_DRAFT_TOKENS),
         spec_accepted_tokens=totals.get(SPEC_ACCEPTED_TOKENS),
         spec_accepted_per_position=dict(sorted(per_position.items())),
+        prefix_cache_queries=totals.get(PREFIX_CACHE_QUERIES),
+        prefix_cache_hits=totals.get(PREFIX_CACHE_HITS),
     )
 
 

@@ -43,6 +43,17 @@ class CampaignRequest(StrictModel):
     max_tokens: int = Field(default=512, ge=101, le=8192)
     seed: int = 1234
     servers_per_arm: int = Field(default=2, ge=2, le=4)
+    # users per step of the concurrency ladder (the protocol's c1..c64; fewer for a quick run)
+    concurrency_levels: list[int] = Field(default=[1, 2, 4, 8, 16, 32, 64], min_length=1)
+    # a reproduction's campaign is new, never the one it reproduces (runner/reproduce.py)
+    salt: str | None = None
+
+    @field_validator("concurrency_levels")
+    @classmethod
+    def _levels_fit_the_ladder_server(cls, levels: list[int]) -> list[int]:
+        if any(level < 1 or level > int(LADDER_MAX_SEQS) for level in levels):
+            raise ValueError(f"concurrency levels must be between 1 and {LADDER_MAX_SEQS}")
+        return sorted(set(levels))
 
     @field_validator("depths")
     @classmethod

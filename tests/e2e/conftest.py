@@ -138,8 +138,13 @@ def demo_model_dir(campaign_run: CampaignRun) -> Path:
 
 SERVER_EXTRA_ARGS = {
     "plain": [],
-    "ngram": ["--speculative-config", NGRAM_SPEC_CONFIG],
+    # The n-gram server is also the reasoning model of the suite (Qwen3.5 recipes enable the
+    # qwen3 reasoning parser: the tiny model never closes </think>, so with thinking on a chat
+    # reply is all reasoning) and the older vLLM whose usage has no prompt_tokens_details.
+    "ngram": ["--speculative-config", NGRAM_SPEC_CONFIG, "--reasoning-parser", "qwen3"],
 }
+# Flags of DEMO_SERVER_ARGS a server goes without.
+SERVER_DROPPED_ARGS = {"plain": [], "ngram": ["--enable-prompt-tokens-details"]}
 # vLLM's "auto" binding pins every server's worker to CPU 0 (CPU 1 is reserved for the API
 # processes), the campaign's servers' too. These two are asked one at a time, so they share
 # CPU 1 and leave CPU 0 to a campaign server measuring meanwhile.
@@ -157,7 +162,8 @@ def demo_servers(
     servers = {}
     for name, extra_args in SERVER_EXTRA_ARGS.items():
         port = find_free_port()
-        argv = vllm_serve_argv(vllm_python, demo_model_dir, port, [*DEMO_SERVER_ARGS, *extra_args])
+        base_args = [arg for arg in DEMO_SERVER_ARGS if arg not in SERVER_DROPPED_ARGS[name]]
+        argv = vllm_serve_argv(vllm_python, demo_model_dir, port, [*base_args, *extra_args])
         env = {**DEMO_SERVER_ENV, "VLLM_CPU_OMP_THREADS_BIND": SERVER_CPU[name], TAG_VAR: new_tag(f"smoke-{name}")}
         servers[name] = VllmServer(
             argv, port=port, run_dir=run_root / name, env=env, health_deadline_s=HEALTH_DEADLINE_S

@@ -22,7 +22,10 @@ HEALTH_DEADLINE_S = 600.0
 # The campaign: the protocol's least completion (101 tokens: a 100-token decode window), which
 # every gate and row check applies to as to any other length.
 CAMPAIGN_MAX_TOKENS = 101
-CAMPAIGN_DEADLINE_S = 1500.0
+# Both ladders, small: c1 and c2, and the one context depth (2K) the demo's 4096 tokens allow,
+# on one more fresh server per arm.
+CAMPAIGN_LADDERS = ("--ladders", "concurrency,context", "--concurrency", "1,2")
+CAMPAIGN_DEADLINE_S = 2100.0
 DEMO_MODEL_DEADLINE_S = 300.0
 
 
@@ -31,7 +34,8 @@ def vllm_python_path() -> Path:
 
 
 def measure_argv(vllm_python: Path, model_dir: Path, packets: Path, runs: Path, *extra: str) -> list[str]:
-    """`python -m runner measure` of the demo model: the oracle and n-gram depth 3, two servers each."""
+    """`python -m runner measure` of the demo model: the oracle and n-gram depth 3, two servers
+    each, then both ladders of each arm."""
     return [
         sys.executable,
         "-m",
@@ -53,6 +57,7 @@ def measure_argv(vllm_python: Path, model_dir: Path, packets: Path, runs: Path, 
         str(model_dir),
         "--health-timeout",
         str(int(HEALTH_DEADLINE_S)),
+        *CAMPAIGN_LADDERS,
         *extra,
     ]
 

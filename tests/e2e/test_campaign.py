@@ -1,7 +1,9 @@
 """`python -m runner measure` end to end on the real vLLM CPU server and the demo model.
 
-One campaign (oracle + n-gram depth 3, two fresh servers each) is shared by the checks:
-the packet verifies and re-derives, gates pass, repeats are identical; a rerun resumes.
+One campaign (oracle + n-gram depth 3, two fresh servers each, then both ladders of each arm on
+one more server: c1 and c2, and the 2K context depth) is shared by the checks: the packet
+verifies and re-derives, gates pass, repeats are identical, ladders are recorded; a rerun resumes
+attempts and ladders alike.
 It starts in the background when collection ends (conftest.py), so these tests only wait for it.
 A second run is killed mid-suite: nothing is promoted, nothing is left running.
 
@@ -27,11 +29,12 @@ from catalog.layout import is_signature, signature_path
 from catalog.packet import Packet, State
 from catalog.packet_io import read_packet
 from catalog.repository import load_catalog
+from runner.ladders import context_outputs_path, load_context_outputs
 from tests.catalog import factories
 from tests.e2e.demo_campaign import CAMPAIGN_MAX_TOKENS, Campaign, CampaignRun, measure_argv
 from tests.e2e.processes import Child
 
-# The shared campaign fixture waits for four servers started one after the other: on a loaded
+# The shared campaign fixture waits for six servers started one after the other: on a loaded
 # 2-core machine that exceeds the default per-test timeout, which would count it against the
 # first test.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
@@ -113,6 +116,32 @@ def test_command_and_progress_are_shown(campaign: Campaign) -> None:
     assert "--no-enable-prefix-caching" in recorded and str(REPO) not in " ".join(recorded)
 
 
+def test_both_ladders_of_both_arms_are_recorded(campaign: Campaign) -> None:
+    packet = _only_packet(campaign.packets)
+    kinds = {(ladder.arm, ladder.kind): ladder for ladder in packet.ladders}
+    assert set(kinds) == {(arm.id, kind) for arm in packet.arms for kind in ("concurrency", "context")}
+    oracle, spec = (arm.id for arm in packet.arms)
+    for arm_id in (oracle, spec):
+        points = kinds[(arm_id, "concurrency")].concurrency
+        assert [p.users for p in points] == [1, 2]
+        assert [p.completion_tokens for p in points] == [CAMPAIGN_MAX_TOKENS, 2 * CAMPAIGN_MAX_TOKENS]
+        assert all(p.identical_to_oracle is not None for p in points)
+        context = kinds[(arm_id, "context")].context
+        assert {p.depth_tokens for p in context} == {2048}  # the only depth 4096 tokens of context allow
+        # TTFT always; a decode rate only when tokens 1..100 did not all arrive in one read (on a
+        # loaded host the short decode after a 2K prefill can), or the model stopped early.
+        assert len(context) == 3 and all(p.ttft_ms for p in context)
+    assert all(p.identical_to_oracle is None for p in kinds[(oracle, "context")].context)
+    spec_context = kinds[(spec, "context")].context
+    print(f"\n[e2e] ngram context vs oracle: {[p.identical_to_oracle for p in spec_context]}")
+    assert all(p.identical_to_oracle is not None for p in spec_context)
+    (run_dir,) = [p for p in campaign.runs.iterdir() if p.is_dir()]
+    kept = load_context_outputs(context_outputs_path(run_dir, oracle))
+    assert set(kept) == {(2048, p.content_class) for p in spec_context}
+    assert all(kept.values())
+    assert "ladders: starting a server on port" in campaign.output
+
+
 def test_logs_are_kept_per_server(campaign: Campaign) -> None:
     logs = sorted(p.relative_to(campaign.runs).as_posix() for p in campaign.runs.rglob("server-*.log"))
     assert len(logs) == 4
@@ -123,11 +152,13 @@ def test_rerun_resumes_from_finished_attempts(
     campaign: Campaign, vllm_python: Path, demo_model_dir: Path, tmp_path: Path
 ) -> None:
     output, seconds = _run(measure_argv(vllm_python, demo_model_dir, tmp_path / "packets", campaign.runs), "resume")
-    assert output.count("finished earlier, reusing") == 4
-    assert "starting on port" not in output
+    assert len(re.findall(r"server [AB]: finished earlier, reusing", output)) == 4
+    assert len(re.findall(r"(concurrency|context) ladder: finished earlier, reusing", output)) == 4
+    assert "starting on port" not in output and "starting a server" not in output
     resumed = _only_packet(tmp_path / "packets")
     original = _only_packet(campaign.packets)
     assert [a.decode_tok_s for a in resumed.arms] == [a.decode_tok_s for a in original.arms]
+    assert resumed.ladders == original.ladders
     assert seconds < campaign.seconds
 
 

@@ -6,7 +6,11 @@ import asyncio
 
 import pytest
 
-from runner.client import StreamResult, chat_completion, stream_completion
+from catalog.canaries import verdict
+from catalog.packet import CanaryResult
+from catalog.samples import canary_set, strict_suite
+from runner.attempt import Workload, cache_check, canary_template_kwargs, prompt_row, run_canaries
+from runner.client import StreamResult, chat_completion, new_http_client, stream_completion
 from runner.metrics_scrape import scrape_counters
 from runner.server import VllmServer
 
@@ -56,7 +60,8 @@ def test_chat_completion_uses_the_chat_template(plain_server: VllmServer) -> Non
     model = plain_server.served_models[0]
     reply = asyncio.run(chat_completion(plain_server.base_url, model, "What is 6 * 7?", 24, SEED))
     again = asyncio.run(chat_completion(plain_server.base_url, model, "What is 6 * 7?", 24, SEED))
-    assert reply and reply == again
+    assert reply.content and reply == again
+    assert reply.reasoning is None  # no reasoning parser on this server
 
 
 def test_ngram_speculation_matches_plain_output_and_reports_counters(
@@ -68,7 +73,11 @@ def test_ngram_speculation_matches_plain_output_and_reports_counters(
     delta = scrape_counters(ngram_server.base_url).minus(before)
     print(f"\n[e2e] ngram: {speculative.chunk_count} chunks for {MAX_TOKENS} tokens, {delta}")
     assert speculative.token_ids == oracle.token_ids
-    assert speculative.cached_tokens == 0
+    # Served without --enable-prompt-tokens-details, like vLLM before PR #44383: cached_tokens is
+    # unknown, and the prefix-cache counters over the request show the cache stayed cold.
+    assert speculative.cached_tokens is None
+    check = cache_check([prompt_row("p", "c", speculative)], delta)
+    assert check.source == "metrics" and check.prefix_cache_hits == 0
     assert delta.generation_tokens == MAX_TOKENS
     assert delta.spec_drafts is not None and delta.spec_drafts > 0
     assert delta.spec_draft_tokens is not None and delta.spec_draft_tokens >= delta.spec_drafts
@@ -77,3 +86,35 @@ def test_ngram_speculation_matches_plain_output_and_reports_counters(
     assert sum(delta.spec_accepted_per_position.values()) == delta.spec_accepted_tokens
     if delta.spec_accepted_tokens > 0:
         assert speculative.chunk_count < MAX_TOKENS  # accepted drafts arrive in one chunk with their step
+
+
+def _canaries(server: VllmServer, template_kwargs: dict[str, object] | None) -> list[CanaryResult]:
+    workload = Workload(strict_suite(), canary_set(), MAX_TOKENS, SEED, 60.0)
+
+    async def run() -> list[CanaryResult]:
+        async with new_http_client(max_in_flight=1) as http:
+            return await run_canaries(server.base_url, server.served_models[0], workload, http, template_kwargs)
+
+    return asyncio.run(run())
+
+
+def test_canaries_of_a_reasoning_server(ngram_server: VllmServer) -> None:
+    """--reasoning-parser qwen3: with thinking on (the parser's default) the tiny model never
+    closes </think>, so the reply's content is null and its text is reasoning. The runner's
+    canaries turn thinking off and get answers; left on, each canary fails, saying why, and
+    verify judges the record the same way."""
+    model = ngram_server.served_models[0]
+    thinking = asyncio.run(chat_completion(ngram_server.base_url, model, "What is 6 * 7?", 24, SEED))
+    assert thinking.content is None and thinking.reasoning
+
+    answered = _canaries(ngram_server, canary_template_kwargs(["--reasoning-parser", "qwen3"]))
+    assert all(result.reasoning is None for result in answered)
+    assert all(output.strip() for result in answered for output in result.outputs)
+    assert next(r for r in answered if r.id == "repeat-8").passed  # deterministic, so one output
+
+    unanswered = _canaries(ngram_server, None)
+    by_id = {canary.id: canary for canary in canary_set().canaries}
+    for result in unanswered:
+        assert not result.passed and "reasoning instead" in result.detail, result
+        assert result.reasoning and all(result.reasoning)
+        assert verdict(by_id[result.id], result.outputs, result.reasoning) == (result.passed, result.detail)

@@ -52,16 +52,31 @@ def token_chunk(
     return {"id": "cmpl-fake", "object": "text_completion", "model": "demo", "choices": [choice]}
 
 
-def usage_chunk(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> dict[str, Any]:
+def usage_chunk(prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = 0) -> dict[str, Any]:
+    """cached_tokens None: no prompt_tokens_details at all, as vLLM sent before PR #44383
+    whenever nothing was cached."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return {"id": "cmpl-fake", "choices": [], "usage": usage}
+
+
+def chat_reply(content: str | None, reasoning: str | None = None, field: str = "reasoning") -> dict[str, Any]:
+    """A non-streaming chat response shaped like vLLM's ChatCompletionResponse. vLLM 0.32 names
+    the reasoning text `reasoning`; older servers `reasoning_content` (pass it as `field`)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": []}
+    if reasoning is not None:
+        message[field] = reasoning
     return {
-        "id": "cmpl-fake",
-        "choices": [],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": cached_tokens},
-        },
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": "demo",
+        "choices": [{"index": 0, "message": message, "finish_reason": "length", "logprobs": None}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 24, "total_tokens": 33},
     }
 
 
@@ -71,6 +86,7 @@ class FakeServer:
     def __init__(self) -> None:
         self.scripts: deque[Script] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.metrics_texts: deque[str] = deque()  # one per GET /metrics, the last one repeats
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -98,6 +114,7 @@ class FakeServer:
         app = web.Application()
         app.router.add_post("/v1/completions", self._play)
         app.router.add_post("/v1/chat/completions", self._play)
+        app.router.add_get("/metrics", self._metrics)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -108,6 +125,10 @@ class FakeServer:
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        text = self.metrics_texts.popleft() if len(self.metrics_texts) > 1 else self.metrics_texts[0]
+        return web.Response(text=text, content_type="text/plain")
 
     async def _play(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(await request.json())

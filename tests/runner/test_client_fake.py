@@ -8,13 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from runner.client import (
+    ChatReply,
     ClientError,
     StreamResult,
     chat_completion,
     new_http_client,
     stream_completion,
 )
-from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
+from runner.metrics_scrape import scrape_counters
+from tests.runner.fake_server import FakeServer, Script, chat_reply, sse, token_chunk, usage_chunk
 
 
 @pytest.fixture()
@@ -85,10 +87,9 @@ def test_cached_tokens_reported(fake: FakeServer) -> None:
 
 
 def test_missing_prompt_tokens_details_gives_none(fake: FakeServer) -> None:
-    usage = usage_chunk(prompt_tokens=3, completion_tokens=5)
-    del usage["usage"]["prompt_tokens_details"]
+    """vLLM before PR #44383 left prompt_tokens_details out when nothing was cached: unknown."""
     chunks = good_chunks()
-    chunks[3] = sse(usage)
+    chunks[3] = sse(usage_chunk(prompt_tokens=3, completion_tokens=5, cached_tokens=None))
     fake.add(Script(chunks=chunks))
     assert run_stream(fake).cached_tokens is None
 
@@ -179,10 +180,51 @@ def test_concurrent_streams_share_one_client(fake: FakeServer) -> None:
 def test_chat_completion_returns_reply_text(fake: FakeServer) -> None:
     reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "42"}}]}
     fake.add(Script(chat_reply=reply))
-    text = asyncio.run(chat_completion(fake.base_url, "demo", "6*7?", 8, seed=1))
-    assert text == "42"
+    answer = asyncio.run(chat_completion(fake.base_url, "demo", "6*7?", 8, seed=1))
+    assert answer == ChatReply(content="42", reasoning=None, finish_reason=None)
     assert fake.requests[0]["messages"] == [{"role": "user", "content": "6*7?"}]
     assert fake.requests[0]["temperature"] == 0
+    assert "chat_template_kwargs" not in fake.requests[0]
+
+
+@pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
+def test_null_content_is_an_answer_with_its_reasoning(fake: FakeServer, field: str) -> None:
+    """--reasoning-parser qwen3 with thinking on: a reply that never closes </think> comes back
+    with content null and the text in `reasoning` (vLLM 0.32) or `reasoning_content` (older)."""
+    fake.add(Script(chat_reply=chat_reply(None, "<think>six times seven", field=field)))
+    answer = asyncio.run(
+        chat_completion(fake.base_url, "demo", "6*7?", 8, seed=1, chat_template_kwargs={"enable_thinking": False})
+    )
+    assert answer == ChatReply(content=None, reasoning="<think>six times seven", finish_reason="length")
+    assert fake.requests[0]["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_chat_content_of_another_type_is_a_protocol_error(fake: FakeServer) -> None:
+    fake.add(Script(chat_reply=chat_reply(None) | {"choices": [{"message": {"content": ["4", "2"]}}]}))
+    with pytest.raises(ClientError, match="content is not text"):
+        asyncio.run(chat_completion(fake.base_url, "demo", "6*7?", 8, seed=1))
+
+
+DEAD_PROXY = "http://127.0.0.1:9"  # the discard port: nothing listens there
+
+
+@pytest.fixture()
+def dead_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every proxy variable httpx reads points at a dead address, and nothing is exempt."""
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, DEAD_PROXY)
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("dead_proxy")
+def test_requests_to_our_servers_ignore_proxy_settings(fake: FakeServer) -> None:
+    fake.add(Script(chunks=good_chunks()))
+    fake.add(Script(chat_reply=chat_reply("42")))
+    fake.metrics_texts.append('vllm:generation_tokens_total{engine="0"} 12.0\n')
+    assert run_stream(fake).token_ids == [11, 12, 13, 14, 15]
+    assert asyncio.run(chat_completion(fake.base_url, "demo", "6*7?", 8, seed=1)).content == "42"
+    assert scrape_counters(fake.base_url).generation_tokens == 12
 
 
 def test_chat_completion_http_error_raises(fake: FakeServer) -> None:
