@@ -73,25 +73,49 @@ class LaunchCommand:
         lines += [f"  {_shell_join(group)}" for group in flag_groups(self.args)]
         return "\n".join([*env, " \\\n".join(lines)])
 
-    def docker_argv(self, publish: str = "8000:8000", hf_cache: str | None = None) -> list[str] | None:
-        """`docker run` of the image; `publish` and `hf_cache` let the runner bind loopback and a real path."""
+    def docker_argv(
+        self,
+        publish: str = "8000:8000",
+        hf_cache: str | None = None,
+        *,
+        name: str | None = None,
+        image: str | None = None,
+        model_mount: tuple[str, str] | None = None,
+        pass_env: Sequence[str] = (),
+    ) -> list[str] | None:
+        """`docker run` of the image. The runner binds loopback (`publish`), mounts the real hub
+        cache, names the container (so it can be stopped and removed by name), runs the image
+        pinned by digest (`image`), serves a local weights folder mounted read-only at
+        `model_mount[1]`, and hands variables such as HF_TOKEN through by name only (`-e NAME`
+        takes the value from the caller's environment: it never appears in the command)."""
         if self.docker_image is None:
             return None
         options = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
         mount = ["-v", f"{hf_cache}:/root/.cache/huggingface"] if hf_cache else HF_CACHE_MOUNT
         env = [token for k, v in sorted(self.env.items()) for token in ("-e", f"{k}={v}")]
+        passed = [token for k in pass_env if k not in self.env for token in ("-e", k)]
+        named = ["--name", name] if name else []
+        model = self.model_id
+        args = list(self.args)
+        if model_mount is not None:
+            mount += ["-v", f"{model_mount[0]}:{model_mount[1]}:ro"]
+            model = model_mount[1]
+            if "--served-model-name" not in args:
+                args += ["--served-model-name", self.model_id]
         return [
             "docker",
             "run",
             "--rm",
+            *named,
             *options,
             "-p",
             publish,
             *mount,
             *env,
-            self.docker_image,
-            self.model_id,
-            *self.args,
+            *passed,
+            image or self.docker_image,
+            model,
+            *args,
         ]
 
     def docker_shell(self) -> str | None:
