@@ -27,6 +27,11 @@ LadderKind = Literal["concurrency", "context"]
 PROTOCOL_ARGS = ["--no-enable-prefix-caching", "--enable-prompt-tokens-details"]
 STRICT_ARGS = ["--max-num-seqs", "1"]
 LADDER_MAX_SEQS = "64"
+MAX_MODEL_LEN_FLAG = "--max-model-len"
+# Without --max-model-len vLLM sizes the KV cache for the model's whole context (262,144 tokens for
+# Qwen3.5) and fails to start on a 24-32 GB card; the recipe guides' B60/B70 commands use 8192.
+# The strict suite needs prompt + 512 tokens, the context ladder up to 32K (it caps itself to this).
+DEFAULT_MAX_MODEL_LEN = 8192
 
 
 class CampaignRequest(StrictModel):
@@ -58,6 +63,7 @@ class ArmPlan:
     spec_depth: int
     spec_method: str | None
     command: LaunchCommand
+    max_model_len_source: Literal["recipe", "runner default"] | None = None
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
@@ -106,12 +112,25 @@ def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, sour
             extra_args=[*PROTOCOL_ARGS, *STRICT_ARGS, "--seed", str(request.seed)],
         )
         command = compose(recipe, selection, source=source)
+        command, length_source = with_max_model_len(command, recipe.model.context_length)
         method = None
         if depth:
             command, method = _with_depth(command, depth)
         arm_id = f"tp{request.tp}-{method or 'spec'}{depth}" if depth else f"tp{request.tp}-oracle"
-        arms.append(ArmPlan(arm_id, depth, method, command))
+        arms.append(ArmPlan(arm_id, depth, method, command, length_source))
     return arms
+
+
+def with_max_model_len(
+    command: LaunchCommand, context_length: int
+) -> tuple[LaunchCommand, Literal["recipe", "runner default"]]:
+    """The recipe's --max-model-len for this card when it sets one; else the runner's default
+    (never more than the model's context), appended and recorded as such in the packet."""
+    if flag_value(command.args, MAX_MODEL_LEN_FLAG) is not None:
+        return command, "recipe"
+    length = min(DEFAULT_MAX_MODEL_LEN, context_length) if context_length > 0 else DEFAULT_MAX_MODEL_LEN
+    args = [*command.args, MAX_MODEL_LEN_FLAG, str(length)]
+    return LaunchCommand(command.model_id, args, command.env, command.docker_image, command.platform), "runner default"
 
 
 def ladder_command(arm: ArmPlan) -> LaunchCommand:
@@ -122,12 +141,15 @@ def ladder_command(arm: ArmPlan) -> LaunchCommand:
     )
 
 
-def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str) -> str:
-    """Same request, same commands, same suite: same campaign folder, so a rerun resumes."""
+def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str, runtime_key: str = "") -> str:
+    """Same request, same commands, same suite, same runtime (image digest and vLLM version, or the
+    local install's version and package set): same campaign folder, so a rerun resumes; a new image
+    is a new campaign, never mixed with attempts measured on the old one."""
     plan = {
         "request": request.model_dump(mode="json"),
         "arms": [[a.id, a.command.argv(), sorted(a.command.env.items())] for a in arms],
         "suite": suite_sha,
+        "runtime": runtime_key,
     }
     return f"{request.model}-{request.variant}-{canonical_sha256(plan)[:12]}"
 
