@@ -91,12 +91,16 @@ def containers_holding_devices() -> list[str]:
         "inspect", "--format", "{{.Name}} {{json .HostConfig.Devices}} {{json .HostConfig.DeviceRequests}}", *ids
     )
     holders = []
+    decoder = json.JSONDecoder()
     for line in out.stdout.splitlines():
         name, _, rest = line.strip().partition(" ")
-        devices_json, _, requests_json = rest.partition(" ")
-        devices = json.loads(devices_json or "null") or []
-        requests = json.loads(requests_json or "null") or []
-        if requests or any(str(d.get("PathOnHost", "")).startswith(("/dev/dri", "/dev/nvidia")) for d in devices):
+        try:
+            devices, end = decoder.raw_decode(rest)
+            requests, _ = decoder.raw_decode(rest[end:].lstrip())
+        except ValueError:
+            continue
+        paths = [str(d.get("PathOnHost", "")) for d in devices or [] if isinstance(d, dict)]
+        if requests or any(path.startswith(("/dev/dri", "/dev/nvidia")) for path in paths):
             holders.append(name.lstrip("/"))
     return holders
 

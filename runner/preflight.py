@@ -366,13 +366,6 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
                 "(a measurement needs the card to itself)",
                 field="HW",
             )
-        if device.memory_used_mib is not None and device.memory_used_mib > BUSY_UNSEEN_MIB:
-            raise CatalogError(
-                f"device {device.index} already has {device.memory_used_mib:.0f} MiB in use by a process this user "
-                "cannot see (another user's job or a container: `docker ps`, `sudo xpu-smi ps` or `sudo fuser -v "
-                "/dev/dri/renderD*`): stop it first",
-                field="HW",
-            )
     free = [d.free_gb for d in used]
     if any(f is None for f in free):
         raise CatalogError(
@@ -382,12 +375,22 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
             field="HW",
         )
     have = sum(f for f in free if f is not None)
+    in_use = sum(d.memory_used_mib or 0 for d in used)
     if need_gb > have:
+        taken = f" ({in_use:.0f} MiB already in use)" if in_use > BUSY_UNSEEN_MIB else ""
         raise CatalogError(
             f"variant {variant!r} needs about {need_gb:g} GB; {tp} x {plain_name(used[0].name)} have {have:.1f} GB "
-            "free: pick a smaller variant, more cards (TP=), or free the memory",
+            f"free{taken}: pick a smaller variant, more cards (TP=), or free the memory",
             field="VARIANT",
         )
+    for device in used:
+        if device.memory_used_mib is not None and device.memory_used_mib > BUSY_UNSEEN_MIB:
+            raise CatalogError(
+                f"device {device.index} already has {device.memory_used_mib:.0f} MiB in use by a process this user "
+                "cannot see (another user's job or a container: `docker ps`, `sudo xpu-smi ps` or `sudo fuser -v "
+                "/dev/dri/renderD*`): stop it first",
+                field="HW",
+            )
     return report
 
 
