@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 BIN = HERE / "bin"
 IMAGE = "vllm/vllm-openai-xpu:latest"
 DIGEST = "sha256:" + "5e" * 32
-TOKEN = "hf_notarealtoken_0123456789"  # noqa: S105 - a marker to look for, not a credential
+TOKEN = "hf_notarealtoken_0123456789"
 CONFIG = {"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
 
 
@@ -140,9 +140,9 @@ def test_a_docker_campaign_pins_names_stops_and_removes_every_container(
         assert pinned in call and IMAGE not in call  # the pinned image, never the moving tag
         assert f"{box.root / 'model'}:/models/model:ro" in call  # MODEL_DIR is what the container serves
         assert call[call.index(pinned) + 1] == "/models/model"
-        assert ["-e", "HF_TOKEN"] == call[call.index("HF_TOKEN") - 1 : call.index("HF_TOKEN") + 1]
+        assert call[call.index("HF_TOKEN") - 1 : call.index("HF_TOKEN") + 1] == ["-e", "HF_TOKEN"]
         assert not any(TOKEN in arg for arg in call)
-        assert ["--device", "/dev/dri"] == call[call.index("--device") : call.index("--device") + 2]
+        assert call[call.index("--device") : call.index("--device") + 2] == ["--device", "/dev/dri"]
     assert names[0].endswith("-tp1-oracle-A") and names[1].endswith("-tp1-oracle-B")
     for name in names:
         assert ["stop", "-t", "1", name] in calls and ["rm", "-f", name] in calls
@@ -228,9 +228,9 @@ def test_docker_without_an_image_is_an_error_not_a_local_run(box: Box, capsys: p
 
 
 def test_the_campaign_id_changes_with_the_image_digest_or_vllm_version() -> None:
-    from catalog.samples import strict_suite  # noqa: F401 - imported for its side-effect free suite
     from runner.plan import CampaignRequest
 
     request = CampaignRequest(model="demo")
-    ids = {campaign_id(request, [], "s" * 64, key) for key in ("sha256:a 0.32.0 ", "sha256:b 0.32.0 ", "sha256:a 0.33.0 ")}
+    keys = ("sha256:a 0.32.0 ", "sha256:b 0.32.0 ", "sha256:a 0.33.0 ")
+    ids = {campaign_id(request, [], "s" * 64, key) for key in keys}
     assert len(ids) == 3
