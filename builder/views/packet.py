@@ -9,9 +9,11 @@ from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.results import STATE_LABELS
+from catalog.compose import LaunchCommand, compose_arm
+from catalog.errors import CatalogError
 from catalog.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.layout import SIGNATURE_SUFFIX
-from catalog.packet import Packet
+from catalog.packet import Arm, Packet
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,29 @@ class PacketView:
     unsigned: bool
     signature: str
     signature_href: str | None
+
+
+def _composed(packet: Packet, arm: Arm, ctx: SiteContext) -> LaunchCommand | None:
+    """For an arm without a recorded command: what its recipe (and overlay) compose for it."""
+    if arm.config.argv or arm.config.launch_argv:
+        return None
+    model = packet.identity.model
+    recipe = ctx.catalog.recipes.get(model.slug)
+    if recipe is None or model.variant is None or model.variant not in recipe.variants:
+        return None
+    hardware = ctx.catalog.hardware.get(packet.identity.host.hardware)
+    try:
+        return compose_arm(
+            recipe,
+            model.variant,
+            hardware,
+            arm.config.tensor_parallel_size,
+            arm.config.spec_depth,
+            draft_head=arm.config.draft_head,
+            packet_id=packet.id,
+        )
+    except CatalogError:
+        return None
 
 
 def reproduce_commands(packet: Packet) -> list[str]:
@@ -71,6 +96,7 @@ def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:
         Fact("runtime version", f"{runtime.name} {runtime.version} on {runtime.platform}"),
         Fact("image", runtime.image or "not recorded"),
         Fact("image digest", runtime.image_digest or "not recorded"),
+        *([Fact("image as run", runtime.image_pinned, "pinned by digest")] if runtime.image_pinned else []),
         Fact("package set sha256", runtime.package_set_sha256 or "not recorded"),
         Fact("torch", runtime.torch_version or "not recorded"),
         Fact("hardware", f"{hardware.name if hardware else host.hardware} × {host.card_count}"),
@@ -170,7 +196,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
         workload=_workload(packet, ctx),
-        arms=[arm_view(a) for a in packet.arms],
+        arms=[arm_view(a, _composed(packet, a, ctx)) for a in packet.arms],
         ladders=ladder_views(packet),
         reproduce=reproduce_commands(packet),
         related=related,

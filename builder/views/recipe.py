@@ -11,8 +11,8 @@ from markupsafe import Markup
 
 from builder.format import Num, num
 from builder.markdown import render_markdown
-from builder.views.common import Fact, SiteContext
-from catalog.compose import Selection, compose
+from builder.views.common import Fact, Link, SiteContext
+from catalog.compose import Selection, compose, compose_configuration
 from catalog.hardware import Hardware
 from catalog.recipe import Recipe
 
@@ -58,6 +58,19 @@ class DefaultCommand:
 
 
 @dataclass(frozen=True)
+class ConfigurationView:
+    """A configuration the catalog measured (from the recipe's overlay), with its command."""
+
+    name: str
+    label: str
+    description: str
+    hardware_name: str
+    shell: str
+    docker: str | None
+    packets: list[Link]
+
+
+@dataclass(frozen=True)
 class RecipeView:
     slug: str
     title: str
@@ -73,6 +86,7 @@ class RecipeView:
     commands: dict[str, object]
     every_subset: bool
     family_href: str
+    configurations: list[ConfigurationView]
 
 
 def _hardware_options(recipe: Recipe, known: dict[str, Hardware]) -> tuple[list[HardwareOption], list[Fact]]:
@@ -175,4 +189,25 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         commands=commands,
         every_subset=every,
         family_href=f"models/{recipe.meta.slug}/index.html",
+        configurations=_configurations(recipe, ctx),
     )
+
+
+def _configurations(recipe: Recipe, ctx: SiteContext) -> list[ConfigurationView]:
+    views = []
+    for name, config in recipe.configurations.items():
+        card = ctx.catalog.hardware[config.hardware]
+        command = compose_configuration(recipe, name, card).redacted()
+        packets = [Link(p, f"packets/{p}/index.html") for p in config.packets if p in ctx.catalog.packets]
+        views.append(
+            ConfigurationView(
+                name,
+                config.label,
+                config.description or "",
+                card.name,
+                command.shell_multiline(),
+                command.docker_shell(),
+                packets,
+            )
+        )
+    return views

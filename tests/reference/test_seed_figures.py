@@ -20,7 +20,7 @@ IMPORTED_IDS = {
     "qwen3.5-4b-fp8-dynamic-5f401765",
     "qwen3.5-4b-w4a16-70b47480",
     "qwen3.5-9b-fp8-dynamic-eefc0fa4",
-    "qwen3.5-9b-w4a16-dffec4a1",
+    "qwen3.5-9b-w4a16-57d22098",
 }
 
 
