@@ -203,6 +203,8 @@ def _load_overlays(
     """Merge each data/overlays/<slug>.yaml into its recipe (catalog/overlay.py); their paths."""
     paths: dict[str, Path] = {}
     for path in sorted(directory.glob("*.yaml")) if directory.is_dir() else []:
+        if not hardware or (path.stem not in recipes and (directory.parent / "models" / path.name).exists()):
+            continue  # its recipe or data/hardware.yaml is in error, reported once already
         merged = found.attempt(lambda path=path: load_overlay(path, recipes, hardware.values()))  # type: ignore[misc]
         if merged is not None:
             recipes[merged.meta.slug] = merged

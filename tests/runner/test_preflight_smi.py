@@ -3,6 +3,7 @@ replayed by fake `xpu-smi` / `nvidia-smi` executables on PATH: the runner's real
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -203,3 +204,30 @@ def test_the_affinity_mask_picks_the_card_vllm_will_use(box, monkeypatch: pytest
     assert "xpu-smi lists no Intel GPU" in refused("arc_pro_b70").message  # device 1 does not exist here
     monkeypatch.setenv("ZE_AFFINITY_MASK", "0")
     assert preflight.check_devices(HARDWARE["arc_pro_b70"], 1, 11.0, "fp8").count == 1
+
+
+def test_hub_weights_record_the_resolved_snapshot_and_its_file_hashes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The hub cache layout: refs/main holds the commit, snapshots/<commit>/ links to blobs."""
+    from runner.identity import model_files
+
+    repo = tmp_path / "hub" / "models--RedHatAI--Qwen3.5-4B-quantized.w4a16"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    blobs = repo / "blobs"
+    blobs.mkdir()
+    (blobs / "aaaa").write_bytes(b"weights")
+    (blobs / "bbbb").write_text('{"num_attention_heads": 16}')
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (snapshot / "model.safetensors").symlink_to(blobs / "aaaa")
+    (snapshot / "config.json").symlink_to(blobs / "bbbb")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    found = preflight.hub_snapshot("RedHatAI/Qwen3.5-4B-quantized.w4a16")
+    assert found is not None and found.revision == commit and found.folder == snapshot
+    hashes = {f.name: f.sha256 for f in model_files(found.folder)}
+    assert hashes["model.safetensors"] == hashlib.sha256(b"weights").hexdigest()
+    assert preflight.read_config(found.folder) == {"num_attention_heads": 16}
+    assert preflight.hub_snapshot("RedHatAI/not-downloaded") is None
