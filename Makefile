@@ -17,9 +17,10 @@ QUICK ?=
 RUNTIME ?= local
 VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
 MODEL_DIR ?=
+CONFIG ?=
 # --runtime refuses anything but local or docker: a misspelt RUNTIME=Docker never runs locally instead.
 RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
-REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS))
+REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG))
 
 .PHONY: site test test-fast verify measure reproduce serve bench lint check vllm-env chromium clean
 
@@ -60,7 +61,7 @@ test-fast: $(DEV_STAMP)
 	$(PY) -m pytest -m "not e2e and not browser" -q
 
 ## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3]
-##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...]
+##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...] [CONFIG=<overlay configuration>]
 measure: $(SITE_STAMP)
 	@test -n "$(MODEL)" || (echo "usage: make measure MODEL=<slug> (MODEL=demo runs anywhere)" >&2; exit 2)
 	@# the request is checked before anything is installed or started (a bad VARIANT fails here)

@@ -91,6 +91,7 @@ def arm_parts(
             tensor_parallel_size=request.tp,
             spec_method=arm.spec_method,
             spec_depth=arm.spec_depth,
+            draft_head=arm.draft_head,
             graph_capture="off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
             kv_cache_dtype=flag_value(arm.command.args, "--kv-cache-dtype"),
             max_model_len=_int_or_none(flag_value(arm.command.args, "--max-model-len")),

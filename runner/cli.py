@@ -45,13 +45,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ladders", type=_csv, default=[], help="concurrency,context")
     run.add_argument("--max-tokens", type=int, default=512)
     run.add_argument("--seed", type=int, default=1234)
+    run.add_argument("--configuration", help="a measured configuration of the recipe's overlay (data/overlays)")
     _runtime_options(run)
 
     plan = commands.add_parser(
         "plan", help="check a measure request and print each arm's command; starts and installs nothing"
     )
     for action in run._actions:
-        if action.dest in ("model", "variant", "hardware", "tp", "depths", "ladders", "max_tokens", "seed"):
+        if action.dest in (
+            "model",
+            "variant",
+            "hardware",
+            "tp",
+            "depths",
+            "ladders",
+            "max_tokens",
+            "seed",
+            "configuration",
+        ):
             plan._add_action(action)
     plan.add_argument("--runtime", choices=RUNTIMES, default="local")
 
@@ -145,6 +156,7 @@ def _request(options: argparse.Namespace) -> CampaignRequest:
             ladders=options.ladders,
             max_tokens=options.max_tokens,
             seed=options.seed,
+            configuration=options.configuration,
         )
     except ValidationError as error:
         first = error.errors()[0]

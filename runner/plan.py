@@ -7,7 +7,7 @@ Depth 0 is the oracle, always measured first and reused by every speculative dep
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 
 from catalog.base import Slug, StrictModel
 from catalog.canonical import canonical_sha256
-from catalog.compose import LaunchCommand, Selection, compose, flag_groups, merge_args
+from catalog.compose import LaunchCommand, Selection, compose, configuration_selection, flag_groups, merge_args
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
 from catalog.recipe import Recipe
@@ -48,6 +48,9 @@ class CampaignRequest(StrictModel):
     max_tokens: int = Field(default=512, ge=101, le=8192)
     seed: int = 1234
     servers_per_arm: int = Field(default=2, ge=2, le=4)
+    # A measured configuration of the recipe's overlay (its env switches and speculative method);
+    # None: the recipe's default features and speculative feature.
+    configuration: Slug | None = None
 
     @field_validator("depths")
     @classmethod
@@ -64,6 +67,7 @@ class ArmPlan:
     spec_method: str | None
     command: LaunchCommand
     max_model_len_source: Literal["recipe", "runner default"] | None = None
+    draft_head: str | None = None  # an overlay configuration's, recorded in the packet's arm
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
@@ -97,6 +101,8 @@ def _with_depth(command: LaunchCommand, depth: int) -> tuple[LaunchCommand, str]
 
 
 def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, source: str) -> list[ArmPlan]:
+    if request.configuration is not None:
+        return _configuration_arms(request, recipe, hardware, source)
     feature = spec_feature(recipe)
     if max(request.depths) > 0 and feature is None:
         raise CatalogError("has no speculative decoding feature; use DEPTHS=0", file=source, field="features")
@@ -118,6 +124,37 @@ def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, sour
             command, method = _with_depth(command, depth)
         arm_id = f"tp{request.tp}-{method or 'spec'}{depth}" if depth else f"tp{request.tp}-oracle"
         arms.append(ArmPlan(arm_id, depth, method, command, length_source))
+    return arms
+
+
+def _configuration_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, source: str) -> list[ArmPlan]:
+    """Arms of an overlay configuration: its variant, card, TP, env and speculative method, at each
+    requested depth. Depth 0, the oracle, is the plain model: without the speculative config and
+    without the configuration's env switches (they tune the draft)."""
+    name = request.configuration or ""
+    config = recipe.configurations.get(name)
+    if config is None:
+        known = ", ".join(recipe.configurations) or "none"
+        raise CatalogError(f"unknown configuration {name!r} (this recipe's: {known})", field="CONFIG")
+    if config.variant != request.variant or config.hardware != hardware.id or config.tp != request.tp:
+        raise CatalogError(
+            f"configuration {name!r} is VARIANT={config.variant} HW={config.hardware} TP={config.tp}: "
+            "ask for those, or leave CONFIG out",
+            field="CONFIG",
+        )
+    if max(request.depths) > 0 and config.speculative_config is None:
+        raise CatalogError(f"configuration {name!r} has no speculative config; use DEPTHS=0", field="CONFIG")
+    arms = []
+    protocol = [*PROTOCOL_ARGS, *STRICT_ARGS, "--seed", str(request.seed)]
+    for depth in request.depths:
+        arm_config = config if depth else config.model_copy(update={"speculative_config": None, "env": {}})
+        selection = configuration_selection(arm_config, hardware, depth or None)
+        selection = replace(selection, extra_args=[*selection.extra_args, *protocol])
+        command = compose(recipe, selection, source=source)
+        command, length_source = with_max_model_len(command, recipe.model.context_length)
+        method = str((config.speculative_config or {}).get("method", "spec")) if depth else None
+        arm_id = f"tp{request.tp}-{method}{depth}" if depth else f"tp{request.tp}-oracle"
+        arms.append(ArmPlan(arm_id, depth, method, command, length_source, config.draft_head if depth else None))
     return arms
 
 

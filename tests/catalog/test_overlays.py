@@ -117,3 +117,22 @@ def test_an_overlay_error_names_file_line_and_field(
     (error,) = [e for e in errors if Path(str(e.file)).name == "qwen3.5-9b.yaml"]
     assert message in error.message and field in (error.field or "")
     assert error.line is not None and error.line > 1
+
+
+def test_the_runner_measures_an_overlay_configuration(catalog) -> None:  # type: ignore[no-untyped-def]
+    recipe = catalog.recipes["qwen3.5-9b"]
+    b70 = catalog.hardware["arc_pro_b70"]
+    request = CampaignRequest(
+        model="qwen3.5-9b", variant="w4a16", hardware="arc_pro_b70", depths=[0, 3],
+        configuration="b70-w4a16-mtp3-int4-head",
+    )  # fmt: skip
+    oracle, spec = plan_arms(request, recipe, b70, "recipe")
+    assert oracle.command.env == {} and flag_value(oracle.command.args, "--speculative-config") is None
+    assert spec.command.env == {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"} and spec.draft_head == "draft INT4 head"
+    assert json.loads(flag_value(spec.command.args, "--speculative-config") or "")["num_speculative_tokens"] == 3
+    assert flag_value(spec.command.args, "--max-num-seqs") == "1"  # the protocol's flags still win
+    with pytest.raises(CatalogError) as caught:
+        plan_arms(request.model_copy(update={"variant": "fp8"}), recipe, b70, "recipe")
+    assert caught.value.field == "CONFIG"
+    with pytest.raises(CatalogError, match="unknown configuration 'nope'"):
+        plan_arms(request.model_copy(update={"configuration": "nope"}), recipe, b70, "recipe")
