@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -79,12 +80,20 @@ def measure(
         swept = docker.sweep()
         if swept:
             progress(f"removed {len(swept)} container(s) an earlier run left behind: {', '.join(swept)}")
-        holders = docker.containers_holding_devices()
+    if image or (hardware.platform != "cpu" and shutil.which("docker") is not None):
+        # a container given the card holds it whatever runtime this campaign uses
+        try:
+            holders = docker.containers_holding_devices()
+        except docker.DockerError:
+            if image:
+                raise
+            holders = []  # a local run does not need the docker daemon to be up
         if holders:
             raise CatalogError(
                 f"container(s) {', '.join(holders)} hold a GPU: stop them (`docker stop NAME`) before measuring",
                 field="HW",
             )
+    if image:
         progress(f"pulling {image} to pin it by digest")
         pinned = docker.pin_image(image)
         progress(f"image {pinned.pinned} (vLLM {pinned.vllm_version})")
