@@ -18,7 +18,10 @@ BASE_URL ?=
 RUNTIME ?= local
 VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
 MODEL_DIR ?=
-RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) $(if $(filter docker,$(RUNTIME)),--docker) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
+CONFIG ?=
+# --runtime refuses anything but local or docker: a misspelt RUNTIME=Docker never runs locally instead.
+RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
+REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG))
 
 .PHONY: site test test-fast verify measure reproduce serve bench lint check vllm-env chromium clean
 
@@ -60,11 +63,13 @@ test-fast: $(DEV_STAMP)
 	$(PY) -m pytest -m "not e2e and not browser" -q
 
 ## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3]
-##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...]
+##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...] [CONFIG=<overlay configuration>]
 measure: $(SITE_STAMP)
 	@test -n "$(MODEL)" || (echo "usage: make measure MODEL=<slug> (MODEL=demo runs anywhere)" >&2; exit 2)
-	@if [ "$(MODEL)" = demo ]; then $(MAKE) --no-print-directory vllm-env; fi
-	$(PY) -m runner measure --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(RUNTIME_FLAGS)
+	@# the request is checked before anything is installed or started (a bad VARIANT fails here)
+	$(PY) -m runner plan $(REQUEST_FLAGS) --runtime $(RUNTIME)
+	@if [ "$(MODEL)" = demo ] && [ "$(RUNTIME)" = local ]; then $(MAKE) --no-print-directory vllm-env; fi
+	$(PY) -m runner measure $(REQUEST_FLAGS) $(RUNTIME_FLAGS)
 
 ## Re-run the campaign a packet describes and compare: make reproduce PACKET=<id>
 reproduce: $(SITE_STAMP)

@@ -8,6 +8,7 @@ Hardware override keys match a card's brand (vendor), generation or id, in that 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
-from catalog.recipe import Args, Env, Feature, Recipe
+from catalog.recipe import Args, Configuration, Env, Feature, Recipe
 from catalog.secrets import redact_argv, redact_env
 
 XPU_DOCKER_OPTIONS = [
@@ -73,25 +74,49 @@ class LaunchCommand:
         lines += [f"  {_shell_join(group)}" for group in flag_groups(self.args)]
         return "\n".join([*env, " \\\n".join(lines)])
 
-    def docker_argv(self, publish: str = "8000:8000", hf_cache: str | None = None) -> list[str] | None:
-        """`docker run` of the image; `publish` and `hf_cache` let the runner bind loopback and a real path."""
+    def docker_argv(
+        self,
+        publish: str = "8000:8000",
+        hf_cache: str | None = None,
+        *,
+        name: str | None = None,
+        image: str | None = None,
+        model_mount: tuple[str, str] | None = None,
+        pass_env: Sequence[str] = (),
+    ) -> list[str] | None:
+        """`docker run` of the image. The runner binds loopback (`publish`), mounts the real hub
+        cache, names the container (so it can be stopped and removed by name), runs the image
+        pinned by digest (`image`), serves a local weights folder mounted read-only at
+        `model_mount[1]`, and hands variables such as HF_TOKEN through by name only (`-e NAME`
+        takes the value from the caller's environment: it never appears in the command)."""
         if self.docker_image is None:
             return None
         options = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
         mount = ["-v", f"{hf_cache}:/root/.cache/huggingface"] if hf_cache else HF_CACHE_MOUNT
         env = [token for k, v in sorted(self.env.items()) for token in ("-e", f"{k}={v}")]
+        passed = [token for k in pass_env if k not in self.env for token in ("-e", k)]
+        named = ["--name", name] if name else []
+        model = self.model_id
+        args = list(self.args)
+        if model_mount is not None:
+            mount += ["-v", f"{model_mount[0]}:{model_mount[1]}:ro"]
+            model = model_mount[1]
+            if "--served-model-name" not in args:
+                args += ["--served-model-name", self.model_id]
         return [
             "docker",
             "run",
             "--rm",
+            *named,
             *options,
             "-p",
             publish,
             *mount,
             *env,
-            self.docker_image,
-            self.model_id,
-            *self.args,
+            *passed,
+            image or self.docker_image,
+            model,
+            *args,
         ]
 
     def docker_shell(self) -> str | None:
@@ -293,3 +318,75 @@ def _docker_image(recipe: Recipe, selection: Selection) -> str | None:
             if isinstance(image, dict) and image:
                 return next(iter(image.values()))
     return hardware.docker_image
+
+
+SPECULATIVE_CONFIG_FLAG = "--speculative-config"
+
+
+def configuration_selection(config: Configuration, hardware: Hardware | None, depth: int | None = None) -> Selection:
+    """A measured configuration (an overlay's) as a Selection: its variant, card, TP, features,
+    env switches, and its speculative config (at `depth` tokens when given) as the last flag."""
+    extra = list(config.extra_args)
+    if config.speculative_config is not None:
+        spec = dict(config.speculative_config)
+        if depth is not None:
+            spec["num_speculative_tokens"] = depth
+        extra += [SPECULATIVE_CONFIG_FLAG, json.dumps(spec, separators=(",", ":"), sort_keys=True)]
+    return Selection(
+        variant=config.variant,
+        hardware=hardware,
+        tensor_parallel_size=config.tp,
+        features=config.features,
+        extra_args=extra,
+        extra_env=config.env,
+    )
+
+
+def compose_configuration(
+    recipe: Recipe, name: str, hardware: Hardware | None, *, depth: int | None = None, source: str = "overlay"
+) -> LaunchCommand:
+    return compose(recipe, configuration_selection(recipe.configurations[name], hardware, depth), source=source)
+
+
+def _spec_feature(recipe: Recipe) -> str | None:
+    for name, feature in recipe.features.items():
+        if SPECULATIVE_CONFIG_FLAG in [*feature.args, *(a for m in feature.modes.values() for a in m.args)]:
+            return name
+    return None
+
+
+def compose_arm(
+    recipe: Recipe,
+    variant: str,
+    hardware: Hardware | None,
+    tp: int,
+    depth: int,
+    *,
+    draft_head: str | None = None,
+    packet_id: str | None = None,
+) -> LaunchCommand:
+    """The command for one arm of a packet that recorded none: the overlay configuration listing
+    the packet with the same TP, depth and draft head when there is one, else the recipe's default
+    features (plus its speculative feature at `depth` tokens when depth > 0)."""
+    for name, config in recipe.configurations.items():
+        listed = packet_id is None or not config.packets or packet_id in config.packets
+        same_depth = (depth == 0) == (config.speculative_config is None)
+        same_card = hardware is None or config.hardware == hardware.id
+        same_arm = config.variant == variant and config.tp == tp and config.draft_head == draft_head
+        if listed and same_depth and same_card and same_arm:
+            return compose_configuration(recipe, name, hardware, depth=depth or None)
+    spec = _spec_feature(recipe)
+    features = [f for f in recipe.default_features() if f != spec]
+    if depth and spec:
+        features.append(spec)
+    command = compose(recipe, Selection(variant=variant, hardware=hardware, tensor_parallel_size=tp, features=features))
+    if not depth:
+        return command
+    args: list[str] = []
+    for group in flag_groups(command.args):
+        if group[0] == SPECULATIVE_CONFIG_FLAG and len(group) == 2:
+            config_json = json.loads(group[1])
+            config_json["num_speculative_tokens"] = depth
+            group = [SPECULATIVE_CONFIG_FLAG, json.dumps(config_json, separators=(",", ":"), sort_keys=True)]
+        args.extend(group)
+    return LaunchCommand(command.model_id, args, command.env, command.docker_image, command.platform)

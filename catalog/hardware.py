@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from catalog.base import Slug, StrictModel
+from catalog.base import FieldError, Slug, StrictModel
 
 Platform = Literal["xpu", "cuda", "cpu"]
 
@@ -37,6 +37,15 @@ class Hardware(StrictModel):
     compute_tops_int8: Figure | None = None
     interconnect: Interconnect | None = None
     notes: str | None = None
+    # Words of the name the vendor tool reports for this card (`xpu-smi discovery`, `nvidia-smi`),
+    # trademarks dropped: preflight refuses a card none of them names (a B60 is never a B70).
+    device_names: list[str] = []
+
+    @model_validator(mode="after")
+    def _accelerators_name_their_device(self) -> Hardware:
+        if self.platform != "cpu" and not self.device_names:
+            raise FieldError("an accelerator needs device_names, the names its vendor tool reports", "device_names")
+        return self
 
 
 class HardwareFile(StrictModel):

@@ -13,15 +13,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from catalog.arrays import UInt32Array
 from catalog.base import EnvName, FieldError, Sha256, Slug, StrictModel
 from catalog.secrets import REDACTED, is_secret_env, redact_argv
 
 SCHEMA_VERSION = 2
+
+
+class _Additions(StrictModel):
+    """A schema-2 model that gained optional fields after packets were published: a field named in
+    ADDED is left out of the canonical form while it holds its default, so every packet written
+    before it existed keeps its exact bytes (and its digest and signature) when read and re-encoded."""
+
+    ADDED: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_additions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        fields = type(self).model_fields
+        for name in self.ADDED:
+            if name in out and out[name] == fields[name].get_default(call_default_factory=True):
+                del out[name]
+        return out
 
 
 class State(StrEnum):
@@ -132,7 +149,7 @@ class ModelIdentity(StrictModel):
     synthetic_note: str | None = None
 
 
-class RuntimeIdentity(StrictModel):
+class RuntimeIdentity(_Additions):
     name: str = "vLLM"
     platform: Literal["xpu", "cuda", "cpu"]
     version: str
@@ -141,6 +158,10 @@ class RuntimeIdentity(StrictModel):
     image: str | None = None
     image_digest: str | None = None
     package_set_sha256: Sha256 | None = None
+    # The image as the servers were started: `repo@sha256:...`, so a replay pulls the same bytes.
+    image_pinned: str | None = None
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"image_pinned"})
 
 
 class HostIdentity(StrictModel):
@@ -172,7 +193,7 @@ class Workload(StrictModel):
     api: Literal["completions"] = "completions"
 
 
-class ArmConfig(StrictModel):
+class ArmConfig(_Additions):
     tensor_parallel_size: int = Field(ge=1)
     spec_method: str | None = None
     spec_depth: int = Field(default=0, ge=0)
@@ -182,6 +203,17 @@ class ArmConfig(StrictModel):
     max_model_len: int | None = Field(default=None, gt=0)
     argv: list[str] = []
     env: dict[EnvName, str] = {}
+    # Where max_model_len came from: "recipe" (a flag the recipe or overlay sets for this card) or
+    # "runner default" (the runner's own cap, without which vLLM sizes for the model's full context).
+    max_model_len_source: Literal["recipe", "runner default"] | None = None
+    # The exact command the servers ran (`docker run ... image@sha256:... ARGS` or the local python),
+    # with the per-server port and container name as placeholders; `argv` is the portable form.
+    launch_argv: list[str] = []
+    # Variables handed through from the host environment (HF_TOKEN, HF_HUB_OFFLINE): names only,
+    # their values are never recorded.
+    passed_env: list[EnvName] = []
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"max_model_len_source", "launch_argv", "passed_env"})
 
     @model_validator(mode="after")
     def _depth_needs_method(self) -> ArmConfig:
@@ -195,9 +227,15 @@ class ArmConfig(StrictModel):
         for name, value in self.env.items():
             if is_secret_env(name) and value != REDACTED:
                 raise FieldError(f"{name} holds a credential: record it as {REDACTED}", "env", name)
-        for index, (arg, shown) in enumerate(zip(self.argv, redact_argv(self.argv), strict=True)):
-            if arg != shown:
-                raise FieldError(f"holds a credential: record it as {shown!r}", "argv", index)
+        for field in ("argv", "launch_argv"):
+            argv = getattr(self, field)
+            for index, (arg, shown) in enumerate(zip(argv, redact_argv(argv), strict=True)):
+                if arg != shown:
+                    raise FieldError(f"holds a credential: record it as {shown!r}", field, index)
+            for index, arg in enumerate(argv):
+                name, eq, value = arg.partition("=")
+                if eq and is_secret_env(name) and value != REDACTED and index and argv[index - 1] == "-e":
+                    raise FieldError(f"{name} holds a credential: pass it by name (-e {name})", field, index)
         return self
 
 
@@ -287,7 +325,7 @@ class CacheCheck(StrictModel):
         return self
 
 
-class ServerRun(StrictModel):
+class ServerRun(_Additions):
     """One fresh server. Imported results carry only the published values; rows stay empty."""
 
     label: str
@@ -303,6 +341,10 @@ class ServerRun(StrictModel):
     spec_metrics: SpecMetrics | None = None
     log: str | None = None
     startup_s: float | None = Field(default=None, ge=0)
+    # What the server itself answered on GET /version (None: not asked, or an older server).
+    server_version: str | None = None
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version"})
 
 
 class GateResult(StrictModel):

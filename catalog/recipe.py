@@ -210,6 +210,26 @@ class Omni(StrictModel):
     serve_binary: str | None = None
 
 
+class Configuration(StrictModel):
+    """A configuration the catalog measured, which the upstream recipe does not spell out: its
+    variant on one card, with its environment switches and speculative config. Written in an
+    overlay (data/overlays/<slug>.yaml), never in the upstream recipe file."""
+
+    label: str
+    description: str | None = None
+    variant: str
+    hardware: Slug
+    tp: PositiveInt = 1
+    features: list[str] | None = None  # None: the recipe's default features
+    speculative_config: dict[str, str | int | float | bool] | None = None
+    env: Env = {}
+    extra_args: Args = []
+    draft_head: str | None = None  # as a packet arm names it ("draft INT4 head"), to match arms
+    # Packets measured (or imported) with it: linked from the recipe page when this catalog has them
+    # (a measuring host's packets folder holds only its own, so an id elsewhere is not an error).
+    packets: list[str] = []
+
+
 class Recipe(StrictModel):
     meta: Meta
     model: ModelSection
@@ -229,6 +249,8 @@ class Recipe(StrictModel):
     hardware_notes: dict[str, HardwareNote] = {}
     strategy_overrides: dict[str, StrategyOverride] = {}
     guide: str = ""
+    # This catalog's own key, set only by merging an overlay (catalog/overlay.py).
+    configurations: dict[Slug, Configuration] = {}
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Recipe:

@@ -20,6 +20,7 @@ from catalog.hardware import Hardware, HardwareFile
 from catalog.keys import KeyRing, load_keys
 from catalog.layout import SIGNATURE_SUFFIX, is_signature
 from catalog.loading import load_file
+from catalog.overlay import load_overlay
 from catalog.packet import Packet
 from catalog.packet_io import read_packet
 from catalog.recipe import Recipe
@@ -83,6 +84,7 @@ def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = Fa
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
     recipes = _load_recipes(data_dir / "models", found)
+    _load_overlays(data_dir / "overlays", recipes, hardware, found)
     suites, canary_sets = _load_suites(data_dir / "suites", found)
     # A data file already in error is not reported again through every packet that names it.
     unloaded = {Path(error.file).stem for error in found.errors if error.file}
@@ -193,6 +195,21 @@ def _load_recipes(directory: Path, found: _Collector) -> dict[str, Recipe]:
             recipes[slug] = recipe
             origin[slug] = path
     return recipes
+
+
+def _load_overlays(
+    directory: Path, recipes: dict[str, Recipe], hardware: dict[str, Hardware], found: _Collector
+) -> dict[str, Path]:
+    """Merge each data/overlays/<slug>.yaml into its recipe (catalog/overlay.py); their paths."""
+    paths: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.yaml")) if directory.is_dir() else []:
+        if not hardware or (path.stem not in recipes and (directory.parent / "models" / path.name).exists()):
+            continue  # its recipe or data/hardware.yaml is in error, reported once already
+        merged = found.attempt(lambda path=path: load_overlay(path, recipes, hardware.values()))  # type: ignore[misc]
+        if merged is not None:
+            recipes[merged.meta.slug] = merged
+            paths[merged.meta.slug] = path
+    return paths
 
 
 def _load_suites(directory: Path, found: _Collector) -> tuple[dict[str, Suite], dict[str, CanarySet]]:

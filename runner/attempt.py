@@ -86,7 +86,7 @@ def run_attempt(
         shutil.rmtree(server_dir)  # a retried attempt gets an empty compile cache again
     port = find_free_port()
     server = VllmServer(
-        runtime.argv(arm.command, port),
+        runtime.argv(arm.command, port, attempt=f"{arm.id}-{label}"),
         port=port,
         run_dir=server_dir,
         env=arm.command.env,
@@ -98,7 +98,9 @@ def run_attempt(
         with server:
             progress(f"{arm.id} server {label}: ready after {server.startup_s or 0:.0f} s")
             run = asyncio.run(_measure(server.base_url, arm, label, workload, progress))
-            run = run.model_copy(update={"startup_s": server.startup_s, "log": log_path.name})
+            run = run.model_copy(
+                update={"startup_s": server.startup_s, "log": log_path.name, "server_version": server.version}
+            )
     except (ServerError, ClientError, MetricsError, AttemptInvalid) as error:
         tail = getattr(error, "log_tail", "") or server.log_tail()
         failed = ServerRun(label=label, status="failed", error=f"{error}\n{tail}".strip(), log=log_path.name)

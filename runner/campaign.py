@@ -6,6 +6,7 @@ and logs under runs/<campaign>/ and nothing in packets/.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from catalog.signing import HostKey
 from runner.attempt import Progress, Workload, finished_attempt, run_attempt
 from runner.identity import scrub_argv, scrub_env
 from runner.plan import ArmPlan, CampaignRequest, flag_value
+from runner.runtime import PORT_PLACEHOLDER, Runtime
 
 SERVER_LABELS = "ABCD"
 
@@ -82,7 +84,19 @@ def gates_for(arm: ArmPlan, runs: list[ServerRun], oracle: ArmPlan, oracle_runs:
     return gates
 
 
-def arm_parts(arm: ArmPlan, runs: list[ServerRun], gates: list[GateResult], request: CampaignRequest) -> ArmParts:
+def arm_parts(
+    arm: ArmPlan,
+    runs: list[ServerRun],
+    gates: list[GateResult],
+    request: CampaignRequest,
+    runtime: Runtime | None = None,
+) -> ArmParts:
+    launch: list[str] = []
+    passed: list[str] = []
+    if runtime is not None:
+        # The command the servers ran, as server A ran it; each server has its own free port.
+        launch = scrub_argv(runtime.argv(arm.command, PORT_PLACEHOLDER, attempt=f"{arm.id}-A"))
+        passed = runtime.passed_env(dict(os.environ))
     return ArmParts(
         id=arm.id,
         label=_label(arm, request),
@@ -90,11 +104,15 @@ def arm_parts(arm: ArmPlan, runs: list[ServerRun], gates: list[GateResult], requ
             tensor_parallel_size=arm_tp(arm),
             spec_method=arm.spec_method,
             spec_depth=arm.spec_depth,
+            draft_head=arm.draft_head,
             graph_capture="off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
             kv_cache_dtype=flag_value(arm.command.args, "--kv-cache-dtype"),
             max_model_len=_int_or_none(flag_value(arm.command.args, "--max-model-len")),
             argv=scrub_argv(arm.command.argv()),
             env=scrub_env(arm.command.env),
+            max_model_len_source=arm.max_model_len_source,
+            launch_argv=launch,
+            passed_env=passed,
         ),
         servers=runs,
         gates=gates,
@@ -119,12 +137,13 @@ def assemble(
     ladders: list[Ladder],
     reproduces: str | None,
     key: HostKey | None,
+    runtime: Runtime | None = None,
 ) -> Sealed:
     arms = []
     for arm in setup.arms:
         oracle = oracle_of(arm, setup.arms)
         gates = gates_for(arm, results[arm.id], oracle, results[oracle.id])
-        arms.append(arm_parts(arm, results[arm.id], gates, setup.request))
+        arms.append(arm_parts(arm, results[arm.id], gates, setup.request, runtime))
     parts = PacketParts(
         title=setup.title,
         created=datetime.now(UTC).replace(microsecond=0),

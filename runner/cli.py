@@ -15,6 +15,7 @@ from runner.plan import CampaignRequest
 from runner.progress import console_progress
 
 DEFAULT_VLLM_PYTHON = Path(".venv-vllm/bin/python")
+RUNTIMES = ("local", "docker")
 
 
 def _csv_ints(text: str) -> list[int]:
@@ -47,7 +48,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--max-tokens", type=int, default=512)
     run.add_argument("--seed", type=int, default=1234)
+    run.add_argument("--configuration", help="a measured configuration of the recipe's overlay (data/overlays)")
     _runtime_options(run)
+
+    plan = commands.add_parser(
+        "plan", help="check a measure request and print each arm's command; starts and installs nothing"
+    )
+    for action in run._actions:
+        if action.dest in (
+            "model",
+            "variant",
+            "hardware",
+            "tp",
+            "depths",
+            "ladders",
+            "concurrency",
+            "max_tokens",
+            "seed",
+            "configuration",
+        ):
+            plan._add_action(action)
+    plan.add_argument("--runtime", choices=RUNTIMES, default="local")
 
     again = commands.add_parser("reproduce", help="re-run the campaign a packet describes and compare")
     which = again.add_mutually_exclusive_group(required=True)
@@ -73,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _runtime_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--vllm-python", type=Path, default=DEFAULT_VLLM_PYTHON, help="python of an environment with vLLM")
     sub.add_argument("--docker", action="store_true", help="run the recipe's docker image instead of a local vLLM")
+    sub.add_argument("--runtime", choices=RUNTIMES, help="local (a vLLM install) or docker (the recipe's image)")
     sub.add_argument("--model-dir", type=Path, help="local folder with the weights (default: the hub cache)")
     sub.add_argument("--health-timeout", type=float, default=900.0, help="seconds to wait for a server to be ready")
 
@@ -85,7 +107,8 @@ def _choice(options: argparse.Namespace) -> RuntimeChoice:
     # Absolute, not resolved (a venv's python is a symlink that must stay in its venv): Path("./python")
     # prints as "python", which exec looks up on PATH instead of running the file preflight checked.
     python = options.vllm_python.absolute() if options.vllm_python else None
-    return RuntimeChoice(python, options.docker, options.model_dir, options.health_timeout)
+    docker = options.docker or options.runtime == "docker"
+    return RuntimeChoice(python, docker, options.model_dir, options.health_timeout)
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -112,6 +135,12 @@ def run(argv: list[str] | None = None) -> int:
         packet = import_bench(options, catalog)
         print(f"sealed {packet.id} (screened)")
         return 0
+    if options.command == "plan":
+        from runner.measure import plan_request
+
+        for line in plan_request(catalog, _request(options), options.runtime == "docker", options.data):
+            print(line)
+        return 0
     if options.command == "reproduce":
         from runner.reproduce import reproduce, reproducibility
 
@@ -121,8 +150,15 @@ def run(argv: list[str] | None = None) -> int:
             Console().print(reproducibility(catalog))
             return 0
         return reproduce(catalog, options.packet, _choice(options), _places(options))
+    request = _request(options)
+    with console_progress() as progress:
+        measure(catalog, request, _choice(options), _places(options), progress)
+    return 0
+
+
+def _request(options: argparse.Namespace) -> CampaignRequest:
     try:
-        request = CampaignRequest(
+        return CampaignRequest(
             model=options.model,
             variant=options.variant,
             hardware=options.hardware,
@@ -132,13 +168,11 @@ def run(argv: list[str] | None = None) -> int:
             max_tokens=options.max_tokens,
             seed=options.seed,
             **({"concurrency_levels": options.concurrency} if options.concurrency else {}),
+            configuration=options.configuration,
         )
     except ValidationError as error:
         first = error.errors()[0]
         raise CatalogError(first["msg"], field="--" + str(first["loc"][0]).replace("_", "-")) from None
-    with console_progress() as progress:
-        measure(catalog, request, _choice(options), _places(options), progress)
-    return 0
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import getpass
+import os
+import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.errors import CatalogError
+from catalog.hardware import Hardware
 from catalog.packet import Identity, ModelIdentity, Packet, RuntimeIdentity
+from catalog.recipe import Recipe
 from catalog.repository import Catalog
 from catalog.signing import HostKey, host_key
-from runner import preflight
+from catalog.suite import CanarySet, Suite
+from runner import docker, preflight
 from runner.attempt import Progress, Workload
 from runner.campaign import CampaignSetup, assemble, measure_arms, publish
+from runner.docker import PinnedImage
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
 from runner.ladders import run_ladders
 from runner.plan import ArmPlan, CampaignRequest, campaign_id, flag_value, plan_arms
-from runner.runtime import DockerRuntime, LocalRuntime, Runtime
+from runner.runtime import PASSED_ENV, DockerRuntime, LocalRuntime, Runtime
 
 DEMO_SLUG = "demo"
 DEMO_HARDWARE = "cpu_generic"
@@ -53,68 +59,86 @@ def measure(
 ) -> Packet:
     """`planned`: the arms to measure, when the caller planned them (a reproduction plans one per
     arm of the packet it reproduces); otherwise one per requested depth."""
-    recipe_path = places.data / "models" / f"{request.model}.yaml"
-    recipe = catalog.recipes.get(request.model)
-    if recipe is None:
-        raise CatalogError(f"no recipe {recipe_path} (models: {', '.join(sorted(catalog.recipes))})", field="MODEL")
-    hardware_id = request.hardware or (DEMO_HARDWARE if request.model == DEMO_SLUG else None)
-    if hardware_id is None:
-        raise CatalogError(
-            f"name the hardware, e.g. HW=arc_pro_b70 (known: {', '.join(sorted(catalog.hardware))})", field="HW"
-        )
-    hardware = catalog.hardware.get(hardware_id)
-    if hardware is None:
-        raise CatalogError(
-            f"unknown hardware {hardware_id!r} (known: {', '.join(sorted(catalog.hardware))})", field="HW"
-        )
-    if request.variant not in recipe.variants:
-        raise CatalogError(
-            f"unknown variant {request.variant!r} (choose from {', '.join(recipe.variants)})", field="VARIANT"
-        )
-    suite = catalog.suites.get(request.suite)
-    canaries = catalog.canary_sets.get(request.canaries)
-    if suite is None or canaries is None:
-        raise CatalogError(
-            f"suite {request.suite!r} or canary set {request.canaries!r} is not in data/suites", field="SUITE"
-        )
-
+    recipe, hardware, suite, canaries, recipe_path = resolve(catalog, request, places.data)
     arms = planned or plan_arms(request, recipe, hardware, str(recipe_path))
     image = arms[0].command.docker_image if choice.docker else None
+    if choice.docker and image is None:
+        raise CatalogError(
+            f"RUNTIME=docker, but neither the recipe nor {hardware.id} names a docker image: "
+            "use RUNTIME=local (VLLM_PYTHON=...) or add the image to data/hardware.yaml",
+            field="RUNTIME",
+        )
     devices = preflight.check(recipe, request.variant, hardware, request.tp, choice.vllm_python, image)
     model_dir = choice.model_dir
     if request.model == DEMO_SLUG and model_dir is None:
         model_dir = ensure_demo_model(choice.vllm_python, places.models / DEMO_SLUG, progress)
-    preflight.check_weights(arms[0].command.model_id, model_dir)
+    model_id = arms[0].command.model_id
+    preflight.check_weights(model_id, model_dir)
+    snapshot = preflight.hub_snapshot(model_id) if model_dir is None else None
+    weights_dir = model_dir or (snapshot.folder if snapshot else None)
+    preflight.check_tensor_parallel(request.tp, preflight.read_config(weights_dir), str(weights_dir or model_id))
+
+    pinned: PinnedImage | None = None
+    if image:
+        swept = docker.sweep()
+        if swept:
+            progress(f"removed {len(swept)} container(s) an earlier run left behind: {', '.join(swept)}")
+    if image or (hardware.platform != "cpu" and shutil.which("docker") is not None):
+        # a container given the card holds it whatever runtime this campaign uses
+        try:
+            holders = docker.containers_holding_devices()
+        except docker.DockerError:
+            if image:
+                raise
+            holders = []  # a local run does not need the docker daemon to be up
+        if holders:
+            raise CatalogError(
+                f"container(s) {', '.join(holders)} hold a GPU: stop them (`docker stop NAME`) before measuring",
+                field="HW",
+            )
+    if image:
+        progress(f"pulling {image} to pin it by digest")
+        pinned = docker.pin_image(image)
+        progress(f"image {pinned.pinned} (vLLM {pinned.vllm_version})")
+        runtime_identity = _docker_identity(pinned, hardware.platform)
+    else:
+        runtime_identity = local_runtime_identity(choice.vllm_python or Path("python"), hardware.platform)
+    preflight.check_vllm_version(recipe, request.variant, runtime_identity.version)
     key = signing_key(catalog, progress)
+    runtime_key = (
+        f"{runtime_identity.image_digest or ''} {runtime_identity.version} {runtime_identity.package_set_sha256 or ''}"
+    )
+    cid = campaign_id(request, arms, suite.sha256, runtime_key)
+    environ = tuple(name for name in PASSED_ENV if name in os.environ)
     runtime: Runtime = (
-        DockerRuntime(Path.home() / ".cache" / "huggingface")
-        if image
+        DockerRuntime(hf_cache_root(), cid, pinned.pinned, model_dir, environ)
+        if pinned
         else LocalRuntime(choice.vllm_python or Path("python"), model_dir)
     )
     for arm in arms:
         progress(f"{arm.id}: {arm.command.redacted().shell()}")
 
-    cid = campaign_id(request, arms, suite.sha256)
     run_dir = places.runs / cid
     progress(f"campaign {cid}: logs and finished attempts in {run_dir}")
     workload = Workload(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
-    files = model_files(model_dir) if model_dir else []
+    if weights_dir is not None and (model_dir is not None or snapshot is not None):
+        progress(f"hashing the weights in {weights_dir}")
+    files = model_files(weights_dir) if weights_dir else []
     identity = Identity(
         model=ModelIdentity(
             slug=recipe.meta.slug,
             variant=request.variant,
-            repo=arms[0].command.model_id,
+            repo=model_id,
+            revision=snapshot.revision if snapshot else None,
             quantization=recipe.variants[request.variant].precision.lower(),
             quantization_label=recipe.variants[request.variant].precision.upper(),
             weight_bytes=weight_bytes(files) or None,
             weight_files=files,
-            config=config_facts(model_dir) if model_dir else None,
+            config=config_facts(weights_dir) if weights_dir else None,
             synthetic=request.model == DEMO_SLUG,
             synthetic_note=DEMO_NOTE if request.model == DEMO_SLUG else None,
         ),
-        runtime=local_runtime_identity(choice.vllm_python, hardware.platform)
-        if choice.vllm_python and not image
-        else _docker_identity(image or "", hardware.platform),
+        runtime=runtime_identity,
         host=host_identity(hardware.id, max(request.tp, 1), devices.name, devices.driver),
     )
     setup = CampaignSetup(
@@ -150,11 +174,56 @@ def measure(
     except KeyboardInterrupt:
         progress(f"interrupted: no packet written; finished attempts and server logs stay in {run_dir}")
         raise
-    sealed = assemble(setup, results, ladders, reproduces, key)
+    sealed = assemble(setup, results, ladders, reproduces, key, runtime)
     path = publish(sealed, places.packets)
     packet = sealed.packet
     progress(f"sealed {packet.id} ({packet.state.value}), signed by key {key.key_id[:12]} -> {path}")
     return packet
+
+
+def resolve(catalog: Catalog, request: CampaignRequest, data: Path) -> tuple[Recipe, Hardware, Suite, CanarySet, Path]:
+    """The recipe, card, suite and canaries a request names, or an error naming the option."""
+    recipe_path = data / "models" / f"{request.model}.yaml"
+    recipe = catalog.recipes.get(request.model)
+    if recipe is None:
+        raise CatalogError(f"no recipe {recipe_path} (models: {', '.join(sorted(catalog.recipes))})", field="MODEL")
+    hardware_id = request.hardware or (DEMO_HARDWARE if request.model == DEMO_SLUG else None)
+    if hardware_id is None:
+        raise CatalogError(
+            f"name the hardware, e.g. HW=arc_pro_b70 (known: {', '.join(sorted(catalog.hardware))})", field="HW"
+        )
+    hardware = catalog.hardware.get(hardware_id)
+    if hardware is None:
+        raise CatalogError(
+            f"unknown hardware {hardware_id!r} (known: {', '.join(sorted(catalog.hardware))})", field="HW"
+        )
+    if request.variant not in recipe.variants:
+        raise CatalogError(
+            f"unknown variant {request.variant!r} (choose from {', '.join(recipe.variants)})", field="VARIANT"
+        )
+    suite = catalog.suites.get(request.suite)
+    canaries = catalog.canary_sets.get(request.canaries)
+    if suite is None or canaries is None:
+        raise CatalogError(
+            f"suite {request.suite!r} or canary set {request.canaries!r} is not in data/suites", field="SUITE"
+        )
+
+    return recipe, hardware, suite, canaries, recipe_path
+
+
+def plan_request(catalog: Catalog, request: CampaignRequest, docker: bool, data: Path) -> list[str]:
+    """`make measure` before it installs or starts anything: the request resolves, the runtime is
+    one the hardware has, and each arm's command composes. Lines to print."""
+    recipe, hardware, _, _, recipe_path = resolve(catalog, request, data)
+    arms = plan_arms(request, recipe, hardware, str(recipe_path))
+    if docker and arms[0].command.docker_image is None:
+        raise CatalogError(
+            f"RUNTIME=docker, but neither the recipe nor {hardware.id} names a docker image: use RUNTIME=local",
+            field="RUNTIME",
+        )
+    lines = [f"{request.model} {request.variant} on {hardware.name}: {len(arms)} arm(s)"]
+    lines += [f"{arm.id}: {arm.command.redacted().shell()}" for arm in arms]
+    return lines
 
 
 def signing_key(catalog: Catalog, progress: Progress) -> HostKey:
@@ -176,22 +245,20 @@ def _title(model_title: str, request: CampaignRequest, hardware_name: str) -> st
     return f"{model_title} · {request.variant} · {cards} {hardware_name} · depths {depths}"
 
 
-def _docker_identity(image: str, platform: str) -> RuntimeIdentity:
-    digest = (
-        subprocess.run(
-            ["docker", "image", "inspect", "--format", "{{index .RepoDigests 0}}", image],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        or None
-    )
+def _docker_identity(pinned: PinnedImage, platform: str) -> RuntimeIdentity:
     return RuntimeIdentity(
         platform=platform,
-        version="see image",
-        label=f"vLLM {platform.upper()} ({image})",
-        image=image,
-        image_digest=digest,
+        version=pinned.vllm_version,
+        label=f"vLLM {platform.upper()} {pinned.vllm_version} ({pinned.image}, {pinned.digest[7:19]})",
+        image=pinned.image,
+        image_digest=pinned.digest,
+        image_pinned=pinned.pinned,
     )
+
+
+def hf_cache_root() -> Path:
+    """The Hugging Face home a container mounts at /root/.cache/huggingface."""
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
 
 
 def ensure_demo_model(vllm_python: Path | None, out_dir: Path, progress: Progress) -> Path:

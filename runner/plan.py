@@ -7,7 +7,7 @@ Depth 0 is the oracle, always measured first and reused by every speculative dep
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 
 from catalog.base import Slug, StrictModel
 from catalog.canonical import canonical_sha256
-from catalog.compose import LaunchCommand, Selection, compose, flag_groups, merge_args
+from catalog.compose import LaunchCommand, Selection, compose, configuration_selection, flag_groups, merge_args
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
 from catalog.recipe import Recipe
@@ -27,6 +27,11 @@ LadderKind = Literal["concurrency", "context"]
 PROTOCOL_ARGS = ["--no-enable-prefix-caching", "--enable-prompt-tokens-details"]
 STRICT_ARGS = ["--max-num-seqs", "1"]
 LADDER_MAX_SEQS = "64"
+MAX_MODEL_LEN_FLAG = "--max-model-len"
+# Without --max-model-len vLLM sizes the KV cache for the model's whole context (262,144 tokens for
+# Qwen3.5) and fails to start on a 24-32 GB card; the recipe guides' B60/B70 commands use 8192.
+# The strict suite needs prompt + 512 tokens, the context ladder up to 32K (it caps itself to this).
+DEFAULT_MAX_MODEL_LEN = 8192
 
 
 class CampaignRequest(StrictModel):
@@ -47,6 +52,9 @@ class CampaignRequest(StrictModel):
     concurrency_levels: list[int] = Field(default=[1, 2, 4, 8, 16, 32, 64], min_length=1)
     # a reproduction's campaign is new, never the one it reproduces (runner/reproduce.py)
     salt: str | None = None
+    # A measured configuration of the recipe's overlay (its env switches and speculative method);
+    # None: the recipe's default features and speculative feature.
+    configuration: Slug | None = None
 
     @field_validator("concurrency_levels")
     @classmethod
@@ -69,6 +77,8 @@ class ArmPlan:
     spec_depth: int
     spec_method: str | None
     command: LaunchCommand
+    max_model_len_source: Literal["recipe", "runner default"] | None = None
+    draft_head: str | None = None  # an overlay configuration's, recorded in the packet's arm
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
@@ -102,6 +112,8 @@ def _with_depth(command: LaunchCommand, depth: int) -> tuple[LaunchCommand, str]
 
 
 def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, source: str) -> list[ArmPlan]:
+    if request.configuration is not None:
+        return _configuration_arms(request, recipe, hardware, source)
     feature = spec_feature(recipe)
     if max(request.depths) > 0 and feature is None:
         raise CatalogError("has no speculative decoding feature; use DEPTHS=0", file=source, field="features")
@@ -117,12 +129,56 @@ def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, sour
             extra_args=[*PROTOCOL_ARGS, *STRICT_ARGS, "--seed", str(request.seed)],
         )
         command = compose(recipe, selection, source=source)
+        command, length_source = with_max_model_len(command, recipe.model.context_length)
         method = None
         if depth:
             command, method = _with_depth(command, depth)
         arm_id = f"tp{request.tp}-{method or 'spec'}{depth}" if depth else f"tp{request.tp}-oracle"
-        arms.append(ArmPlan(arm_id, depth, method, command))
+        arms.append(ArmPlan(arm_id, depth, method, command, length_source))
     return arms
+
+
+def _configuration_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, source: str) -> list[ArmPlan]:
+    """Arms of an overlay configuration: its variant, card, TP, env and speculative method, at each
+    requested depth. Depth 0, the oracle, is the plain model: without the speculative config and
+    without the configuration's env switches (they tune the draft)."""
+    name = request.configuration or ""
+    config = recipe.configurations.get(name)
+    if config is None:
+        known = ", ".join(recipe.configurations) or "none"
+        raise CatalogError(f"unknown configuration {name!r} (this recipe's: {known})", field="CONFIG")
+    if config.variant != request.variant or config.hardware != hardware.id or config.tp != request.tp:
+        raise CatalogError(
+            f"configuration {name!r} is VARIANT={config.variant} HW={config.hardware} TP={config.tp}: "
+            "ask for those, or leave CONFIG out",
+            field="CONFIG",
+        )
+    if max(request.depths) > 0 and config.speculative_config is None:
+        raise CatalogError(f"configuration {name!r} has no speculative config; use DEPTHS=0", field="CONFIG")
+    arms = []
+    protocol = [*PROTOCOL_ARGS, *STRICT_ARGS, "--seed", str(request.seed)]
+    for depth in request.depths:
+        arm_config = config if depth else config.model_copy(update={"speculative_config": None, "env": {}})
+        selection = configuration_selection(arm_config, hardware, depth or None)
+        selection = replace(selection, extra_args=[*selection.extra_args, *protocol])
+        command = compose(recipe, selection, source=source)
+        command, length_source = with_max_model_len(command, recipe.model.context_length)
+        method = str((config.speculative_config or {}).get("method", "spec")) if depth else None
+        arm_id = f"tp{request.tp}-{method}{depth}" if depth else f"tp{request.tp}-oracle"
+        arms.append(ArmPlan(arm_id, depth, method, command, length_source, config.draft_head if depth else None))
+    return arms
+
+
+def with_max_model_len(
+    command: LaunchCommand, context_length: int
+) -> tuple[LaunchCommand, Literal["recipe", "runner default"]]:
+    """The recipe's --max-model-len for this card when it sets one; else the runner's default
+    (never more than the model's context), appended and recorded as such in the packet."""
+    if flag_value(command.args, MAX_MODEL_LEN_FLAG) is not None:
+        return command, "recipe"
+    length = min(DEFAULT_MAX_MODEL_LEN, context_length) if context_length > 0 else DEFAULT_MAX_MODEL_LEN
+    args = [*command.args, MAX_MODEL_LEN_FLAG, str(length)]
+    return LaunchCommand(command.model_id, args, command.env, command.docker_image, command.platform), "runner default"
 
 
 def ladder_command(arm: ArmPlan) -> LaunchCommand:
@@ -133,12 +189,15 @@ def ladder_command(arm: ArmPlan) -> LaunchCommand:
     )
 
 
-def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str) -> str:
-    """Same request, same commands, same suite: same campaign folder, so a rerun resumes."""
+def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str, runtime_key: str = "") -> str:
+    """Same request, same commands, same suite, same runtime (image digest and vLLM version, or the
+    local install's version and package set): same campaign folder, so a rerun resumes; a new image
+    is a new campaign, never mixed with attempts measured on the old one."""
     plan = {
         "request": request.model_dump(mode="json"),
         "arms": [[a.id, a.command.argv(), sorted(a.command.env.items())] for a in arms],
         "suite": suite_sha,
+        "runtime": runtime_key,
     }
     return f"{request.model}-{request.variant}-{canonical_sha256(plan)[:12]}"
 

@@ -29,6 +29,7 @@ import httpx
 from catalog.errors import CatalogError
 from catalog.files import write_file
 from catalog.secrets import redact_text, secret_values
+from runner.docker import DockerError, container_exists, stop_container
 
 LOOPBACK = "127.0.0.1"
 LOG_TAIL_LINES = 40
@@ -92,6 +93,18 @@ def vllm_serve_argv(python: str | Path, model: str | Path, port: int, extra_args
         str(port),
         *extra_args,
     ]
+
+
+def container_in(argv: Sequence[str]) -> str | None:
+    """The `--name` of a `docker run` / `podman run` argv, None for any other command."""
+    if not argv or Path(argv[0]).name not in ("docker", "podman"):
+        return None
+    for index, arg in enumerate(argv):
+        if arg == "--name" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--name="):
+            return arg.removeprefix("--name=")
+    return None
 
 
 def tail_lines(path: Path, count: int = LOG_TAIL_LINES) -> str:
@@ -195,6 +208,8 @@ class VllmServer:
         self.stop_grace_s = stop_grace_s
         self.env_overrides = self._env_overrides(env or {})
         self.served_models: list[str] = []
+        self.version: str | None = None  # what GET /version answered
+        self.container = container_in(self.argv)
         self.startup_s: float | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_handle: IO[bytes] | None = None
@@ -237,6 +252,8 @@ class VllmServer:
             raise ServerError(f"compile cache {self.cache_dir} is not empty; use a fresh run dir")
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.container is not None and container_exists(self.container):
+            stop_container(self.container, 0)  # a retried attempt's earlier container, never reused
         self._log_handle = self.log_path.open("ab")
         started = time.perf_counter()
         try:
@@ -259,10 +276,19 @@ class VllmServer:
         self.startup_s = time.perf_counter() - started
 
     def stop(self) -> None:
-        """SIGTERM the process group, SIGKILL after the grace period, confirm it is gone."""
+        """SIGTERM the process group, SIGKILL after the grace period, confirm it is gone.
+
+        A container is stopped and removed by name first: signalling the `docker run` client
+        does not reach it, and a container that outlives the client keeps the card."""
         process = self._process
         if process is None:
             return
+        container_error: DockerError | None = None
+        if self.container is not None:
+            try:
+                stop_container(self.container, self.stop_grace_s)
+            except DockerError as error:
+                container_error = error
         pgid = process.pid  # start_new_session makes the leader's pid the group id
         self._signal_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + self.stop_grace_s
@@ -283,6 +309,8 @@ class VllmServer:
         leftovers = live_group_members(pgid)
         if leftovers:
             raise ServerError(f"processes {leftovers} of server group {pgid} survived SIGKILL")
+        if container_error is not None:
+            raise ServerError(str(container_error))
 
     def log_tail(self, count: int = LOG_TAIL_LINES) -> str:
         return redact_text(tail_lines(self.log_path, count), self._secrets)
@@ -332,7 +360,19 @@ class VllmServer:
         if response.status_code != 200:
             return False
         self.served_models = [model["id"] for model in response.json().get("data", [])]
+        if self.served_models:
+            self.version = self._version(http)
         return bool(self.served_models)
+
+    @staticmethod
+    def _version(http: httpx.Client) -> str | None:
+        """vLLM's GET /version ({"version": "0.x.y"}); None where the server has no such route."""
+        try:
+            response = http.get("/version")
+            version = response.json().get("version") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return str(version)[:100] if version else None
 
     def _listening_ourselves(self) -> bool:
         """Another process can take the port between find_free_port and vLLM's bind; if it is a

@@ -9,6 +9,7 @@ from builder.format import Num, num, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
 from builder.views.results import STATE_LABELS, state_reason
+from catalog.compose import LaunchCommand
 from catalog.metrics import decode_rate
 from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 
@@ -62,6 +63,7 @@ class ArmView:
     command: str | None
     env: str | None
     servers: list[ServerView]
+    command_label: str  # what `command` is: as the servers ran it, or composed from the recipe
     gates: list[GateView]
     facts: list[Fact]
     note: str | None
@@ -94,6 +96,8 @@ def _row(row: PromptRow) -> RowView:
 
 def _server(server: ServerRun) -> ServerView:
     facts = [Fact("cache zero", {True: "yes", False: "NO", None: "not recorded"}[server.cache_zero])]
+    if server.server_version:
+        facts.append(Fact("vLLM version", server.server_version, "as the server answered GET /version"))
     if server.startup_s is not None:
         facts.append(Fact("startup", num(server.startup_s, unit="s")))
     if server.spec_metrics:
@@ -135,9 +139,28 @@ def divergence_summary(arm: Arm, gate: GateResult) -> str:
     return "; ".join(diverged) + f" ({len(found) - len(diverged)} identical)"
 
 
-def arm_view(arm: Arm, packet: Packet) -> ArmView:
+def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) -> ArmView:
+    """`composed`: for an arm that recorded no command (an imported result), the command the recipe
+    (and its overlay) compose for the same variant, card, TP and depth, shown labelled as such."""
     published = arm.state.has_speed
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
+    command = None
+    label = "Not recorded: imported results carry no launch command."
+    if arm.config.launch_argv:
+        command = shlex.join(arm.config.launch_argv)
+        label = "As the servers ran it (the port and container name are those of server A)."
+        if arm.config.argv:
+            label += " Portable form: " + shlex.join(arm.config.argv)
+    elif arm.config.argv:
+        command = shlex.join(arm.config.argv)
+        label = "As the servers ran it."
+    elif composed is not None:
+        shown = composed.redacted()
+        command = shown.shell_multiline()
+        env = env or " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(shown.env.items()))
+        label = "Composed from the recipe for this variant, card, TP and depth; not recorded by the source."
+    if arm.config.passed_env:
+        label += f" Passed through from the host environment (values not recorded): {', '.join(arm.config.passed_env)}."
     facts = []
     if arm.oracle_decode_tok_s:
         facts.append(Fact("oracle values", " / ".join(num(v).text for v in arm.oracle_decode_tok_s), "tok/s"))
@@ -154,9 +177,10 @@ def arm_view(arm: Arm, packet: Packet) -> ArmView:
         value=opt_num(arm.decode_tok_s, unit="tok/s") if published else None,
         struck=None if published else opt_num(arm.decode_tok_s or arm.published_figure),
         config=config_clause(arm),
-        command=shlex.join(arm.config.argv) if arm.config.argv else None,
+        command=command,
         env=env or None,
         servers=[_server(s) for s in arm.servers],
+        command_label=label,
         gates=[
             GateView(
                 g.gate,

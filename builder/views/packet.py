@@ -10,9 +10,11 @@ from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.glossary import defined
 from builder.views.results import STATE_LABELS
+from catalog.compose import LaunchCommand, compose_arm
+from catalog.errors import CatalogError
 from catalog.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.layout import SIGNATURE_SUFFIX
-from catalog.packet import Packet
+from catalog.packet import Arm, Packet
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,29 @@ class Rerun:
     reproduce: str | None  # make reproduce PACKET=<id>
     measure: list[str]  # make measure ..., one per card count: what the packet measured, afresh
     why_not: list[str]
+
+
+def _composed(packet: Packet, arm: Arm, ctx: SiteContext) -> LaunchCommand | None:
+    """For an arm without a recorded command: what its recipe (and overlay) compose for it."""
+    if arm.config.argv or arm.config.launch_argv:
+        return None
+    model = packet.identity.model
+    recipe = ctx.catalog.recipes.get(model.slug)
+    if recipe is None or model.variant is None or model.variant not in recipe.variants:
+        return None
+    hardware = ctx.catalog.hardware.get(packet.identity.host.hardware)
+    try:
+        return compose_arm(
+            recipe,
+            model.variant,
+            hardware,
+            arm.config.tensor_parallel_size,
+            arm.config.spec_depth,
+            draft_head=arm.config.draft_head,
+            packet_id=packet.id,
+        )
+    except CatalogError:
+        return None
 
 
 def measure_commands(packet: Packet) -> list[str]:
@@ -111,6 +136,7 @@ def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:
         Fact("runtime version", f"{runtime.name} {runtime.version} on {runtime.platform}"),
         Fact("image", runtime.image or "not recorded"),
         Fact("image digest", runtime.image_digest or "not recorded"),
+        *([Fact("image as run", runtime.image_pinned, "pinned by digest")] if runtime.image_pinned else []),
         Fact("package set sha256", runtime.package_set_sha256 or "not recorded"),
         Fact("torch", runtime.torch_version or "not recorded"),
         Fact("hardware", f"{hardware.name if hardware else host.hardware} × {host.card_count}"),
@@ -210,7 +236,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
         workload=_workload(packet, ctx),
-        arms=[arm_view(a, packet) for a in packet.arms],
+        arms=[arm_view(a, packet, _composed(packet, a, ctx)) for a in packet.arms],
         ladders=ladder_views(packet),
         rerun=rerun(packet, ctx),
         related=related,

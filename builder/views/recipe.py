@@ -21,8 +21,8 @@ from markupsafe import Markup
 
 from builder.format import Num, num
 from builder.markdown import render_markdown
-from builder.views.common import Fact, SiteContext
-from catalog.compose import Selection, compose
+from builder.views.common import Fact, Link, SiteContext
+from catalog.compose import Selection, compose, compose_configuration
 from catalog.hardware import Hardware
 from catalog.recipe import Recipe
 
@@ -82,6 +82,19 @@ class DefaultCommand:
 
 
 @dataclass(frozen=True)
+class ConfigurationView:
+    """A configuration the catalog measured (from the recipe's overlay), with its command."""
+
+    name: str
+    label: str
+    description: str
+    hardware_name: str
+    shell: str
+    docker: str | None
+    packets: list[Link]
+
+
+@dataclass(frozen=True)
 class RecipeView:
     slug: str
     title: str
@@ -100,6 +113,7 @@ class RecipeView:
     tp_sizes: list[int]
     depths: list[int]
     default_depth: int | None
+    configurations: list[ConfigurationView]
 
 
 def _hardware_options(recipe: Recipe, known: dict[str, Hardware]) -> tuple[list[HardwareOption], list[Fact]]:
@@ -292,6 +306,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         tp_sizes=list(TP_SIZES),
         depths=list(DEPTHS) if recipe_depths or any_depth else [],
         default_depth=recipe_depths[0] if recipe_depths else None,
+        configurations=_configurations(recipe, ctx, digests),
     )
 
 
@@ -309,3 +324,24 @@ def copyable_code(html: Markup) -> Markup:
         )
 
     return Markup(re.sub(r"<pre>(.*?)</pre>", wrap, str(html), flags=re.S))  # noqa: S704 - rendered markdown
+
+
+def _configurations(recipe: Recipe, ctx: SiteContext, digests: dict[str, str]) -> list[ConfigurationView]:
+    """The overlay's measured configurations, each with its command (docker pinned like the builder's)."""
+    views = []
+    for name, config in recipe.configurations.items():
+        card = ctx.catalog.hardware[config.hardware]
+        command = compose_configuration(recipe, name, card).redacted()
+        packets = [Link(p, f"packets/{p}/index.html") for p in config.packets if p in ctx.catalog.packets]
+        views.append(
+            ConfigurationView(
+                name,
+                config.label,
+                config.description or "",
+                card.name,
+                command.shell_multiline(),
+                command.docker_multiline(digests.get(command.docker_image or "")),
+                packets,
+            )
+        )
+    return views

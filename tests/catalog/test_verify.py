@@ -517,6 +517,13 @@ def test_packet_whose_model_has_no_recipe(tree: Path) -> None:
 def test_packet_whose_recipe_was_removed(tree: Path) -> None:
     path = put(tree, measured(spec=False))
     (tree / RECIPE).unlink()
+    overlay = tree / "data" / "overlays" / Path(RECIPE).name
+    found = [(str(e.file), e.field) for e in problems(tree)]
+    if overlay.exists():
+        # The recipe's overlay now lays over nothing, which names the missing recipe; the slug is
+        # then reported once, not again through every packet that names it.
+        assert found == [(str(overlay), "recipe")]
+        overlay.unlink()
     assert only_problem(tree).field == "identity.model.slug"
     assert only_problem(tree).file == str(path)
 

@@ -23,7 +23,7 @@ IMPORTED_IDS = {
     "qwen3.5-4b-w4a16-70b47480",
     "qwen3.5-9b-fp8-dynamic-c4b87b99",
     "qwen3.5-9b-fp8-dynamic-5683522b",
-    "qwen3.5-9b-w4a16-dffec4a1",
+    "qwen3.5-9b-w4a16-57d22098",
 }
 
 

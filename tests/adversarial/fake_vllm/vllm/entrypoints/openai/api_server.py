@@ -107,6 +107,8 @@ class Handler(BaseHTTPRequestHandler):
             self._text("loading", 503)
         elif self.path == "/health":
             self._text("")
+        elif self.path == "/version":
+            self._json({"version": os.environ.get("FAKE_VLLM_VERSION", "0.0.fake")})
         elif self.path == "/v1/models":
             self._json({"object": "list", "data": [{"id": SERVED, "object": "model"}]})
         elif self.path == "/metrics":

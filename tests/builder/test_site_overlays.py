@@ -1,0 +1,46 @@
+"""The real catalog's pages: overlay configurations on the recipe page, and an imported arm's
+command composed from its configuration, labelled as composed (never as recorded)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder.cli import run
+
+REPO = Path(__file__).resolve().parents[2]
+W4A16 = "qwen3.5-9b-w4a16-57d22098"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("real") / "site"
+    assert run(["build", "--data", str(REPO / "data"), "--packets", str(REPO / "packets"), "--out", str(out)]) == 0
+    return out
+
+
+def _soup(site: Path, relative: str) -> BeautifulSoup:
+    return BeautifulSoup((site / relative).read_text(), "lxml")
+
+
+def test_an_imported_arm_shows_the_command_its_configuration_composes(site: Path) -> None:
+    soup = _soup(site, f"packets/{W4A16}/index.html")
+    arm = soup.select_one("#arm-tp1-mtp3-int4-head")
+    assert arm is not None
+    text = arm.get_text(" ")
+    assert "Composed from the recipe for this variant, card, TP and depth; not recorded by the source." in text
+    assert "VLLM_XPU_DRAFT_LM_HEAD_INT4=1" in text and "RedHatAI/Qwen3.5-9B-quantized.w4a16" in text
+    assert '"num_speculative_tokens":3' in text and "--max-model-len 8192" in text
+    assert "Not recorded: imported results" not in text
+
+
+def test_the_recipe_page_offers_the_overlay_variant_and_configurations(site: Path) -> None:
+    soup = _soup(site, "recipes/qwen3.5-9b/index.html")
+    section = soup.select_one("#configurations")
+    assert section is not None
+    text = section.get_text(" ")
+    assert "W4A16, MTP depth 3, draft INT4 head, one B70" in text and "VLLM_XPU_DRAFT_LM_HEAD_INT4=1" in text
+    assert soup.select_one(f'#configurations a[href$="packets/{W4A16}/index.html"]') is not None
+    assert "RedHatAI/Qwen3.5-9B-quantized.w4a16" in soup.select_one("#variants").get_text(" ")

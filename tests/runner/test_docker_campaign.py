@@ -1,0 +1,236 @@
+"""`python -m runner measure ... --docker` end to end on a stand-in B70 box: a fake `docker`
+(tests/runner/bin/docker) runs the fake vLLM server as its containers, fake `xpu-smi` replays a
+recorded B70 (tests/runner/smi/b70). The runner's real code runs throughout."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import runner.attempt
+from catalog.errors import exit_on_catalog_error
+from catalog.layout import SIGNATURE_SUFFIX
+from runner import cli as runner_cli
+from runner import preflight
+from runner.docker import CONTAINER_PREFIX
+from runner.plan import campaign_id
+from runner.runtime import DockerRuntime
+from runner.server import VllmServer, find_free_port
+from tests.catalog.factories import signed_data
+
+HERE = Path(__file__).resolve().parent
+BIN = HERE / "bin"
+IMAGE = "vllm/vllm-openai-xpu:latest"
+DIGEST = "sha256:" + "5e" * 32
+TOKEN = "hf_notarealtoken_0123456789"
+CONFIG = {"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+
+
+@dataclass
+class Box:
+    root: Path
+    state: Path
+    pids: Path
+
+    def run(self, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+        argv = [
+            "--data", "data", "--packets", "packets", "--runs", "runs",
+            "measure", "--model", "demo", "--hardware", "arc_pro_b70", "--runtime", "docker",
+            "--model-dir", "model", "--health-timeout", "20", *extra,
+        ]  # fmt: skip
+        code = 0
+        try:
+            exit_on_catalog_error(lambda: runner_cli.run(argv))()
+        except SystemExit as done:
+            code = int(done.code or 0)
+        return code, capsys.readouterr().err
+
+    def calls(self) -> list[list[str]]:
+        path = self.state / "calls.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def containers(self) -> list[str]:
+        return sorted(p.name for p in self.state.glob("container-*.json"))
+
+    def live(self) -> list[int]:
+        alive = []
+        for entry in self.pids.iterdir():
+            if entry.name.isdigit():
+                try:
+                    state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                except (OSError, IndexError):
+                    continue
+                if state != "Z":
+                    alive.append(int(entry.name))
+        return alive
+
+    def packet(self) -> dict[str, object]:
+        (path,) = [p for p in (self.root / "packets").iterdir() if not p.name.endswith(SIGNATURE_SUFFIX)]
+        loaded: dict[str, object] = json.loads(path.read_text())
+        return loaded
+
+    def add_container(self, name: str, devices: list[str]) -> subprocess.Popen[bytes]:
+        """A container some other run left: a live process holding (or not) the card."""
+        process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+        record = {"name": name, "id": name[:12], "pid": process.pid, "image": IMAGE, "devices": devices, "gpus": []}
+        (self.state / f"container-{name}.json").write_text(json.dumps(record))
+        return process
+
+
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+    signed_data(tmp_path / "data")
+    (tmp_path / "packets").mkdir()
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps(CONFIG))
+    state = tmp_path / "docker"
+    state.mkdir()
+    (state / "images.json").write_text(json.dumps({IMAGE: DIGEST}))
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    dri = tmp_path / "dri"
+    (dri / "by-path").mkdir(parents=True)
+    (dri / "renderD128").write_bytes(b"")
+    (dri / "by-path" / "pci-0000:03:00.0-render").symlink_to(dri / "renderD128")
+    monkeypatch.setattr(preflight, "DRI", dri)
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith(("FAKE_", "ZE_", "HF_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
+    monkeypatch.setenv("FAKE_SMI_BOX", str(HERE / "smi" / "b70"))
+    monkeypatch.setenv("FAKE_VLLM_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_VLLM_TOKEN_DELAY", "0.0002")
+    monkeypatch.setenv("FAKE_VLLM_VERSION", "0.32.0+xpu")
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    # docker stop -t 1 instead of 20: the same code path, a shorter wait
+    monkeypatch.setattr(runner.attempt, "VllmServer", functools.partial(VllmServer, stop_grace_s=1.0))
+    found = Box(tmp_path, state, pids)
+    yield found
+    for pid in found.live():
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_docker_campaign_pins_names_stops_and_removes_every_container(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = box.run(capsys)
+    assert code == 0, err
+    calls = box.calls()
+    runs = [c for c in calls if c[0] == "run" and "--entrypoint" not in c]
+    assert len(runs) == 2  # the oracle's two fresh servers
+    pinned = f"vllm/vllm-openai-xpu@{DIGEST}"
+    names = []
+    for call in runs:
+        name = call[call.index("--name") + 1]
+        names.append(name)
+        assert name.startswith(CONTAINER_PREFIX + "demo-default-")
+        assert pinned in call and IMAGE not in call  # the pinned image, never the moving tag
+        assert f"{box.root / 'model'}:/models/model:ro" in call  # MODEL_DIR is what the container serves
+        assert call[call.index(pinned) + 1] == "/models/model"
+        assert call[call.index("HF_TOKEN") - 1 : call.index("HF_TOKEN") + 1] == ["-e", "HF_TOKEN"]
+        assert not any(TOKEN in arg for arg in call)
+        assert call[call.index("--device") : call.index("--device") + 2] == ["--device", "/dev/dri"]
+    assert names[0].endswith("-tp1-oracle-A") and names[1].endswith("-tp1-oracle-B")
+    for name in names:
+        assert ["stop", "-t", "1", name] in calls and ["rm", "-f", name] in calls
+    assert ["pull", IMAGE] in calls
+    assert box.containers() == [] and box.live() == []
+
+    packet = box.packet()
+    text = json.dumps(packet)
+    assert TOKEN not in text
+    identity = packet["identity"]
+    assert isinstance(identity, dict)
+    runtime = identity["runtime"]
+    assert runtime["image"] == IMAGE and runtime["image_digest"] == DIGEST and runtime["image_pinned"] == pinned
+    assert runtime["version"] == "0.32.0"
+    (arm,) = packet["arms"]  # type: ignore[misc]
+    config = arm["config"]
+    assert config["passed_env"] == ["HF_TOKEN"]
+    assert config["max_model_len"] == 4096 and config["max_model_len_source"] == "recipe"
+    assert config["launch_argv"][:3] == ["docker", "run", "--rm"] and pinned in config["launch_argv"]
+    assert config["argv"][:3] == ["vllm", "serve", "local/demo-qwen3-tiny"]
+    assert {server["server_version"] for server in arm["servers"]} == {"0.32.0+xpu"}
+
+
+def test_a_container_that_ignores_sigterm_is_killed_and_removed(
+    box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_VLLM_FAULT", "ignore_sigterm")
+    code, err = box.run(capsys)
+    assert code == 0, err
+    assert box.containers() == [] and box.live() == []
+
+
+def test_leftover_containers_are_swept_and_a_card_held_by_another_container_is_refused(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    leftover = box.add_container(CONTAINER_PREFIX + "demo-default-0123456789ab-tp1-oracle-A", ["/dev/dri:/dev/dri"])
+    other = box.add_container("someone-elses-llm", ["/dev/dri:/dev/dri"])
+    try:
+        code, err = box.run(capsys)
+        assert code == 1
+        assert "container(s) someone-elses-llm hold a GPU" in err and "Traceback" not in err
+        assert not any(c[0] == "run" for c in box.calls())  # nothing started
+        assert leftover.wait(timeout=10) is not None  # our leftover was removed all the same
+        assert box.containers() == ["container-someone-elses-llm.json"]
+    finally:
+        other.kill()
+        other.wait()
+        leftover.kill()
+
+
+def test_a_container_outlives_a_killed_docker_client_until_stopped_by_name(box: Box, tmp_path: Path) -> None:
+    """The fault the names exist for: SIGKILL reaches the `docker run` client, not the container."""
+    from catalog.compose import LaunchCommand
+
+    command = LaunchCommand("m", ["--max-num-seqs", "1"], {}, IMAGE, "xpu")
+    runtime = DockerRuntime(tmp_path / "hf", "camp", f"vllm/vllm-openai-xpu@{DIGEST}")
+    (box.state / "pulled").write_text(IMAGE + "\n")
+    port = find_free_port()
+    server = VllmServer(runtime.argv(command, port, "arm-A"), port=port, run_dir=tmp_path / "srv", stop_grace_s=1.0)
+    server.start()
+    assert server.container == "llmcat-camp-arm-A" and server.version == "0.32.0+xpu"
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGKILL)  # the client dies...
+    time.sleep(0.3)
+    assert box.containers() == ["container-llmcat-camp-arm-A.json"] and box.live()  # ...the container does not
+    server.stop()
+    assert box.containers() == [] and box.live() == []
+
+
+def test_docker_without_an_image_is_an_error_not_a_local_run(box: Box, capsys: pytest.CaptureFixture[str]) -> None:
+    code = 0
+    try:
+        exit_on_catalog_error(
+            lambda: runner_cli.run(
+                ["--data", "data", "--packets", "packets", "measure", "--model", "demo", "--runtime", "docker"]
+            )
+        )()
+    except SystemExit as done:
+        code = int(done.code or 0)
+    err = capsys.readouterr().err
+    assert code == 1 and "RUNTIME=docker, but neither the recipe nor cpu_generic names a docker image" in err
+    assert box.calls() == []
+
+
+def test_the_campaign_id_changes_with_the_image_digest_or_vllm_version() -> None:
+    from runner.plan import CampaignRequest
+
+    request = CampaignRequest(model="demo")
+    keys = ("sha256:a 0.32.0 ", "sha256:b 0.32.0 ", "sha256:a 0.33.0 ")
+    ids = {campaign_id(request, [], "s" * 64, key) for key in keys}
+    assert len(ids) == 3
