@@ -145,7 +145,8 @@ def _arm_plan(arm: Arm, request: CampaignRequest, catalog: Catalog, source: str)
     command = LaunchCommand(
         base.command.model_id, base.command.args, env, base.command.docker_image, base.command.platform
     )
-    return ArmPlan(arm.id, depth, base.spec_method, command)
+    # The arm's draft head ("draft INT4 head") is recorded in the new packet as in the old one.
+    return ArmPlan(arm.id, depth, base.spec_method, command, base.max_model_len_source, arm.config.draft_head)
 
 
 def same_tokens(before: Arm, after: Arm) -> tuple[int, int]:
