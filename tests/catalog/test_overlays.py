@@ -54,14 +54,21 @@ def test_a_configuration_composes_its_env_and_speculative_depth(catalog) -> None
 def test_an_imported_arm_finds_its_configuration_by_draft_head(catalog) -> None:  # type: ignore[no-untyped-def]
     recipe = catalog.recipes["qwen3.5-9b"]
     b70 = catalog.hardware["arc_pro_b70"]
-    packet = "qwen3.5-9b-fp8-dynamic-eefc0fa4"
+    packet, screened = "qwen3.5-9b-fp8-dynamic-c4b87b99", "qwen3.5-9b-fp8-dynamic-5683522b"
     int4 = compose_arm(recipe, "fp8", b70, 1, 4, draft_head="draft INT4 head", packet_id=packet)
-    fp8 = compose_arm(recipe, "fp8", b70, 1, 3, draft_head="FP8 draft head", packet_id=packet)
+    fp8 = compose_arm(recipe, "fp8", b70, 1, 3, draft_head="FP8 draft head", packet_id=screened)
     oracle = compose_arm(recipe, "fp8", b70, 2, 0, packet_id=packet)
     assert int4.env == {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"} and fp8.env == {}
     assert json.loads(flag_value(int4.args, "--speculative-config") or "")["num_speculative_tokens"] == 4
     assert flag_value(oracle.args, "--speculative-config") is None
     assert flag_value(oracle.args, "--tensor-parallel-size") == "2"
+
+
+def test_the_committed_overlays_list_committed_packets(catalog) -> None:  # type: ignore[no-untyped-def]
+    """A configuration's packets are linked from the recipe page and pick its command for their
+    arms: an id left behind by a re-import links nothing and composes the recipe default instead."""
+    listed = {p for recipe in catalog.recipes.values() for c in recipe.configurations.values() for p in c.packets}
+    assert listed and listed <= set(catalog.packets)
 
 
 def test_the_runner_sets_max_model_len_and_the_speculative_depth(catalog) -> None:  # type: ignore[no-untyped-def]
