@@ -15,6 +15,7 @@ from catalog.errors import CatalogError
 from catalog.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.layout import SIGNATURE_SUFFIX
 from catalog.packet import Arm, Packet
+from catalog.recipe import Recipe
 
 
 @dataclass(frozen=True)
@@ -77,29 +78,57 @@ def _composed(packet: Packet, arm: Arm, ctx: SiteContext) -> LaunchCommand | Non
         return None
 
 
-def measure_commands(packet: Packet) -> list[str]:
+def measure_commands(packet: Packet, recipe: Recipe | None = None) -> list[str]:
     """`make measure` lines that measure what the packet measured: its model, recipe variant, card,
-    card count, depths and ladders (and the docker runtime on XPU, as the runner serves it there)."""
+    card count, depths and ladders (and the docker runtime on XPU, as the runner serves it there).
+    Speculative arms that ran an overlay configuration (their draft head's, which lists this packet)
+    are measured with CONFIG=, one line per configuration, each with the oracle at depth 0."""
     model = packet.identity.model
     if model.variant is None:
         return []
     kinds = sorted({ladder.kind for ladder in packet.ladders})
     commands = []
     for tp in sorted({a.config.tensor_parallel_size for a in packet.arms}):
-        depths = sorted({a.config.spec_depth for a in packet.arms if a.config.tensor_parallel_size == tp})
-        parts = [
-            f"make measure MODEL={model.slug}",
-            f"VARIANT={model.variant}",
-            f"HW={packet.identity.host.hardware}",
-            f"TP={tp}",
-            "DEPTHS=" + ",".join(str(d) for d in depths),
-        ]
-        if kinds:
-            parts.append("LADDERS=" + ",".join(kinds))
-        if packet.identity.runtime.platform == "xpu":
-            parts.append("RUNTIME=docker")
-        commands.append(" ".join(parts))
+        arms = [a for a in packet.arms if a.config.tensor_parallel_size == tp]
+        groups: dict[str | None, set[int]] = {}
+        for arm in arms:
+            if arm.config.spec_depth:
+                groups.setdefault(_configuration_of(packet, arm, recipe), set()).add(arm.config.spec_depth)
+        if not groups:
+            groups[None] = set()
+        for config, depths in sorted(groups.items(), key=lambda item: item[0] or ""):
+            parts = [
+                f"make measure MODEL={model.slug}",
+                f"VARIANT={model.variant}",
+                f"HW={packet.identity.host.hardware}",
+                f"TP={tp}",
+                "DEPTHS=" + ",".join(str(d) for d in sorted({0, *depths})),
+            ]
+            if kinds:
+                parts.append("LADDERS=" + ",".join(kinds))
+            if config:
+                parts.append(f"CONFIG={config}")
+            if packet.identity.runtime.platform == "xpu":
+                parts.append("RUNTIME=docker")
+            commands.append(" ".join(parts))
     return commands
+
+
+def _configuration_of(packet: Packet, arm: Arm, recipe: Recipe | None) -> str | None:
+    """The overlay configuration a speculative arm ran (the one `compose_arm` shows for it), if any."""
+    if recipe is None or arm.config.draft_head is None:
+        return None
+    for name, config in recipe.configurations.items():
+        if (
+            config.variant == packet.identity.model.variant
+            and config.hardware == packet.identity.host.hardware
+            and config.tp == arm.config.tensor_parallel_size
+            and config.draft_head == arm.config.draft_head
+            and config.speculative_config is not None
+            and (not config.packets or packet.id in config.packets)
+        ):
+            return name
+    return None
 
 
 def rerun(packet: Packet, ctx: SiteContext) -> Rerun:
@@ -120,7 +149,7 @@ def rerun(packet: Packet, ctx: SiteContext) -> Rerun:
             "is offered."
         )
         reproduce = ""
-    return Rerun(reproduce or None, measure_commands(packet), why_not)
+    return Rerun(reproduce or None, measure_commands(packet, ctx.catalog.recipes.get(model.slug)), why_not)
 
 
 def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:

@@ -44,3 +44,21 @@ def test_the_recipe_page_offers_the_overlay_variant_and_configurations(site: Pat
     assert "W4A16, MTP depth 3, draft INT4 head, one B70" in text and "VLLM_XPU_DRAFT_LM_HEAD_INT4=1" in text
     assert soup.select_one(f'#configurations a[href$="packets/{W4A16}/index.html"]') is not None
     assert "RedHatAI/Qwen3.5-9B-quantized.w4a16" in soup.select_one("#variants").get_text(" ")
+
+
+def test_the_measure_lines_name_the_configuration_the_imported_arms_ran(site: Path) -> None:
+    """A `make measure` line without CONFIG= would serve the recipe's default draft head, not the
+    INT4 head the packet's speculative arms ran; the line names their overlay configuration."""
+    soup = _soup(site, f"packets/{W4A16}/index.html")
+    lines = [pre.get_text() for pre in soup.select('pre[id^="measure-"]')]
+    assert lines == [
+        "make measure MODEL=qwen3.5-9b VARIANT=w4a16 HW=arc_pro_b70 TP=1 DEPTHS=0,3 "
+        "CONFIG=b70-w4a16-mtp3-int4-head RUNTIME=docker"
+    ]
+    fp8 = _soup(site, "packets/qwen3.5-9b-fp8-dynamic-c4b87b99/index.html")
+    assert [pre.get_text() for pre in fp8.select('pre[id^="measure-"]')] == [
+        "make measure MODEL=qwen3.5-9b VARIANT=fp8 HW=arc_pro_b70 TP=1 DEPTHS=0,3,4 "
+        "CONFIG=b70-fp8-mtp3-int4-head RUNTIME=docker",
+        "make measure MODEL=qwen3.5-9b VARIANT=fp8 HW=arc_pro_b70 TP=2 DEPTHS=0,3,4 "
+        "CONFIG=2xb70-fp8-mtp3-int4-head RUNTIME=docker",
+    ]
