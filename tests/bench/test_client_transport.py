@@ -131,7 +131,7 @@ def test_content_length_reply_and_error_status() -> None:
         async with raw_server(lambda _: [ok]) as srv:
             return await chat_completion(str(srv["url"]), "m", "6*7?", 8, 1)
 
-    assert run(go()) == "42"
+    assert run(go()).content == "42"
 
     async def fail() -> None:
         async with raw_server(lambda _: [busy]) as srv:

@@ -30,6 +30,7 @@ def hardware(
         vendor="Test",
         platform="xpu",
         generation="xpu",
+        device_names=["Test card"],
         memory_gb=Figure(value=32, source="test"),
         memory_type="GDDR6",
         memory_bandwidth_gb_s=Figure(value=bandwidth, source="test bandwidth"),

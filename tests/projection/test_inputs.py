@@ -90,7 +90,11 @@ def test_recipe_parameter_count_as_last_resort(catalog: Catalog) -> None:
 
 
 def test_withheld_arms_are_projected_but_not_graded(catalog: Catalog) -> None:
-    packet = next(p for p in catalog.packets_of("qwen3.5-9b") if p.identity.model.quantization == "fp8-dynamic")
+    packet = next(
+        p
+        for p in catalog.packets_of("qwen3.5-9b")
+        if p.identity.model.quantization == "fp8-dynamic" and p.provenance.kind == "imported"
+    )
     withheld = [a for a in packet.arms if a.state.value == "withheld" and a.server_values]
     assert withheld
     for item in withheld:
