@@ -185,7 +185,7 @@ def _json_depth(value: Any) -> int:
 def read_document(path: Path) -> tuple[str, Any]:
     text = read_text(path)
     data = parse_json(text, path) if path.suffix == ".json" else parse_yaml(text, path)
-    _reject_lone_surrogates(data, path, text)
+    reject_lone_surrogates(data, path, text)
     return text, data
 
 
@@ -194,7 +194,7 @@ def read_document(path: Path) -> tuple[str, Any]:
 _SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
 
 
-def _reject_lone_surrogates(data: Any, path: Path, text: str | None = None) -> None:
+def reject_lone_surrogates(data: Any, path: Path, text: str | None = None) -> None:
     """An escape such as \\ud800 (half of a UTF-16 pair) parses into a str no encoder accepts:
     hashing and writing the page would fail far from the file, so it is refused here."""
     if text is not None and not _SURROGATE_ESCAPE.search(text):

@@ -22,7 +22,7 @@ from catalog.errors import CatalogError
 from catalog.files import write_file
 from catalog.keys import KeyRing
 from catalog.layout import signature_path
-from catalog.loading import _reject_lone_surrogates, parse_json, validation_error
+from catalog.loading import parse_json, reject_lone_surrogates, validation_error
 from catalog.packet import (
     SCHEMA_VERSION,
     Arm,
@@ -144,7 +144,7 @@ def _validated(data: bytes, path: Path) -> Packet:
         except UnicodeDecodeError as bad:
             raise CatalogError(f"not UTF-8 text ({bad.reason} at byte {bad.start})", file=path) from None
         document = parse_json(text, path)  # a syntax error is reported as such, with its line
-        _reject_lone_surrogates(document, path, text)  # pydantic's parser says only "Invalid JSON"
+        reject_lone_surrogates(document, path, text)  # pydantic's parser says only "Invalid JSON"
         if isinstance(document, dict) and document.get("schema_version") == 1:
             raise CatalogError(MIGRATE_HINT, file=path, field="schema_version") from None
         raise validation_error(error, path, text) from None
