@@ -16,9 +16,10 @@ from typing import Any
 
 from catalog.arrays import to_uint32
 from catalog.canaries import judge
+from catalog.load import LoadLevel, LoadRequest, LoadServerMetrics, LoadSweep, Percentiles, Slo, poisson_offsets_ms
 from catalog.loading import load_file
 from catalog.metrics import compare_rows, server_decode_rate, server_ttft_ms
-from catalog.packet import ArmParts, GateResult, PacketParts, PromptRow, ServerRun
+from catalog.packet import ArmParts, GateResult, Ladder, PacketParts, PromptRow, ServerRun
 from catalog.suite import Canary, CanarySet, Suite
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -259,3 +260,127 @@ def published_parts(
             "arms": arms,
         }
     )
+
+
+LOAD_USERS = (1, 2, 4, 8, 16, 32)
+LOAD_RATES = (2.0, 8.0)
+LOAD_SLO = Slo(ttft_ms=500.0, tpot_ms=50.0)
+LOAD_OUTPUT_TOKENS = 120
+DIVERGES_AT = 57
+LATE_MS = 25.0  # how late a lagging level's client sends: beyond LAG_BOUND_MS
+
+
+def _load_request(
+    index: int, *, planned_ms: float, lag_ms: float, ttft_ms: float, tpot_ms: float, diverges: bool
+) -> LoadRequest:
+    prompts = strict_suite().prompts
+    spread = 1.0 + 0.04 * (index % 5)  # requests of a level differ a little, as real ones do
+    ttft, tpot = ttft_ms * spread, tpot_ms * spread
+    return LoadRequest(
+        prompt_id=prompts[index % len(prompts)].id,
+        planned_ms=round(planned_ms, 3),
+        sent_ms=round(planned_ms + lag_ms, 3),
+        ttft_ms=round(ttft, 3),
+        e2e_ms=round(ttft + (LOAD_OUTPUT_TOKENS - 1) * tpot, 3),
+        output_tokens=LOAD_OUTPUT_TOKENS,
+        tpot_ms=round(tpot, 3),
+        identical_to_oracle=not diverges,
+        first_divergence=DIVERGES_AT if diverges else None,
+    )
+
+
+def _load_level(
+    label: str,
+    plans: list[tuple[float, float]],
+    *,
+    in_flight: float,
+    ms_per_token: float,
+    diverging: int,
+    lagging: bool,
+    users: int | None = None,
+    rate_rps: float | None = None,
+) -> LoadLevel:
+    """A level whose latencies grow with the requests in flight: TTFT queues behind the batch,
+    each decode step slows as the batch reads more KV cache."""
+    tpot = ms_per_token * (1.0 + 0.05 * (in_flight - 1))
+    ttft = 40.0 + 12.0 * (in_flight - 1)
+    requests, finished = [], 0.0
+    for i, (planned, _) in enumerate(plans):
+        lag = LATE_MS if lagging and i % 2 else 0.2
+        request = _load_request(i, planned_ms=planned, lag_ms=lag, ttft_ms=ttft, tpot_ms=tpot, diverges=i < diverging)
+        requests.append(request)
+        finished = max(finished, request.sent_ms + (request.e2e_ms or 0.0))
+    return LoadLevel(
+        mode="closed" if users else "open",
+        users=users,
+        rate_rps=rate_rps,
+        duration_s=round(finished / 1000.0, 3),
+        client_cpu_s=round(0.002 * len(plans) * (2.0 if lagging else 1.0), 3),
+        itl_ms=Percentiles(p50_ms=round(tpot, 3), p90_ms=round(tpot * 1.3, 3), p99_ms=round(tpot * 2.1, 3)),
+        requests=requests,
+        server=LoadServerMetrics(
+            peak_running=float(min(in_flight, 64)),
+            peak_waiting=0.0,
+            peak_kv_cache_usage=round(min(1.0, 0.015 * in_flight), 4),
+            preemptions=0,
+        ),
+    )
+
+
+def _closed_plans(users: int, count: int, ms_per_request: float) -> list[tuple[float, float]]:
+    """Each user sends its next request when its last one finished: request i belongs to user i % users."""
+    return [((i // users) * ms_per_request, 0.0) for i in range(count)]
+
+
+def make_load_sweep(
+    *,
+    ms_per_token: float = 30.0,
+    users: Sequence[int] = LOAD_USERS,
+    rates: Sequence[float] = LOAD_RATES,
+    requests_per_level: int = 24,
+    diverge: Mapping[str, int] | None = None,
+    lagging: Sequence[str] = (),
+    seed: int = 7,
+    slo: Slo = LOAD_SLO,
+) -> LoadSweep:
+    """A load sweep whose figures behave as a real card's: aggregate tok/s rises with users while
+    each user's rate falls. `diverge` maps a level label ("8 users", "2 req/s") to how many of its
+    requests differ from the oracle; levels in `lagging` have a client later than the lag bound."""
+    levels = []
+    for n in users:
+        e2e = 40.0 + 12.0 * (n - 1) + (LOAD_OUTPUT_TOKENS - 1) * ms_per_token * (1.0 + 0.05 * (n - 1))
+        label = f"{n} users"
+        levels.append(
+            _load_level(
+                label,
+                _closed_plans(n, requests_per_level, e2e * 1.1),
+                in_flight=float(n),
+                ms_per_token=ms_per_token,
+                diverging=(diverge or {}).get(label, 0),
+                lagging=label in lagging,
+                users=n,
+            )
+        )
+    for rate in rates:
+        single = 40.0 + (LOAD_OUTPUT_TOKENS - 1) * ms_per_token
+        in_flight = max(1.0, rate * single / 1000.0)  # Little's law at the single-stream latency
+        label = f"{rate:g} req/s"
+        offsets = poisson_offsets_ms(rate, requests_per_level, seed)
+        levels.append(
+            _load_level(
+                label,
+                [(o, 0.0) for o in offsets],
+                in_flight=in_flight,
+                ms_per_token=ms_per_token,
+                diverging=(diverge or {}).get(label, 0),
+                lagging=label in lagging,
+                rate_rps=rate,
+            )
+        )
+    return LoadSweep(seed=seed, requests_per_level=requests_per_level, slo=slo, levels=levels)
+
+
+def with_load(parts: PacketParts, sweeps: Mapping[str, LoadSweep]) -> PacketParts:
+    """`parts` with a load ladder per arm id in `sweeps`."""
+    ladders = [*parts.ladders, *(Ladder(arm=arm, kind="load", load=sweep) for arm, sweep in sweeps.items())]
+    return parts.model_copy(update={"ladders": ladders})

@@ -12,6 +12,7 @@ API:
 - `project_catalog(packets, hardware_by_id, recipes_by_slug) -> dict[packet_id, list[Projection]]`
 - `prefill_bound_ms(packet, arm, hardware, recipe, prompt_tokens=None) -> PrefillBound | None`
 - `estimate_cell(packets, recipe, hardware, quantization=, tensor_parallel_size=, spec_depth=) -> CellEstimate | None`
+- `project_load(packet, arm, sweep, hardware, recipe) -> LoadProjection | None` (many users at once)
 - `OPTIMISATION_BANDS`, `band_for(utilisation)`, `ESTIMATE_RULE`
 """
 
@@ -27,6 +28,7 @@ from catalog.projection.models import (
     Projection,
     ProjectionInput,
 )
+from catalog.projection.multiuser import LoadProjection, project_load
 from catalog.projection.project import (
     prefill_bound_ms,
     project_arm,
@@ -44,6 +46,7 @@ __all__ = [
     "ByteTerm",
     "CellEstimate",
     "Fact",
+    "LoadProjection",
     "OptimisationGrade",
     "PrefillBound",
     "Projection",
@@ -53,6 +56,7 @@ __all__ = [
     "prefill_bound_ms",
     "project_arm",
     "project_catalog",
+    "project_load",
     "project_packet",
     "resolve_architecture",
 ]
