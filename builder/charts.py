@@ -4,7 +4,10 @@ Every chart carries a table of the same (already rounded) numbers for readers wi
 Published points are drawn with error bars spanning their fresh-server values; withheld points
 go in their own hollow, labelled trace and are never joined to a measured line, nor drawn on top
 of a published point: at an x a published point also has, a withheld marker sits a little to the
-right (its hover and the table keep the true x). Axes are numeric (speculative depth 0, 3, 6 is
+right (its hover and the table keep the true x). A published point with a `flag` (a load level
+whose outputs differ from the oracle, or whose client lagged) is drawn the same way: hollow,
+labelled, in a trace of its own, never joined to its series' line. An `estimated` series (a
+projection) is a dashed line. Axes are numeric (speculative depth 0, 3, 6 is
 spaced as numbers). A chart with nothing to draw is `empty` (the page shows a one-line gap), and
 `distinct` drops a chart that would draw exactly what an earlier one on the page draws.
 """
@@ -24,6 +27,7 @@ from builder.format import Num, fmt, num, opt_num
 
 PALETTE = ["#2563eb", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#4b5563"]
 WITHHELD_COLOUR = "#b45309"
+FLAG_COLOURS = ["#b45309", "#6b7280"]
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 # A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
 LEGEND_WIDTH = 30
@@ -45,10 +49,12 @@ class Point:
     href: str = ""
     evidence: str = ""
     note: str = ""
+    flag: str | None = None  # why a published point is drawn apart, hollow and labelled
+    flag_label: str = ""  # the short word beside its marker
 
     @property
     def drawn_as_measured(self) -> bool:
-        return self.state != "withheld" and self.centre is not None
+        return self.state != "withheld" and self.centre is not None and self.flag is None
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,17 @@ def _hover(point: Point, y_title: str) -> str:
 
 def _published_trace(series: str, points: Sequence[Point], colour: str, y_title: str) -> go.Scatter:
     centres = [_r(p.centre or 0) for p in points]
+    if all(p.state == "estimated" for p in points):
+        return go.Scatter(
+            name=_legend(series),
+            x=[p.x for p in points],
+            y=centres,
+            mode="lines+markers",
+            marker={"color": colour, "size": 6, "symbol": "diamond-open"},
+            line={"color": colour, "width": 2, "dash": "dash"},
+            hovertext=[_hover(p, y_title) for p in points],
+            hoverinfo="text",
+        )
     plus = [_r(max(p.values) - c) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     minus = [_r(c - min(p.values)) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     return go.Scatter(
@@ -132,6 +149,23 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
         line={"color": colour, "width": 2},
         error_y={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": colour},
         hovertext=[_hover(p, y_title) for p in points],
+        hoverinfo="text",
+    )
+
+
+def _flagged_trace(flag: str, points: Sequence[Point], colour: str, y_title: str) -> go.Scatter:
+    """Published points drawn apart: hollow, labelled, never joined to a line."""
+    return go.Scatter(
+        name=_legend(flag),
+        x=[p.x for p in points],
+        y=[_r(p.centre or 0) for p in points],
+        mode="markers+text",
+        text=[_text(p.flag_label) for p in points],
+        textposition="top center",
+        textfont={"color": colour, "size": 11},
+        cliponaxis=False,
+        marker={"symbol": "circle-open", "size": 11, "color": colour, "line": {"width": 2}},
+        hovertext=[_hover(p, y_title) + "<br>" + _text(flag) for p in points],
         hoverinfo="text",
     )
 
@@ -169,7 +203,9 @@ def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> go
     )
 
 
-def _figure(points: Sequence[Point], x_title: str, y_title: str, x_log: bool) -> go.Figure:
+def _figure(
+    points: Sequence[Point], x_title: str, y_title: str, x_log: bool, *, x_ticks: bool = True, y_log: bool = False
+) -> go.Figure:
     traces = []
     series = list(dict.fromkeys(p.series for p in points if p.drawn_as_measured))
     for index, name in enumerate(series):
@@ -180,7 +216,11 @@ def _figure(points: Sequence[Point], x_title: str, y_title: str, x_log: bool) ->
         published_x = {p.x for p in points if p.drawn_as_measured}
         shifted = _shifted(withheld, [p.x for p in points], published_x, x_log)
         traces.append(_withheld_trace(withheld, shifted, y_title))
-    ticks = sorted({(p.x, p.x_label) for p in points})
+    flags = list(dict.fromkeys(p.flag for p in points if p.flag and p.centre is not None and p.state != "withheld"))
+    for index, flag in enumerate(flags):
+        mine = [p for p in points if p.flag == flag and p.centre is not None and p.state != "withheld"]
+        traces.append(_flagged_trace(flag, mine, FLAG_COLOURS[index % len(FLAG_COLOURS)], y_title))
+    ticks = sorted({(p.x, p.x_label) for p in points}) if x_ticks else []
     # One constructor call: update_layout on a figure that already has traces re-checks every
     # key path against them, eight times the cost of the whole chart.
     layout = go.Layout(
@@ -196,12 +236,17 @@ def _figure(points: Sequence[Point], x_title: str, y_title: str, x_log: bool) ->
         xaxis={
             "title": {"text": _text(x_title)},
             "type": "log" if x_log else "linear",
-            "tickvals": [t[0] for t in ticks],
-            "ticktext": [_text(t[1]) for t in ticks],
+            **({"tickvals": [t[0] for t in ticks], "ticktext": [_text(t[1]) for t in ticks]} if x_ticks else {}),
             "gridcolor": "#e5e7eb",
             "zeroline": False,
         },
-        yaxis={"title": {"text": _text(y_title)}, "rangemode": "tozero", "gridcolor": "#e5e7eb", "zeroline": False},
+        yaxis={
+            "title": {"text": _text(y_title)},
+            "type": "log" if y_log else "linear",
+            **({} if y_log else {"rangemode": "tozero"}),
+            "gridcolor": "#e5e7eb",
+            "zeroline": False,
+        },
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -210,15 +255,17 @@ def _row(point: Point) -> TableRow:
     published = point.drawn_as_measured
     values = point.values if published else []
     notes = [point.note] if point.note else []
+    if point.flag:
+        notes.append(point.flag)
     if point.state == "withheld":
         notes.append(f"withheld: {point.reason}")
-    elif published and len(point.values) == 1 and not point.note:
+    elif published and len(point.values) == 1 and not point.note and point.state != "estimated":
         notes.append("one value, no fresh-server pair")
     note = "; ".join(notes)
     return TableRow(
         series=point.series,
         x_label=point.x_label,
-        value=opt_num(point.centre) if published else None,
+        value=opt_num(point.centre) if published or (point.flag and point.state != "withheld") else None,
         struck=opt_num(point.centre) if point.state == "withheld" else None,
         low=num(min(values)) if len(values) >= 2 else None,
         high=num(max(values)) if len(values) >= 2 else None,
@@ -239,6 +286,8 @@ def chart(
     x_title: str,
     y_title: str = "decode tok/s",
     x_log: bool = False,
+    x_ticks: bool = True,
+    y_log: bool = False,
 ) -> Chart:
     notes = []
     left_out = [p for p in points if p.state == "withheld" and p.centre is None]
@@ -256,7 +305,14 @@ def chart(
                 "A withheld marker at an x a published point also has sits just to its right, never on top of "
                 "it; its hover and the table give its true x."
             )
-    figure = _figure(points, x_title, y_title, x_log)
+    flagged = [p for p in points if p.flag and p.state != "withheld"]
+    if flagged:
+        notes.append(
+            "Hollow labelled markers are levels drawn apart, never joined to their line: "
+            + "; ".join(dict.fromkeys(f"{p.flag_label}: {p.flag}" for p in flagged))
+            + "."
+        )
+    figure = _figure(points, x_title, y_title, x_log, x_ticks=x_ticks, y_log=y_log)
     drawn = sorted((p.x, _r(p.centre), p.state) for p in points if p.centre is not None)
     return Chart(
         id=chart_id,

@@ -200,6 +200,8 @@ def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) ->
 def ladder_views(packet: Packet) -> list[LadderView]:
     views = []
     for ladder in packet.ladders:
+        if ladder.kind == "load":
+            continue  # its own table: builder/views/load.py
         if ladder.kind == "concurrency":
             cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle"]
             rows: list[list[str | Num | None]] = [

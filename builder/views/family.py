@@ -10,6 +10,7 @@ from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.load import LoadSection, load_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
 from builder.views.projection import PROJECTION_GAP, ProjectionView, cell_estimator, projection_view
 from builder.views.results import (
@@ -110,6 +111,7 @@ class FamilyView:
     matrices: list[Matrix]
     charts: list[Chart]
     concurrency: list[Chart]
+    load: LoadSection | None
     concurrency_gap: str | None
     projection: ProjectionView | None
     projection_gap: str | None
@@ -343,6 +345,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     ladders = ladder_sources(results)
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
+    load = load_section(ladders, catalog.hardware, recipe)
     lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
     projection = projection_view(lead_result, shown, recipe)
     grades = sorted(evidence_grade(p, reproductions) for p in packets)
@@ -361,7 +364,10 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         matrices=matrices(results, recipe, _estimators(packets, recipe, results, catalog.hardware)),
         charts=charts,
         concurrency=concurrency,
-        concurrency_gap=None if concurrency else "No packet of this family carries a concurrency ladder yet.",
+        load=load,
+        concurrency_gap=None
+        if concurrency or load
+        else "No packet of this family carries a concurrency ladder or a load sweep yet: not measured.",
         projection=projection,
         projection_gap=None if projection else PROJECTION_GAP,
         fine_print=_fine_print(recipe, packets),

@@ -9,6 +9,7 @@ from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.glossary import defined
+from builder.views.load import LoadSweepView, load_ladders, sweep_view
 from builder.views.results import STATE_LABELS
 from catalog.compose import LaunchCommand, compose_arm
 from catalog.errors import CatalogError
@@ -37,6 +38,7 @@ class PacketView:
     workload: list[Fact]
     arms: list[ArmView]
     ladders: list[LadderView]
+    load: list[LoadSweepView]
     rerun: Rerun
     related: list[Link]
     family: Link
@@ -267,6 +269,10 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         workload=_workload(packet, ctx),
         arms=[arm_view(a, packet, _composed(packet, a, ctx)) for a in packet.arms],
         ladders=ladder_views(packet),
+        load=[
+            sweep_view(packet, ladder, ctx.catalog.hardware.get(packet.identity.host.hardware), recipe)
+            for _, ladder in load_ladders([(packet, ladder) for ladder in packet.ladders])
+        ],
         rerun=rerun(packet, ctx),
         related=related,
         family=Link(recipe.meta.title if recipe else slug, f"models/{slug}/index.html"),

@@ -12,6 +12,8 @@ from pathlib import Path
 from catalog.metrics import compare_rows
 from catalog.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
 from catalog.packet_io import Sealed, seal, write_packet
+from catalog.samples import ORACLE_ARM, SPEC_ARM, make_load_sweep, with_load
+from catalog.samples import measured_parts as sample_measured_parts
 from tests.catalog.factories import canary_set, key_for, keys_yaml, make_rows, make_server, strict_suite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -297,6 +299,26 @@ def imported_parts() -> PacketParts:
     )
 
 
+LOAD_DIVERGES = "8 users"  # the speculative arm's level whose outputs differ from the oracle
+LOAD_LAGS = "32 users"  # the oracle arm's level whose client lagged past the bound
+
+
+LOAD_FAMILY = "qwen3.5-9b"  # the repository's recipe: a known architecture, so its sweeps project
+
+
+def load_parts() -> PacketParts:
+    """A Qwen3.5-9B BF16 campaign with a load sweep on each arm: the speculative one diverges at one
+    level, the oracle's client lags at another."""
+    parts = sample_measured_parts(title="Qwen3.5-9B BF16 under load")
+    return with_load(
+        parts,
+        {
+            ORACLE_ARM: make_load_sweep(lagging=[LOAD_LAGS]),
+            SPEC_ARM: make_load_sweep(ms_per_token=18.0, diverge={LOAD_DIVERGES: 2}),
+        },
+    )
+
+
 def repeat_parts(index: int) -> PacketParts:
     """The measured campaign run again: another day and title, so another packet."""
     parts = measured_parts()
@@ -306,10 +328,11 @@ def repeat_parts(index: int) -> PacketParts:
 
 
 def write_catalog(
-    root: Path, *, packets: bool = True, empty_family: bool = True, signed: bool = True
+    root: Path, *, packets: bool = True, empty_family: bool = True, signed: bool = True, load: bool = False
 ) -> tuple[Path, Path]:
     """data/ (recipes, hardware, suites, a keys.yaml listing the test keys) and packets/ holding
-    the measured and imported packets, signed with the test keys unless `signed` is False."""
+    the measured and imported packets (and, with `load`, a campaign with load sweeps), signed with the
+    test keys unless `signed` is False."""
     data, packet_dir = root / "data", root / "packets"
     (data / "models").mkdir(parents=True)
     shutil.copy(REPO / "data" / "hardware.yaml", data / "hardware.yaml")
@@ -322,4 +345,7 @@ def write_catalog(
     if packets:
         write_packet(sign(measured_parts(), signed=signed), packet_dir)
         write_packet(sign(imported_parts(), signed=signed), packet_dir)
+    if load:
+        shutil.copy(REPO / "data" / "models" / f"{LOAD_FAMILY}.yaml", data / "models")
+        write_packet(sign(load_parts(), signed=signed), packet_dir)
     return data, packet_dir

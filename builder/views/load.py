@@ -1,0 +1,299 @@
+"""Many people at once: load sweeps as a frontier chart, latency charts and per-level tables.
+
+Every figure is a property of catalog.load's models (aggregate_tok_s, per_user_tok_s, ttft, e2e,
+lag, goodput, identical ...); this module only picks and formats them. A level whose outputs
+differ from the oracle, or whose client lagged past the sweep's bound, is drawn apart and labelled
+(builder/charts.py `flag`), never averaged into its series' line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from builder.charts import Chart, Point, chart
+from builder.format import Num, num, opt_num
+from builder.views.results import packet_href
+from catalog.errors import CatalogError
+from catalog.hardware import Hardware
+from catalog.load import LoadLevel, LoadSweep, Slo
+from catalog.packet import Arm, Ladder, Packet
+from catalog.projection import LoadProjection, project_load
+from catalog.projection.multiuser import LevelEstimate
+from catalog.recipe import Recipe
+
+DIFFERS = "outputs differ from the oracle"
+LAGGED = "client lag over the bound: level unusable"
+
+
+@dataclass(frozen=True)
+class LoadLevelRow:
+    """One level of a sweep, every number the packet page's table and the JSON API carry."""
+
+    level: str
+    mode: str
+    users: int | None
+    rate_rps: Num | None
+    completed: Num
+    failed: Num
+    aggregate_tok_s: Num
+    per_user_tok_s: Num | None
+    ttft_p50_ms: Num | None
+    ttft_p90_ms: Num | None
+    ttft_p99_ms: Num | None
+    itl_p50_ms: Num | None
+    itl_p90_ms: Num | None
+    itl_p99_ms: Num | None
+    e2e_p50_ms: Num | None
+    e2e_p99_ms: Num | None
+    goodput_pct: Num
+    identical: Num
+    identity: str  # "identical" | "differs" | "not checked"
+    first_divergence: str
+    lag_p99_ms: Num
+    usable: bool
+    client_cpu_s: Num
+    peak_running: Num | None
+    peak_waiting: Num | None
+    peak_kv_cache_pct: Num | None
+    preemptions: Num | None
+    projected_aggregate_tok_s: Num | None
+    projected_per_user_tok_s: Num | None
+    measured_over_projected: Num | None
+    flag: str | None
+
+
+@dataclass(frozen=True)
+class LoadSweepView:
+    arm: str
+    arm_label: str
+    series: str
+    href: str
+    state: str
+    slo: str
+    lag_bound_ms: Num
+    seed: int
+    requests_per_level: Num
+    rows: list[LoadLevelRow]
+    projection_note: str
+
+
+def slo_words(slo: Slo) -> str:
+    limits = [("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms), ("end-to-end", slo.e2e_ms)]
+    given = [
+        f"{name} ≤ {num(limit, 0 if limit.is_integer() else 2).text} ms" for name, limit in limits if limit is not None
+    ]
+    return " and ".join(given) if given else "no objective: every completed request counts"
+
+
+def _identity(level: LoadLevel) -> str:
+    checked = [r.identical_to_oracle for r in level.completed if r.identical_to_oracle is not None]
+    if any(value is False for value in checked):
+        return "differs"
+    return "identical" if checked and len(checked) == len(level.completed) else "not checked"
+
+
+def _flag(level: LoadLevel, sweep: LoadSweep) -> str | None:
+    if _identity(level) == "differs":
+        return DIFFERS
+    return None if level.usable(sweep.lag_bound_ms) else LAGGED
+
+
+def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None) -> LoadLevelRow:
+    ttft, e2e, itl, server = level.ttft, level.e2e, level.itl_ms, level.server
+    first = level.first_divergence
+    return LoadLevelRow(
+        level=level.label,
+        mode=f"{level.mode} loop",
+        users=level.users,
+        rate_rps=opt_num(level.rate_rps, unit="req/s"),
+        completed=num(len(level.completed), 0),
+        failed=num(level.failed, 0),
+        aggregate_tok_s=num(level.aggregate_tok_s, unit="tok/s"),
+        per_user_tok_s=opt_num(level.per_user_tok_s, unit="tok/s"),
+        ttft_p50_ms=opt_num(ttft.p50_ms) if ttft else None,
+        ttft_p90_ms=opt_num(ttft.p90_ms) if ttft else None,
+        ttft_p99_ms=opt_num(ttft.p99_ms) if ttft else None,
+        itl_p50_ms=opt_num(itl.p50_ms) if itl else None,
+        itl_p90_ms=opt_num(itl.p90_ms) if itl else None,
+        itl_p99_ms=opt_num(itl.p99_ms) if itl else None,
+        e2e_p50_ms=opt_num(e2e.p50_ms) if e2e else None,
+        e2e_p99_ms=opt_num(e2e.p99_ms) if e2e else None,
+        goodput_pct=num(level.goodput(sweep.slo) * 100, 1, "%"),
+        identical=num(level.identical, 0),
+        identity=_identity(level),
+        first_divergence=f"{first.prompt_id} @ token {first.first_divergence}" if first else "",
+        lag_p99_ms=num(level.lag.p99_ms, unit="ms"),
+        usable=level.usable(sweep.lag_bound_ms),
+        client_cpu_s=num(level.client_cpu_s, unit="s"),
+        peak_running=opt_num(server.peak_running, 0) if server else None,
+        peak_waiting=opt_num(server.peak_waiting, 0) if server else None,
+        peak_kv_cache_pct=opt_num(server.peak_kv_cache_usage * 100, 1, "%")
+        if server and server.peak_kv_cache_usage is not None
+        else None,
+        preemptions=opt_num(server.preemptions, 0) if server else None,
+        projected_aggregate_tok_s=num(projected.aggregate_tok_s, unit="tok/s") if projected else None,
+        projected_per_user_tok_s=num(projected.per_user_tok_s, unit="tok/s") if projected else None,
+        measured_over_projected=num(projected.measured_over_projected) if projected else None,
+        flag=_flag(level, sweep),
+    )
+
+
+def _projection(
+    packet: Packet, arm: Arm, sweep: LoadSweep, hardware: Hardware | None, recipe: Recipe | None
+) -> LoadProjection | None:
+    if hardware is None:
+        return None
+    try:
+        return project_load(packet, arm, sweep, hardware, recipe)
+    except CatalogError:
+        return None
+
+
+def series_name(packet: Packet, arm: Arm) -> str:
+    return f"{packet.identity.model.quantization_label} · {arm.label}"
+
+
+def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe: Recipe | None) -> LoadSweepView:
+    sweep = ladder.load
+    assert sweep is not None  # a load ladder carries its sweep (catalog.packet.Ladder)
+    arm = packet.arm(ladder.arm)
+    projection = _projection(packet, arm, sweep, hardware, recipe)
+    projected = {e.level: e for e in projection.levels} if projection else {}
+    note = (
+        f"Projected: {projection.formula} (docs/projections.md, “Many users at once”). " + " ".join(projection.notes)
+        if projection
+        else "No multi-user projection: speculative arms and incomplete architectures are not modelled under load."
+    )
+    return LoadSweepView(
+        arm=arm.id,
+        arm_label=arm.label,
+        series=series_name(packet, arm),
+        href=packet_href(packet.id, arm.id),
+        state=arm.state.value,
+        slo=slo_words(sweep.slo),
+        lag_bound_ms=num(sweep.lag_bound_ms, 0 if sweep.lag_bound_ms.is_integer() else 2, "ms"),
+        seed=sweep.seed,
+        requests_per_level=num(sweep.requests_per_level, 0),
+        rows=[_row(level, sweep, projected.get(level.label)) for level in sweep.levels],
+        projection_note=note,
+    )
+
+
+def load_ladders(ladders: Sequence[tuple[Packet, Ladder]]) -> list[tuple[Packet, Ladder]]:
+    return [(p, ladder) for p, ladder in ladders if ladder.kind == "load" and ladder.load is not None]
+
+
+def _level_point(
+    packet: Packet, arm: Arm, series: str, x: float, x_label: str, value: float, row: LoadLevelRow
+) -> Point:
+    flag_label = {DIFFERS: "differs", LAGGED: "client lag"}.get(row.flag or "", "")
+    return Point(
+        series=series,
+        x=x,
+        x_label=x_label,
+        centre=value,
+        values=[value],
+        state=arm.state.value,
+        href=packet_href(packet.id, arm.id),
+        evidence=f"{packet.id} · {arm.label}",
+        note=f"{row.identical.text} of {row.completed.text} outputs identical to the oracle"
+        if row.identity != "not checked"
+        else "identity not checked",
+        flag=row.flag,
+        flag_label=flag_label,
+    )
+
+
+def frontier_chart(sources: Sequence[tuple[Packet, Ladder, LoadSweepView]]) -> Chart:
+    points = []
+    for packet, ladder, view in sources:
+        arm = packet.arm(ladder.arm)
+        for level, row in zip(ladder.load.levels if ladder.load else [], view.rows, strict=True):
+            per_user = level.per_user_tok_s
+            if per_user is None:
+                continue
+            loop = "" if level.mode == "closed" else " (open loop)"
+            x = num(per_user)
+            label = f"{level.label} · {x.text} tok/s per user"
+            points.append(_level_point(packet, arm, view.series + loop, x.value, label, level.aggregate_tok_s, row))
+            if level.mode == "closed" and row.projected_aggregate_tok_s and row.projected_per_user_tok_s:
+                points.append(
+                    Point(
+                        series=f"{view.series} (projected)",
+                        x=row.projected_per_user_tok_s.value,
+                        x_label=f"{level.label} · projected",
+                        centre=row.projected_aggregate_tok_s.value,
+                        state="estimated",
+                        href=view.href,
+                        evidence=f"{packet.id} · {arm.label}",
+                        note="projection: docs/projections.md, Many users at once",
+                    )
+                )
+    return chart(
+        "load-frontier",
+        "How many users, at what speed each",
+        "A point per load level, a series per configuration: aggregate output tok/s of the card(s) against "
+        "the median decode rate one user sees · dashed: the multi-user projection",
+        points,
+        x_title="tok/s per user",
+        y_title="aggregate tok/s",
+        x_ticks=False,
+    )
+
+
+def latency_charts(sources: Sequence[tuple[Packet, Ladder, LoadSweepView]]) -> list[Chart]:
+    charts = []
+    for mode, x_title, chart_id in (("closed", "concurrent users", "users"), ("open", "request rate (req/s)", "rate")):
+        points = []
+        for packet, ladder, view in sources:
+            arm = packet.arm(ladder.arm)
+            for level, row in zip(ladder.load.levels if ladder.load else [], view.rows, strict=True):
+                if level.mode != mode:
+                    continue
+                x = float((level.users if mode == "closed" else level.rate_rps) or 0.0)
+                for name, value in (
+                    ("TTFT p50", row.ttft_p50_ms),
+                    ("TTFT p99", row.ttft_p99_ms),
+                    ("ITL p50", row.itl_p50_ms),
+                    ("ITL p99", row.itl_p99_ms),
+                ):
+                    if value is not None:
+                        series = f"{view.series} · {name}"
+                        points.append(_level_point(packet, arm, series, x, level.label, value.value, row))
+        if points:
+            charts.append(
+                chart(
+                    f"load-latency-{chart_id}",
+                    f"Latency percentiles against {x_title}",
+                    "Time to first token and inter-token latency (from token ids), p50 and p99 per level; log scale",
+                    points,
+                    x_title=x_title,
+                    y_title="milliseconds",
+                    x_log=True,
+                    y_log=True,
+                )
+            )
+    return charts
+
+
+@dataclass(frozen=True)
+class LoadSection:
+    charts: list[Chart]
+    sweeps: list[LoadSweepView]
+
+
+def load_section(
+    ladders: Sequence[tuple[Packet, Ladder]], hardware: dict[str, Hardware], recipe: Recipe | None
+) -> LoadSection | None:
+    """The family page's load charts and per-configuration tables; None without a load sweep."""
+    sources = [
+        (packet, ladder, sweep_view(packet, ladder, hardware.get(packet.identity.host.hardware), recipe))
+        for packet, ladder in load_ladders(ladders)
+    ]
+    if not sources:
+        return None
+    return LoadSection(
+        charts=[frontier_chart(sources), *latency_charts(sources)],
+        sweeps=[view for _, _, view in sources],
+    )
