@@ -31,6 +31,10 @@ FLAG_COLOURS = ["#b45309", "#6b7280"]
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 # A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
 LEGEND_WIDTH = 30
+CHART_HEIGHT = 380
+LEGEND_ROOM = 284  # plot area, title and tick labels above a legend (px)
+LEGEND_LINE = 20  # one legend line at 13 px type
+LEGEND_GAP = 6  # between two legend entries
 # How far right of its x a withheld marker sits when a published point shares that x: this
 # fraction of the smallest gap between two ticks (of log10 x on a log axis).
 WITHHELD_SHIFT = 0.12
@@ -203,6 +207,13 @@ def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> go
     )
 
 
+def _height(traces: Sequence[go.Scatter]) -> int:
+    """380 px, taller when the legend needs it: on a phone every entry takes its own row(s), and
+    Plotly shrinks the plot to fit its legend only down to a point, then clips it."""
+    lines = sum(str(t.name).count("<br>") + 1 for t in traces)
+    return max(CHART_HEIGHT, LEGEND_ROOM + LEGEND_LINE * lines + LEGEND_GAP * len(traces))
+
+
 def _figure(
     points: Sequence[Point], x_title: str, y_title: str, x_log: bool, *, x_ticks: bool = True, y_log: bool = False
 ) -> go.Figure:
@@ -225,7 +236,7 @@ def _figure(
     # key path against them, eight times the cost of the whole chart.
     layout = go.Layout(
         template="none",
-        height=380,
+        height=_height(traces),
         margin={"l": 60, "r": 20, "t": 24, "b": 96},
         font={"family": FONT, "size": 13, "color": "#1f2937"},
         paper_bgcolor="rgba(0,0,0,0)",
