@@ -61,6 +61,27 @@ FORMULAS = [
         "Σ completion tokens / batch wall time",
         "concurrency ladder, requests released together",
     ),
+    Fact(
+        "load level: aggregate tok/s",
+        "Σ output tokens / level duration",
+        "duration: first planned send to last request finished; closed loop (N users) or open loop (Poisson rate)",
+    ),
+    Fact(
+        "load level: tok/s per user",
+        "median over requests of (tokens − 1) / (t[last] − t[0])",
+        "what one user sees at that load; TPOT is its inverse in ms",
+    ),
+    Fact(
+        "p50 / p90 / p99",
+        "linear interpolation between the closest ranks",
+        "TTFT and end-to-end per request; ITL over every token gap of the level",
+    ),
+    Fact("goodput", "requests completed within every objective / requests planned", "objectives recorded per sweep"),
+    Fact(
+        "client lag",
+        "p99 over the level of (sent − planned)",
+        "over the sweep's bound the client set the pace: the level is marked unusable and drawn apart",
+    ),
     Fact("acceptance rate", "accepted tokens / draft tokens", "differences of vLLM /metrics counters over the suite"),
     Fact("mean acceptance length", "1 + accepted tokens / drafts", "tokens emitted per target-model step"),
     Fact(
