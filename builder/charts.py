@@ -27,7 +27,6 @@ from builder.format import Num, fmt, num, opt_num
 
 PALETTE = ["#2563eb", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#4b5563"]
 WITHHELD_COLOUR = "#b45309"
-FLAG_COLOURS = ["#b45309", "#6b7280"]
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 # A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
 LEGEND_WIDTH = 30
@@ -55,6 +54,7 @@ class Point:
     note: str = ""
     flag: str | None = None  # why a published point is drawn apart, hollow and labelled
     flag_label: str = ""  # the short word beside its marker
+    flag_colour: str = WITHHELD_COLOUR
 
     @property
     def drawn_as_measured(self) -> bool:
@@ -228,9 +228,9 @@ def _figure(
         shifted = _shifted(withheld, [p.x for p in points], published_x, x_log)
         traces.append(_withheld_trace(withheld, shifted, y_title))
     flags = list(dict.fromkeys(p.flag for p in points if p.flag and p.centre is not None and p.state != "withheld"))
-    for index, flag in enumerate(flags):
+    for flag in flags:
         mine = [p for p in points if p.flag == flag and p.centre is not None and p.state != "withheld"]
-        traces.append(_flagged_trace(flag, mine, FLAG_COLOURS[index % len(FLAG_COLOURS)], y_title))
+        traces.append(_flagged_trace(flag, mine, mine[0].flag_colour, y_title))
     ticks = sorted({(p.x, p.x_label) for p in points}) if x_ticks else []
     # One constructor call: update_layout on a figure that already has traces re-checks every
     # key path against them, eight times the cost of the whole chart.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from builder.charts import Chart, Point, chart
+from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
 from builder.format import Num, num, opt_num
 from builder.views.results import packet_href
 from catalog.errors import CatalogError
@@ -24,6 +24,7 @@ from catalog.recipe import Recipe
 
 DIFFERS = "outputs differ from the oracle"
 LAGGED = "client lag over the bound: level unusable"
+LAGGED_COLOUR = "#6b7280"  # grey: the level says nothing about the server (amber, as withheld, is for outputs)
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,7 @@ def _level_point(
         else "identity not checked",
         flag=row.flag,
         flag_label=flag_label,
+        flag_colour=LAGGED_COLOUR if row.flag == LAGGED else WITHHELD_COLOUR,
     )
 
 

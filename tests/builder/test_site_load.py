@@ -133,7 +133,7 @@ def test_latency_chart_has_ttft_and_itl_percentiles_per_level(soup, load_site) -
 
 
 def test_goodput_names_its_objectives(soup) -> None:
-    captions = [c.get_text(" ") for c in soup(FAMILY).select("#load table caption")]
+    captions = [c.get_text(" ") for c in soup(FAMILY).select("#load .load-caption")]
     assert len(captions) == 2
     assert all("goodput at TTFT ≤ 500 ms and TPOT ≤ 50 ms" in " ".join(c.split()) for c in captions)
 
