@@ -271,7 +271,7 @@ LATE_MS = 25.0  # how late a lagging level's client sends: beyond LAG_BOUND_MS
 
 
 def _load_request(
-    index: int, *, planned_ms: float, lag_ms: float, ttft_ms: float, tpot_ms: float, diverges: bool
+    index: int, *, planned_ms: float, lag_ms: float, ttft_ms: float, tpot_ms: float, diverges: bool, checked: bool
 ) -> LoadRequest:
     prompts = strict_suite().prompts
     spread = 1.0 + 0.04 * (index % 5)  # requests of a level differ a little, as real ones do
@@ -284,7 +284,7 @@ def _load_request(
         e2e_ms=round(ttft + (LOAD_OUTPUT_TOKENS - 1) * tpot, 3),
         output_tokens=LOAD_OUTPUT_TOKENS,
         tpot_ms=round(tpot, 3),
-        identical_to_oracle=not diverges,
+        identical_to_oracle=not diverges if checked else None,
         first_divergence=DIVERGES_AT if diverges else None,
     )
 
@@ -299,6 +299,7 @@ def _load_level(
     lagging: bool,
     users: int | None = None,
     rate_rps: float | None = None,
+    checked: bool = True,
 ) -> LoadLevel:
     """A level whose latencies grow with the requests in flight: TTFT queues behind the batch,
     each decode step slows as the batch reads more KV cache."""
@@ -307,7 +308,9 @@ def _load_level(
     requests, finished = [], 0.0
     for i, (planned, _) in enumerate(plans):
         lag = LATE_MS if lagging and i % 2 else 0.2
-        request = _load_request(i, planned_ms=planned, lag_ms=lag, ttft_ms=ttft, tpot_ms=tpot, diverges=i < diverging)
+        request = _load_request(
+            i, planned_ms=planned, lag_ms=lag, ttft_ms=ttft, tpot_ms=tpot, diverges=i < diverging, checked=checked
+        )
         requests.append(request)
         finished = max(finished, request.sent_ms + (request.e2e_ms or 0.0))
     return LoadLevel(
@@ -342,10 +345,12 @@ def make_load_sweep(
     lagging: Sequence[str] = (),
     seed: int = 7,
     slo: Slo = LOAD_SLO,
+    checked: bool = True,
 ) -> LoadSweep:
     """A load sweep whose figures behave as a real card's: aggregate tok/s rises with users while
     each user's rate falls. `diverge` maps a level label ("8 users", "2 req/s") to how many of its
-    requests differ from the oracle; levels in `lagging` have a client later than the lag bound."""
+    requests differ from the oracle; levels in `lagging` have a client later than the lag bound.
+    Without `checked` no output was compared with the oracle (an imported curve's)."""
     levels = []
     for n in users:
         e2e = 40.0 + 12.0 * (n - 1) + (LOAD_OUTPUT_TOKENS - 1) * ms_per_token * (1.0 + 0.05 * (n - 1))
@@ -359,6 +364,7 @@ def make_load_sweep(
                 diverging=(diverge or {}).get(label, 0),
                 lagging=label in lagging,
                 users=n,
+                checked=checked,
             )
         )
     for rate in rates:
@@ -375,6 +381,7 @@ def make_load_sweep(
                 diverging=(diverge or {}).get(label, 0),
                 lagging=label in lagging,
                 rate_rps=rate,
+                checked=checked,
             )
         )
     return LoadSweep(seed=seed, requests_per_level=requests_per_level, slo=slo, levels=levels)

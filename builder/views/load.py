@@ -3,7 +3,9 @@
 Every figure is a property of catalog.load's models (aggregate_tok_s, per_user_tok_s, ttft, e2e,
 lag, goodput, identical ...); this module only picks and formats them. A level whose outputs
 differ from the oracle, or whose client lagged past the sweep's bound, is drawn apart and labelled
-(builder/charts.py `flag`), never averaged into its series' line.
+(builder/charts.py `flag`), never averaged into its series' line. A sweep of an imported or
+screened packet is speed only: no output was checked and the source's client schedule was not
+recorded, so its series says so and its lag reads "not recorded", never a number.
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ class LoadLevelRow:
     identical: Num
     identity: str  # "identical" | "differs" | "not checked"
     first_divergence: str
-    lag_p99_ms: Num
+    lag_p99_ms: Num | None  # None: not recorded by the source (an imported curve)
     usable: bool
-    client_cpu_s: Num
+    client_cpu_s: Num | None
     peak_running: Num | None
     peak_waiting: Num | None
     peak_kv_cache_pct: Num | None
@@ -94,13 +96,14 @@ def _identity(level: LoadLevel) -> str:
     return "identical" if checked and len(checked) == len(level.completed) else "not checked"
 
 
-def _flag(level: LoadLevel, sweep: LoadSweep) -> str | None:
+def _flag(level: LoadLevel, sweep: LoadSweep, own_client: bool) -> str | None:
     if _identity(level) == "differs":
         return DIFFERS
-    return None if level.usable(sweep.lag_bound_ms) else LAGGED
+    return None if level.usable(sweep.lag_bound_ms) or not own_client else LAGGED
 
 
-def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None) -> LoadLevelRow:
+def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, own_client: bool) -> LoadLevelRow:
+    """`own_client`: the runner's client sent the load, so its schedule lag and CPU were recorded."""
     ttft, e2e, itl, server = level.ttft, level.e2e, level.itl_ms, level.server
     first = level.first_divergence
     return LoadLevelRow(
@@ -124,9 +127,9 @@ def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None) ->
         identical=num(level.identical, 0),
         identity=_identity(level),
         first_divergence=f"{first.prompt_id} @ token {first.first_divergence}" if first else "",
-        lag_p99_ms=num(level.lag.p99_ms, unit="ms"),
-        usable=level.usable(sweep.lag_bound_ms),
-        client_cpu_s=num(level.client_cpu_s, unit="s"),
+        lag_p99_ms=num(level.lag.p99_ms, unit="ms") if own_client else None,
+        usable=level.usable(sweep.lag_bound_ms) or not own_client,
+        client_cpu_s=num(level.client_cpu_s, unit="s") if own_client else None,
         peak_running=opt_num(server.peak_running, 0) if server else None,
         peak_waiting=opt_num(server.peak_waiting, 0) if server else None,
         peak_kv_cache_pct=opt_num(server.peak_kv_cache_usage * 100, 1, "%")
@@ -136,7 +139,7 @@ def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None) ->
         projected_aggregate_tok_s=num(projected.aggregate_tok_s, unit="tok/s") if projected else None,
         projected_per_user_tok_s=num(projected.per_user_tok_s, unit="tok/s") if projected else None,
         measured_over_projected=num(projected.measured_over_projected) if projected else None,
-        flag=_flag(level, sweep),
+        flag=_flag(level, sweep, own_client),
     )
 
 
@@ -152,7 +155,9 @@ def _projection(
 
 
 def series_name(packet: Packet, arm: Arm) -> str:
-    return f"{packet.identity.model.quantization_label} · {arm.label}"
+    kind = packet.provenance.kind
+    imported = "" if kind == "measured" else f" ({kind}, speed only)"
+    return f"{packet.identity.model.quantization_label} · {arm.label}{imported}"
 
 
 def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe: Recipe | None) -> LoadSweepView:
@@ -176,7 +181,10 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         lag_bound_ms=num(sweep.lag_bound_ms, 0 if sweep.lag_bound_ms.is_integer() else 2, "ms"),
         seed=sweep.seed,
         requests_per_level=num(sweep.requests_per_level, 0),
-        rows=[_row(level, sweep, projected.get(level.label)) for level in sweep.levels],
+        rows=[
+            _row(level, sweep, projected.get(level.label), packet.provenance.kind == "measured")
+            for level in sweep.levels
+        ],
         projection_note=note,
     )
 

@@ -13,7 +13,7 @@ from bench.local_browser import serve_folder
 from builder.cli import run
 from catalog.repository import load_catalog
 from tests.browser.test_site_browser import LABELS_OUTSIDE, PHONE
-from tests.builder.factory import LOAD_FAMILY, write_catalog
+from tests.builder.factory import LOAD_FAMILY, load_parts, write_catalog
 
 pytestmark = pytest.mark.browser
 
@@ -26,7 +26,7 @@ def load_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     data, packets = write_catalog(root, load=True)
     out = root / "site"
     assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
-    packet = next(p for p in load_catalog(data, packets).packets.values() if p.identity.model.slug == LOAD_FAMILY)
+    packet = next(p for p in load_catalog(data, packets).packets.values() if p.title == load_parts().title)
     return out, packet.id
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from catalog.metrics import compare_rows
 from catalog.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
 from catalog.packet_io import Sealed, seal, write_packet
-from catalog.samples import ORACLE_ARM, SPEC_ARM, make_load_sweep, with_load
+from catalog.samples import ORACLE_ARM, SPEC_ARM, make_load_sweep, published_arm, published_parts, with_load
 from catalog.samples import measured_parts as sample_measured_parts
 from tests.catalog.factories import canary_set, key_for, keys_yaml, make_rows, make_server, strict_suite
 
@@ -319,6 +319,13 @@ def load_parts() -> PacketParts:
     )
 
 
+def screened_load_parts() -> PacketParts:
+    """A speed-only curve transcribed from a published load run: the oracle configuration's speed,
+    no output checked, the source's client schedule not recorded."""
+    parts = published_parts([published_arm(ORACLE_ARM, [31.0, 31.5])], provenance="screened", title="load curve")
+    return with_load(parts, {ORACLE_ARM: make_load_sweep(ms_per_token=25.0, users=(1, 4, 16), rates=(), checked=False)})
+
+
 def repeat_parts(index: int) -> PacketParts:
     """The measured campaign run again: another day and title, so another packet."""
     parts = measured_parts()
@@ -348,4 +355,5 @@ def write_catalog(
     if load:
         shutil.copy(REPO / "data" / "models" / f"{LOAD_FAMILY}.yaml", data / "models")
         write_packet(sign(load_parts(), signed=signed), packet_dir)
+        write_packet(sign(screened_load_parts(), signed=signed), packet_dir)
     return data, packet_dir

@@ -20,7 +20,7 @@ from catalog.load import LoadLevel, LoadSweep
 from catalog.packet import Packet
 from catalog.repository import load_catalog
 from catalog.samples import ORACLE_ARM, SPEC_ARM
-from tests.builder.factory import LOAD_DIVERGES, LOAD_FAMILY, LOAD_LAGS, write_catalog
+from tests.builder.factory import LOAD_DIVERGES, LOAD_FAMILY, LOAD_LAGS, load_parts, write_catalog
 
 FAMILY = f"models/{LOAD_FAMILY}/index.html"
 
@@ -31,8 +31,16 @@ def load_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Packet]:
     data, packets = write_catalog(root, load=True)
     out = root / "site"
     assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
-    packet = next(p for p in load_catalog(data, packets).packets.values() if p.identity.model.slug == LOAD_FAMILY)
+    packet = next(p for p in load_catalog(data, packets).packets.values() if p.title == load_parts().title)
     return out, packet
+
+
+@pytest.fixture(scope="module")
+def screened(load_site: tuple[Path, Packet]) -> Packet:
+    site = load_site[0].parent
+    return next(
+        p for p in load_catalog(site / "data", site / "packets").packets.values() if p.state.value == "screened"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +142,7 @@ def test_latency_chart_has_ttft_and_itl_percentiles_per_level(soup, load_site) -
 
 def test_goodput_names_its_objectives(soup) -> None:
     captions = [c.get_text(" ") for c in soup(FAMILY).select("#load .load-caption")]
-    assert len(captions) == 2
+    assert len(captions) == 3
     assert all("goodput at TTFT ≤ 500 ms and TPOT ≤ 50 ms" in " ".join(c.split()) for c in captions)
 
 
@@ -216,3 +224,19 @@ def test_a_family_without_load_sweeps_still_says_not_measured(soup) -> None:
     assert section.select_one("#load") is None
     empty = soup("models/empty-1b/index.html").select_one("#concurrency .gap")
     assert empty is not None and "not measured" in empty.get_text()
+
+
+def test_an_imported_curve_is_speed_only_and_says_so(soup, screened) -> None:
+    series = f"{_series(screened, ORACLE_ARM)} (screened, speed only)"
+    figure = _figure(soup(FAMILY), "load-frontier")
+    line = _only(figure, series)
+    levels = _sweep(screened, ORACLE_ARM).levels
+    assert line["y"] == [float(fmt(lv.aggregate_tok_s)) for lv in sorted(levels, key=lambda lv: lv.per_user_tok_s or 0)]
+    page = soup(f"packets/{screened.id}/index.html")
+    rows = page.select(f"#load-{ORACLE_ARM}-full tbody tr")
+    assert len(rows) == len(levels)
+    for row in rows:
+        cells = _cells(row)
+        assert row["data-identity"] == "not checked" and cells[8] == "not checked"
+        assert cells[9] == "not recorded by the source" and cells[10] == "not recorded"
+        assert row["data-usable"] == "yes" and "load-flagged" not in row["class"]
