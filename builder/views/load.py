@@ -76,6 +76,7 @@ class LoadSweepView:
     slo: str
     lag_bound_ms: Num
     seed: int
+    own_client: bool  # the runner's client sent the load: lag, CPU and the arrival seed are its own
     requests_per_level: Num
     rows: list[LoadLevelRow]
     projection_note: str
@@ -166,6 +167,7 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
     arm = packet.arm(ladder.arm)
     projection = _projection(packet, arm, sweep, hardware, recipe)
     projected = {e.level: e for e in projection.levels} if projection else {}
+    own_client = packet.provenance.kind == "measured"
     note = (
         f"Projected: {projection.formula} (docs/projections.md, “Many users at once”). " + " ".join(projection.notes)
         if projection
@@ -180,11 +182,9 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         slo=slo_words(sweep.slo),
         lag_bound_ms=num(sweep.lag_bound_ms, 0 if sweep.lag_bound_ms.is_integer() else 2, "ms"),
         seed=sweep.seed,
+        own_client=own_client,
         requests_per_level=num(sweep.requests_per_level, 0),
-        rows=[
-            _row(level, sweep, projected.get(level.label), packet.provenance.kind == "measured")
-            for level in sweep.levels
-        ],
+        rows=[_row(level, sweep, projected.get(level.label), own_client) for level in sweep.levels],
         projection_note=note,
     )
 

@@ -240,3 +240,5 @@ def test_an_imported_curve_is_speed_only_and_says_so(soup, screened) -> None:
         assert row["data-identity"] == "not checked" and cells[8] == "not checked"
         assert cells[9] == "not recorded by the source" and cells[10] == "not recorded"
         assert row["data-usable"] == "yes" and "load-flagged" not in row["class"]
+    caption = page.select_one(f"#load-{ORACLE_ARM}-full-caption").get_text(" ")
+    assert "speed only" in caption and "seed" not in caption
