@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from builder import routes
 from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
 from builder.format import Num, num, opt_num
-from builder.views.results import packet_href
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
 from catalog.load import LoadLevel, LoadSweep, Slo
@@ -177,7 +177,7 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         arm=arm.id,
         arm_label=arm.label,
         series=series_name(packet, arm),
-        href=packet_href(packet.id, arm.id),
+        href=routes.packet_page(packet.id, arm.id),
         state=arm.state.value,
         slo=slo_words(sweep.slo),
         lag_bound_ms=num(sweep.lag_bound_ms, 0 if sweep.lag_bound_ms.is_integer() else 2, "ms"),
@@ -204,7 +204,7 @@ def _level_point(
         centre=value,
         values=[value],
         state=arm.state.value,
-        href=packet_href(packet.id, arm.id),
+        href=routes.packet_page(packet.id, arm.id),
         evidence=f"{packet.id} · {arm.label}",
         note=f"{row.identical.text} of {row.completed.text} outputs identical to the oracle"
         if row.identity != "not checked"

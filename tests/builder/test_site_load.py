@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup, Tag
@@ -21,6 +22,7 @@ from catalog.packet import Packet
 from catalog.repository import load_catalog
 from catalog.samples import ORACLE_ARM, SPEC_ARM
 from tests.builder.factory import LOAD_DIVERGES, LOAD_FAMILY, LOAD_LAGS, load_parts, write_catalog
+from tests.builder.test_routes import internal_links
 
 FAMILY = f"models/{LOAD_FAMILY}/index.html"
 
@@ -242,3 +244,16 @@ def test_an_imported_curve_is_speed_only_and_says_so(soup, screened) -> None:
         assert row["data-usable"] == "yes" and "load-flagged" not in row["class"]
     caption = page.select_one(f"#load-{ORACLE_ARM}-full-caption").get_text(" ")
     assert "speed only" in caption and "seed" not in caption
+
+
+def test_every_link_of_the_load_pages_resolves(load_site, screened) -> None:
+    site, packet = load_site
+    for path in (FAMILY, f"packets/{packet.id}/index.html", f"packets/{screened.id}/index.html"):
+        page = site / path
+        for link in internal_links(BeautifulSoup(page.read_text(encoding="utf-8"), "lxml")):
+            parts = urlsplit(link)
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            assert target.is_file(), (path, link)
+            if parts.fragment and target.suffix == ".html":
+                found = BeautifulSoup(target.read_text(encoding="utf-8"), "lxml").find(id=parts.fragment)
+                assert found is not None, (path, link)
