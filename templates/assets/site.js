@@ -5,6 +5,15 @@
 (function () {
   "use strict";
 
+  /* ---- glossary terms: the page writes a definition at a term's first use; every later use gets it ---- */
+  var definitions = {};
+  Array.prototype.forEach.call(document.querySelectorAll("abbr.term[title]"), function (abbr) {
+    definitions[abbr.textContent] = definitions[abbr.textContent] || abbr.title;
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("abbr.term:not([title])"), function (abbr) {
+    if (definitions[abbr.textContent]) { abbr.title = definitions[abbr.textContent]; }
+  });
+
   /* ---- copy buttons ---- */
   function fallbackCopy(text) {
     var area = document.createElement("textarea");

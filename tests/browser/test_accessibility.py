@@ -3,7 +3,8 @@ any kind of page: the family page with its charts drawn and without JavaScript (
 charts), a packet page, the recipe page with its command builder, the index with its filter.
 
 axe-core is the copy the pinned `axe-playwright-python` release ships (requirements/dev.txt), so
-the rules do not move under the test; the script is injected into the page, not fetched."""
+the rules do not move under the test; the script is injected into the page, not fetched. And every
+use of a glossary term carries its definition once site.js has run."""
 
 from __future__ import annotations
 
@@ -73,3 +74,15 @@ def test_no_serious_violation_without_the_sites_scripts_on_a_phone(browser, base
     assert page.locator("details.chart-table[open]").count() == page.locator("figure.chart").count()
     assert _serious_violations(page) == []
     context.close()
+
+
+def test_every_use_of_a_term_shows_its_definition(page, base_url):  # type: ignore[no-untyped-def]
+    """The page writes a term's definition once, at its first use; site.js gives it to every later
+    use, so hovering any MTP on the page explains it."""
+    page.goto(base_url + FAMILY)
+    terms = page.eval_on_selector_all("abbr.term", "nodes => nodes.map(n => [n.textContent, n.title])")
+    assert len(terms) > len(dict(terms))  # some terms are used more than once
+    definitions: dict[str, set[str]] = {}
+    for word, title in terms:
+        definitions.setdefault(word, set()).add(title)
+    assert all(len(titles) == 1 and "" not in titles for titles in definitions.values()), definitions
