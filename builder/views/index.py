@@ -8,6 +8,8 @@ same list with the matching families shown, each with its best matching result, 
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field, replace
 
 from builder.format import Num
@@ -99,9 +101,15 @@ PRERENDERED = ("hw", "quant")
 RESULT_FILTERS = ("hw", "quant", "spec")  # those a family's results are matched on (site.js pickKey)
 
 
+# A filter value short enough to read is its own folder name; a longer one (a quantization label is
+# free text from a recipe) is named by its digest, so no free text ever becomes a long path.
+_READABLE_VALUE = re.compile(r"[a-z0-9][a-z0-9_-]{0,23}")
+
+
 def filtered_index_path(name: str, value: str) -> str:
     """Where the index filtered on one value of one filter is pre-rendered."""
-    return f"filter/{name}/{value}/index.html"
+    folder = value if _READABLE_VALUE.fullmatch(value) else "v-" + hashlib.sha256(value.encode()).hexdigest()[:10]
+    return f"filter/{name}/{folder}/index.html"
 
 
 def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:

@@ -178,3 +178,18 @@ def test_recipe_guide_code_blocks_have_copy_buttons(page, built):
             button = pre.find_next_sibling("button")
             assert button is not None and button["data-copy"] == pre["id"]
         assert soup.select_one("select[name=tp]") is not None
+
+
+def test_a_filter_page_per_card_and_quantization_linked_without_javascript(page, built):
+    from builder.views.index import filtered_index_path
+
+    soup = page("index.html")
+    links = [a["href"] for a in soup.select("noscript [data-noscript-filters] a, [data-noscript-filters] a")]
+    options = {
+        (s["name"], o["value"]) for s in soup.select("select[name=hw], select[name=quant]") for o in s.select("option")
+    }
+    expected = {filtered_index_path(name, value) for name, value in options if value}
+    assert set(links) == expected and all((built / link).is_file() for link in links)
+    assert filtered_index_path("quant", "w4a16") == "filter/quant/w4a16/index.html"
+    # a long free-text label never becomes a long path
+    assert re.fullmatch(r"filter/quant/v-[0-9a-f]{10}/index\.html", filtered_index_path("quant", "x" * 40 + "-pwn3d"))
