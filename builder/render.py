@@ -12,7 +12,7 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 
 from builder import routes
-from builder.views.glossary import defined
+from builder.views.glossary import defined, term
 from builder.views.results import STATE_MEANINGS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -44,6 +44,20 @@ def url(context: Context, target: str) -> str:
     return routes.relative(str(context["page_path"]), target)
 
 
+@pass_context
+def defined_on_page(context: Context, text: object) -> Markup:
+    """`defined`, each term's definition written at its first use on the page being rendered."""
+    titled: set[str] = context["terms_titled"]
+    return defined(text, titled)
+
+
+@pass_context
+def term_on_page(context: Context, name: str) -> Markup:
+    """`term`, its definition written at its first use on the page being rendered."""
+    titled: set[str] = context["terms_titled"]
+    return term(name, titled)
+
+
 def make_environment(templates: Path = TEMPLATES) -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(templates)),
@@ -57,11 +71,12 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
     env.globals["routes"] = routes
     env.filters["json_script"] = json_script
     env.filters["json_text"] = json_text
-    env.filters["defined"] = defined
+    env.filters["defined"] = defined_on_page
+    env.filters["term"] = term_on_page
     env.globals["state_meanings"] = STATE_MEANINGS
     return env
 
 
 def render_page(env: Environment, template: str, path: str, context: Mapping[str, Any]) -> bytes:
-    html = env.get_template(template).render({**context, "page_path": path})
+    html = env.get_template(template).render({**context, "page_path": path, "terms_titled": set()})
     return html.encode("utf-8")

@@ -10,6 +10,8 @@ Stdlib only (like `builder.stamp`, which counts packets with it before the heavy
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterable
 
 from catalog.layout import SIGNATURE_SUFFIX
@@ -24,6 +26,7 @@ MODELS_API = "api/models.json"
 BUILD_MANIFEST = ".catalog-build.json"
 
 PACKETS_FOLDER = "packets"
+FILTER_FOLDER = "filter"
 ASSETS_FOLDER = "assets"
 STYLESHEET = "assets/style.css"
 FAVICON = "assets/favicon.svg"
@@ -75,6 +78,21 @@ def is_packet_json(path: str) -> bool:
     return folder == PACKETS_FOLDER and is_file_name and not name.endswith(SIGNATURE_SUFFIX)
 
 
+# A filter value short enough to read is its own folder name; a longer one (a quantization label is
+# free text from a recipe) is named by its digest, so no free text ever becomes a long path.
+_READABLE_VALUE = re.compile(r"[a-z0-9][a-z0-9_-]{0,23}")
+
+
+def filtered_index(name: str, value: str) -> str:
+    """The index pre-rendered with one filter set to one value (for readers without JavaScript)."""
+    folder = value if _READABLE_VALUE.fullmatch(value) else "v-" + hashlib.sha256(value.encode()).hexdigest()[:10]
+    return f"{FILTER_FOLDER}/{name}/{folder}/index.html"
+
+
+def is_filtered_index(path: str) -> bool:
+    return path.startswith(f"{FILTER_FOLDER}/") and path.endswith("/index.html")
+
+
 def hardware_page(hardware_id: str) -> str:
     return f"hardware/{hardware_id}/index.html"
 
@@ -103,13 +121,20 @@ def relative(page_path: str, target: str) -> str:
 
 
 def pages_affected_by(
-    packet_id: str, model_slug: str, hardware_ids: Iterable[str], *, reproduces: str | None = None
+    packet_id: str,
+    model_slug: str,
+    hardware_ids: Iterable[str],
+    *,
+    reproduces: str | None = None,
+    filtered_indexes: Iterable[str] = (),
 ) -> set[str]:
     """The output paths a new or changed packet can change: its own page, file and signature; its
     family's page, recipe page (overlay configurations list packets; docker commands pin the image
     digest the newest packet recorded) and family API; the index, the models API and the sitemap;
     the page of each card it ran on; and the page of the packet it reproduces (its grade and
-    "reproduced by" link). Every other file is independent of the packet."""
+    "reproduced by" link); and the pre-rendered filtered indexes the caller passes (each lists every
+    family and every filter's values, so any packet can change any of them). Every other file is
+    independent of the packet."""
     affected = {
         packet_page(packet_id),
         packet_json(packet_id),
@@ -124,4 +149,5 @@ def pages_affected_by(
     affected.update(hardware_page(h) for h in hardware_ids)
     if reproduces:
         affected.add(packet_page(reproduces))
+    affected.update(filtered_indexes)
     return affected

@@ -19,7 +19,7 @@ from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
 from builder.views.hardware import hardware_view
-from builder.views.index import index_view
+from builder.views.index import filtered_index_views, index_view
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
@@ -67,14 +67,25 @@ def family_views(ctx: SiteContext) -> list[FamilyView]:
 def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
     catalog = ctx.catalog
     hardware = catalog.hardware
+    index = index_view(families, hardware)
     found = [
         Page(
             routes.INDEX,
             "index.html",
-            {"view": index_view(families, hardware)},
+            {"view": index},
             "Choose a model",
             "Honest LLM serving performance: every number from a sealed evidence packet.",
         ),
+        *[
+            Page(
+                path,
+                "index.html",
+                {"view": view},
+                f"Choose a model: {view.chosen_words}",
+                f"Every model family with a result for {view.chosen_words}, each with its best matching result.",
+            )
+            for path, view in filtered_index_views(index).items()
+        ],
         Page(
             routes.METHODOLOGY,
             "methodology.html",

@@ -2,7 +2,10 @@
 
 The methodology page renders the whole list (`macros.html` `glossary`); every other page wraps a
 term where it appears in an `<abbr class="term" title="...">` through the `defined` filter, so a
-reader can hover or long-press any term instead of looking it up.
+reader can hover or long-press any term instead of looking it up (the first use on a page carries
+the definition; site.js gives it to every later use). A term that is an ordinary word
+elsewhere (an optimisation band's name) is wrapped only where a page shows it as that term, by
+the `term` filter.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from functools import cache
 from markupsafe import Markup, escape
 
 from catalog.grade import GRADE_MEANING
+from catalog.projection import OPTIMISATION_BANDS
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,9 @@ GLOSSARY: list[Term] = [
         "how late the load generator sent a request against its plan; over the bound the level is unusable",
     ),
     _term("utilisation", "measured speed as a share of the ceiling: how much is left to gain"),
+    _term("optimisation band", "the utilisation named in five bands, from untuned to at the limit"),
+    # a band's name is an ordinary word elsewhere ("tuned serving stacks"): defined where it names a band
+    *[_term(b.name, f"optimisation band: {b.meaning}", inline=False) for b in OPTIMISATION_BANDS],
     _term("measured", inline=False, short="state: measured here on fresh servers; every gate it carries passed"),
     _term("imported", inline=False, short="state: copied from a named published source, not measured by this runner"),
     _term(
@@ -89,8 +96,12 @@ def _pattern() -> re.Pattern[str]:
     return re.compile(r"(?<![\w/-])(" + "|".join(re.escape(w) for w in words) + r")(?=\d|\b|$)(?![-/][\w])")
 
 
-def defined(text: object) -> Markup:
-    """Escape `text` and wrap each glossary term in it in an `<abbr>` with its definition."""
+def defined(text: object, titled: set[str] | None = None) -> Markup:
+    """Escape `text` and wrap each glossary term in it in an `<abbr>` with its definition.
+
+    `titled` holds the terms the page being rendered has defined already: a later use of one is an
+    `<abbr>` without the title (site.js copies the first one's onto it), so a page that names MTP
+    a hundred times carries its definition once and stays under its size budget."""
     if hasattr(text, "__html__"):  # already markup (a formatted number, a rendered macro)
         return Markup(text.__html__())  # noqa: S704 - it renders itself safely
     out: list[str] = []
@@ -98,11 +109,27 @@ def defined(text: object) -> Markup:
     source = str(text)
     for match in _pattern().finditer(source):
         out.append(str(escape(source[last : match.start()])))
-        term = INLINE[match.group(1)]
-        out.append(f'<abbr class="term" title="{escape(term.short)}">{escape(match.group(1))}</abbr>')
+        word = match.group(1)
+        if titled is not None and word in titled:
+            out.append(f'<abbr class="term">{escape(word)}</abbr>')
+        else:
+            out.append(f'<abbr class="term" title="{escape(INLINE[word].short)}">{escape(word)}</abbr>')
+            if titled is not None:
+                titled.add(word)
         last = match.end()
     out.append(str(escape(source[last:])))
     return Markup("".join(out))  # noqa: S704 - every piece escaped above
+
+
+def term(name: str, titled: set[str] | None = None) -> Markup:
+    """`name`, a glossary term a page shows on its own (an optimisation band), in its `<abbr>`;
+    `titled` as in `defined`."""
+    entry = BY_TERM[name]
+    if titled is not None and name in titled:
+        return Markup('<abbr class="term">{}</abbr>').format(entry.term)
+    if titled is not None:
+        titled.add(name)
+    return Markup('<abbr class="term" title="{}">{}</abbr>').format(entry.short, entry.term)
 
 
 def terms_in(text: str) -> set[str]:

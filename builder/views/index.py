@@ -1,12 +1,14 @@
 """The index, "choose a model": every family, filterable and sortable from a static file.
 
 The list is rendered in its default order (fastest first) so it reads without JavaScript; the
-page script filters and re-sorts it and keeps the choice in the URL hash.
+page script filters and re-sorts it and keeps the choice in the URL hash. Without JavaScript the
+common filters (one card, one quantization) are pre-rendered pages, linked from the form: the
+same list with the matching families shown, each with its best matching result, sorted by it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from builder import routes
 from builder.format import Num
@@ -63,11 +65,39 @@ class ResultRow:
 
 
 @dataclass(frozen=True)
+class FilterLink:
+    label: str
+    href: str
+    current: bool
+
+
+@dataclass(frozen=True)
+class FilterLinks:
+    """A pre-rendered page per value of one filter: the no-JavaScript way to filter."""
+
+    label: str
+    links: list[FilterLink]
+
+
+@dataclass(frozen=True)
 class IndexView:
     families: list[FamilyCard]
     filters: list[Filter]
     sorts: list[Option]
     by_result: list[ResultRow]
+    filter_links: list[FilterLinks]
+    # the pre-rendered filter (name -> value), empty on the index itself
+    chosen: dict[str, str] = field(default_factory=dict)
+    chosen_words: str = ""
+    # per family slug: the pick shown ("default", a pick's index, or "none"); hidden: filtered out
+    shown: dict[str, str] = field(default_factory=dict)
+    hidden: frozenset[str] = frozenset()
+    count: str = ""
+
+
+# Filters with a pre-rendered page per value: the common ones, by card and by quantization.
+PRERENDERED = ("hw", "quant")
+RESULT_FILTERS = ("hw", "quant", "spec")  # those a family's results are matched on (site.js pickKey)
 
 
 def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
@@ -137,4 +167,64 @@ def index_view(families: list[FamilyView], hardware: dict[str, Hardware]) -> Ind
             if quant:
                 by_result.append(ResultRow(card.title, card.href, card.picks[card.pick_for[key]]))
     by_result.sort(key=lambda row: (row.pick.hardware_name, row.pick.quant_label, -row.pick.value.value, row.family))
-    return IndexView(cards, filters, sorts, by_result)
+    view = IndexView(cards, filters, sorts, by_result, _filter_links(filters, {}))
+    return replace(view, shown={c.slug: "default" for c in cards}, count=f"{len(cards)} of {len(cards)} families")
+
+
+def _filter_links(filters: list[Filter], chosen: dict[str, str]) -> list[FilterLinks]:
+    return [
+        FilterLinks(
+            f.label,
+            [
+                FilterLink(o.label, routes.filtered_index(f.name, o.value), chosen.get(f.name) == o.value)
+                for o in f.options
+            ],
+        )
+        for f in filters
+        if f.name in PRERENDERED
+    ]
+
+
+def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
+    """The index filtered on each value of each pre-rendered filter, by the page's path: what
+    site.js shows for that choice (the same families, picks, order and count), without it."""
+    views = {}
+    for f in index.filters:
+        if f.name not in PRERENDERED:
+            continue
+        for option in f.options:
+            views[routes.filtered_index(f.name, option.value)] = _filtered(index, {f.name: option.value}, option.label)
+    return views
+
+
+def _filtered(index: IndexView, chosen: dict[str, str], words: str) -> IndexView:
+    key = "|".join(chosen.get(name, "") for name in RESULT_FILTERS)
+    values = {"hw": lambda c: c.hardware, "quant": lambda c: c.quantizations}
+    shown: dict[str, str] = {}
+    speed: dict[str, float] = {}
+    hidden = set()
+    for card in index.families:
+        if not all(value in values[name](card) for name, value in chosen.items()):
+            hidden.add(card.slug)
+        pick = card.pick_for.get(key)
+        shown[card.slug] = "none" if pick is None else str(pick)
+        speed[card.slug] = -1.0 if pick is None else card.picks[pick].value.value
+    visible = [c for c in index.families if c.slug not in hidden]
+    matching = sum(shown[c.slug] != "none" for c in visible)
+    return replace(
+        index,
+        families=sorted(index.families, key=lambda c: (-speed[c.slug], c.title.lower())),
+        by_result=[r for r in index.by_result if all(getattr(r.pick, n) == v for n, v in _pick_fields(chosen))],
+        filter_links=_filter_links(index.filters, chosen),
+        chosen=chosen,
+        chosen_words=words,
+        shown=shown,
+        hidden=frozenset(hidden),
+        count=f"{len(visible)} of {len(index.families)} families · {matching} with a matching result",
+    )
+
+
+def _pick_fields(chosen: dict[str, str]) -> list[tuple[str, str]]:
+    """A filter's value as the ResultPick field it matches."""
+    field_of = {"hw": "hardware_id", "quant": "quant"}
+    return [(field_of[name], value) for name, value in chosen.items()]

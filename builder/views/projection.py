@@ -33,7 +33,7 @@ class ProjectionRow:
     measured: Num | None
     ceiling: Num
     utilisation: Num | None
-    band: str
+    band: str | None  # None: unpublished, so no band
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def _row(result: ArmResult, projection: Any) -> ProjectionRow:
         measured=opt_num(projection.measured_tok_s, 2, "tok/s") if result.published else None,
         ceiling=num(projection.ceiling_tok_s, 2, "tok/s"),
         utilisation=_percent(projection.utilisation) if result.published else None,
-        band=grade.band if grade and result.published else "—",
+        band=grade.band if grade and result.published else None,
     )
 
 

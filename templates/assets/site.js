@@ -5,6 +5,15 @@
 (function () {
   "use strict";
 
+  /* ---- glossary terms: the page writes a definition at a term's first use; every later use gets it ---- */
+  var definitions = {};
+  Array.prototype.forEach.call(document.querySelectorAll("abbr.term[title]"), function (abbr) {
+    definitions[abbr.textContent] = definitions[abbr.textContent] || abbr.title;
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("abbr.term:not([title])"), function (abbr) {
+    if (definitions[abbr.textContent]) { abbr.title = definitions[abbr.textContent]; }
+  });
+
   /* ---- copy buttons ---- */
   function fallbackCopy(text) {
     var area = document.createElement("textarea");
@@ -91,9 +100,15 @@
       var raw = window.location.hash.replace(/^#/, "") || window.location.search.replace(/^\?/, "");
       return new URLSearchParams(raw);
     }
+    /* A pre-rendered filter page (filter/<name>/<value>/) has its choice selected in the markup:
+       with nothing in the URL, that choice stands. */
+    function preset(select) {
+      var chosen = Array.prototype.filter.call(select.options, function (o) { return o.defaultSelected; });
+      return chosen.length ? chosen[0].value : "";
+    }
     function apply(params) {
       selects.forEach(function (select) {
-        var wanted = params.get(select.name) || "";
+        var wanted = params.has(select.name) ? params.get(select.name) : preset(select);
         var known = Array.prototype.some.call(select.options, function (o) { return o.value === wanted; });
         select.value = known ? wanted : select.options[0].value;
       });
@@ -127,6 +142,11 @@
     form.addEventListener("change", function () {
       var params = currentParams();
       var hash = params.toString();
+      var home = form.getAttribute("data-home");
+      if (home) {  /* a pre-rendered filter page: every other choice is the index's */
+        window.location.href = home + (hash ? "#" + hash : "");
+        return;
+      }
       try {
         window.history.replaceState(null, "", window.location.pathname + (hash ? "#" + hash : ""));
       } catch (e) {

@@ -1,5 +1,7 @@
-"""The index filter picks a result per family (or says none matches); the recipe builder restores
-its choice from the address and its copy buttons copy exactly the command on screen."""
+"""The index filter picks a result per family (or says none matches), and the pages pre-rendered for
+one card or one quantization show, without JavaScript, exactly what the script shows for that
+choice; the recipe builder restores its choice from the address and its copy buttons copy exactly
+the command on screen."""
 
 from __future__ import annotations
 
@@ -80,6 +82,44 @@ def _expected(site, *, variant: str, hw: str, features: list[str], tp: int, dept
     ).redacted()
     # the fixture's recorded digest is not a full sha256, so the image is not pinned
     return replace(command, args=with_depth(command.args, depth))
+
+
+LISTED = """() => [...document.querySelectorAll('[data-family-list] > li')].filter(li => !li.hidden).map(li => [
+  li.querySelector('h2').textContent.trim(),
+  [...li.querySelectorAll('.pick')].filter(p => !p.hidden).map(p => p.textContent.replace(/\\s+/g, ' ').trim())
+])"""
+
+
+def _listing(page) -> tuple[object, str]:  # type: ignore[no-untyped-def]
+    return page.evaluate(LISTED), page.locator("[data-count]").text_content()
+
+
+def test_prerendered_filter_pages_show_what_the_script_shows(browser, base_url, site):  # type: ignore[no-untyped-def]
+    static = browser.new_context(java_script_enabled=False)
+    without = static.new_page()
+    without.goto(base_url + "index.html")
+    links = without.locator("[data-noscript-filters] a")
+    hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+    assert {h.split("/")[1] for h in hrefs} == {"hw", "quant"} and len(hrefs) >= 4
+    scripted = browser.new_context()
+    page = scripted.new_page()
+    for href in hrefs:
+        name = href.split("/")[1]
+        without.goto(base_url + href)
+        value = without.locator(f"select[name={name}] option[selected]").get_attribute("value")
+        listed, count = _listing(without)
+        page.goto(base_url + f"index.html#{name}={value}")
+        assert _listing(page) == (listed, count), href
+        # the pre-rendered page with the script: the same, and its choice is selected
+        page.goto(base_url + href)
+        assert _listing(page) == (listed, count), href
+        assert page.locator(f"select[name={name}]").input_value() == value
+    # another choice on a pre-rendered page is the index's, in its address
+    page.select_option("select[name=hw]", "")
+    page.wait_for_url("**/index.html#quant=*")
+    assert page.locator("select[name=quant]").input_value() == value
+    static.close()
+    scripted.close()
 
 
 def test_builder_restores_its_choice_from_the_address(page, base_url, site):  # type: ignore[no-untyped-def]

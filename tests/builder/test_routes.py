@@ -71,6 +71,11 @@ def every_route(catalog: Catalog) -> set[str]:
         if packet.signed:
             found.add(routes.packet_signature(packet_id))
     found |= {routes.hardware_page(h) for h in catalog.hardware}
+    # the index pre-rendered per card (measured on, or verified by a recipe) and per quantization measured
+    found |= {routes.filtered_index("hw", p.identity.host.hardware) for p in catalog.packets.values()}
+    verified = {h for r in catalog.recipes.values() for h, status in r.meta.hardware.items() if status == "verified"}
+    found |= {routes.filtered_index("hw", h) for h in verified}
+    found |= {routes.filtered_index("quant", p.identity.model.quantization) for p in catalog.packets.values()}
     return found
 
 
@@ -147,7 +152,10 @@ def test_adding_a_packet_changes_only_the_pages_it_affects(
     packet = catalog.packets[packet_id]
     slug = packet.identity.model.slug
     hardware = {packet.identity.host.hardware}
-    affected = routes.pages_affected_by(packet_id, slug, hardware, reproduces=packet.reproduces)
+    filtered = {p for p in before.keys() | after.keys() if routes.is_filtered_index(p)}
+    affected = routes.pages_affected_by(
+        packet_id, slug, hardware, reproduces=packet.reproduces, filtered_indexes=filtered
+    )
     assert changed <= affected, f"changed but not named: {sorted(changed - affected)}"
     own = {routes.packet_page(packet_id), routes.packet_json(packet_id), routes.packet_signature(packet_id)}
     assert own <= changed  # new files
@@ -171,8 +179,13 @@ def test_a_reproduction_also_changes_the_page_of_the_packet_it_reproduces(tmp_pa
 
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
     identity = copy.packet.identity
+    filtered = {p for p in before.keys() | after.keys() if routes.is_filtered_index(p)}
     affected = routes.pages_affected_by(
-        copy.packet.id, identity.model.slug, [identity.host.hardware], reproduces=original.packet.id
+        copy.packet.id,
+        identity.model.slug,
+        [identity.host.hardware],
+        reproduces=original.packet.id,
+        filtered_indexes=filtered,
     )
     assert changed <= affected, f"changed but not named: {sorted(changed - affected)}"
     assert routes.packet_page(original.packet.id) in changed

@@ -29,7 +29,7 @@ def test_an_imported_arm_shows_the_command_its_configuration_composes(site: Path
     soup = _soup(site, f"packets/{W4A16}/index.html")
     arm = soup.select_one("#arm-tp1-mtp3-int4-head")
     assert arm is not None
-    text = arm.get_text(" ")
+    text = " ".join(arm.get_text(" ").split())  # a glossary <abbr> (TP) is its own text node
     assert "Composed from the recipe for this variant, card, TP and depth; not recorded by the source." in text
     assert "VLLM_XPU_DRAFT_LM_HEAD_INT4=1" in text and "RedHatAI/Qwen3.5-9B-quantized.w4a16" in text
     assert '"num_speculative_tokens":3' in text and "--max-model-len 8192" in text

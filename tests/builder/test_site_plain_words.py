@@ -4,8 +4,14 @@ picks per result, re-run commands that match the packet, grouped numbers, sitema
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from bs4 import BeautifulSoup
+
+from builder.site import build_files
 from builder.views.glossary import BY_TERM, INLINE, terms_in
+
+REPO = Path(__file__).resolve().parents[2]
 
 FAMILY = "models/fixture-7b/index.html"
 
@@ -25,18 +31,56 @@ def test_methodology_has_the_one_glossary(page):
     assert "utilisation" in BY_TERM and all(f"Evidence {g}" in BY_TERM for g in "ABCD")
 
 
+# Where an <abbr> cannot go or would change what a reader copies: a select's options, commands.
+NOT_WRAPPED = ("abbr", "option", "pre", "script", "style", "dfn")
+
+
+def _bare_terms(soup) -> list[str]:
+    """Each glossary term in the page's main text that is not inside its <abbr>."""
+    bare = []
+    for text in soup.main.find_all(string=True):
+        if text.find_parent(NOT_WRAPPED) is None:
+            bare += [f"{term} in {text.parent.name}: {text.strip()[:60]}" for term in sorted(terms_in(str(text)))]
+    return bare
+
+
+def _pages_with_terms(built) -> list[str]:
+    kinds = ("packets/*/index.html", "hardware/*/index.html")
+    return [FAMILY, "index.html", *sorted(str(p.relative_to(built)) for k in kinds for p in built.glob(k))]
+
+
 def test_every_term_a_page_uses_is_defined_inline(page, built):
-    """Every glossary term a packet page uses, and every one the family page's hero, signals,
-    packet cards and classified results use, is an <abbr> with its definition somewhere on the page.
-    Narrowed on purpose: the family page's measured-results tables, charts and projection section
-    still use terms (MTP, INT4, ceiling, utilisation, ...) that only the methodology page defines."""
-    for path in [FAMILY, *sorted(str(p.relative_to(built)) for p in built.glob("packets/*/index.html"))]:
+    """Every occurrence of a glossary term on the family page (measured tables, chart titles and
+    the projection included), the index, packet and hardware pages is an <abbr> with its
+    definition, except in a select's options and in commands."""
+    for path in _pages_with_terms(built):
         soup = page(path)
-        defined = {a.get_text() for a in soup.select("abbr.term[title]")}
-        scope = page(path).select("#hero, #signals, #packets, #classified") if path == FAMILY else [page(path).main]
-        used = set().union(*(terms_in(part.get_text(" ")) for part in scope))
-        assert used - defined == set(), (path, used - defined)
-        assert all(a["title"] == INLINE[a.get_text()].short for a in soup.select("abbr.term"))
+        assert _bare_terms(soup) == [], path
+        # a definition is written once, at the term's first use; later uses get it from site.js
+        titled: list[str] = []
+        for abbr in soup.select("abbr.term"):
+            if abbr.has_attr("title"):
+                assert abbr["title"] == BY_TERM[abbr.get_text()].short, (path, abbr)
+                titled.append(abbr.get_text())
+            assert abbr.get_text() in titled, (path, "used before its definition", abbr)
+        if path == FAMILY:
+            assert len(titled) == len(set(titled)), "each definition once per page"
+            used = {a.get_text() for a in soup.select("#measured abbr.term, #projection abbr.term")}
+            assert {"MTP", "TTFT", "ceiling", "utilisation", "optimisation band"} <= used
+
+
+def test_the_qwen_family_pages_define_every_term_they_use():
+    files = build_files(REPO / "data", REPO / "packets").files
+    for slug in ("qwen3.5-9b", "qwen3.5-4b"):
+        content = files[f"models/{slug}/index.html"]
+        assert isinstance(content, bytes)
+        assert _bare_terms(BeautifulSoup(content, "lxml")) == [], slug
+
+
+def test_optimisation_bands_are_defined_only_where_they_name_a_band(page):
+    soup = page(FAMILY)
+    bands = [a for a in soup.select("#projection abbr.term[title]") if a["title"].startswith("optimisation band:")]
+    assert bands and all(not INLINE.get(a.get_text()) for a in bands)
 
 
 def test_pages_show_words_not_arm_ids(page, built):
@@ -134,3 +178,18 @@ def test_recipe_guide_code_blocks_have_copy_buttons(page, built):
             button = pre.find_next_sibling("button")
             assert button is not None and button["data-copy"] == pre["id"]
         assert soup.select_one("select[name=tp]") is not None
+
+
+def test_a_filter_page_per_card_and_quantization_linked_without_javascript(page, built):
+    from builder.routes import filtered_index as filtered_index_path
+
+    soup = page("index.html")
+    links = [a["href"] for a in soup.select("noscript [data-noscript-filters] a, [data-noscript-filters] a")]
+    options = {
+        (s["name"], o["value"]) for s in soup.select("select[name=hw], select[name=quant]") for o in s.select("option")
+    }
+    expected = {filtered_index_path(name, value) for name, value in options if value}
+    assert set(links) == expected and all((built / link).is_file() for link in links)
+    assert filtered_index_path("quant", "w4a16") == "filter/quant/w4a16/index.html"
+    # a long free-text label never becomes a long path
+    assert re.fullmatch(r"filter/quant/v-[0-9a-f]{10}/index\.html", filtered_index_path("quant", "x" * 40 + "-pwn3d"))

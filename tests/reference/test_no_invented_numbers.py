@@ -1,5 +1,6 @@
 """No invented numbers: every figure and gate count on the two Qwen3.5 family pages comes from a
 packet (so from data/imports/) and, for a gate count, from the seed page's text for that very arm.
+Figures are checked where the page marks them (`data.num`) and where a sentence writes them out.
 
 The 9B FP8 packet once carried the depth 4 count (8/12) on depths 5 and 6, which the source never
 printed; `corrected` below is the edit data/imports/neural-download.yaml received (the committed
@@ -19,6 +20,7 @@ import yaml
 from bs4 import BeautifulSoup, Tag
 
 from builder.cli import run
+from builder.format import WORDS_PER_TOKEN
 from catalog.errors import CatalogError
 from catalog.layout import is_signature
 from catalog.loading import load_file
@@ -79,7 +81,7 @@ def _allowed(packet_files: list[Path], recipe: Recipe) -> set[Decimal]:
     the builder shows them, plus the recipe's own figures."""
     import json
 
-    from builder.format import WORDS_PER_TOKEN, rounded
+    from builder.format import rounded
 
     raw: list[float] = [float(recipe.model.context_length)]
     raw += [float(v.vram_minimum_gb) for v in recipe.variants.values()]
@@ -117,6 +119,13 @@ def _sourced_problems(site: Path, packets: Path, data: Path) -> list[str]:
                 continue  # counts of results, not figures
             if Decimal(str(number["value"])) not in allowed:
                 problems.append(f"{slug}: {number['value']} is in no packet")
+        # figures written into sentences ("as published (113.63 / 112.90 tok/s)"), not as data.num
+        for text in main.find_all(string=True):
+            if text.find_parent(["script", "style", "data"]) or text.find_parent(id="projection"):
+                continue
+            for figure in re.findall(r"(?<![\w.-])\d[\d,]*\.\d+(?![\w.])", str(text)):
+                if Decimal(figure.replace(",", "")) not in allowed | {Decimal(str(WORDS_PER_TOKEN))}:
+                    problems.append(f"{slug}: {figure} in the text '{text.strip()[:60]}' is in no packet")
         for entry in main.select(".entry[data-depth]"):
             for count in re.findall(r"\b(\d+/\d+)\b", entry.get_text(" ")):
                 if (int(str(entry["data-depth"])), count) not in seeds:
