@@ -69,42 +69,6 @@ def test_plotly_is_fetched_only_when_a_chart_comes_near(browser, base_url):
     context.close()
 
 
-PREVIEW_LABELS_OUTSIDE = """svg => {
-  const box = svg.getBoundingClientRect();
-  return [...svg.querySelectorAll('text')].map(t => [t.textContent, t.getBoundingClientRect()])
-    .filter(([, r]) => r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1))
-    .map(([text]) => text);
-}"""
-FIGURE = "f => JSON.parse(f.querySelector('script[id^=\"chart-data-\"]').textContent)"
-FIGURE_POINTS = f"f => ({FIGURE})(f).data.reduce((n, t) => n + t.x.length, 0)"
-FIGURE_TRACES = f"f => ({FIGURE})(f).data.length"
-
-
-@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, PHONE], ids=["desktop", "phone"])
-def test_every_chart_is_previewed_before_plotly_arrives(browser, base_url, viewport):
-    """At DOMContentLoaded, with the bundle not even requested, every chart is already drawn as a
-    static SVG with one marker per point of its figure and no label outside it; Plotly replaces it."""
-    context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    fetched: list[str] = []
-    page.on("request", lambda r: fetched.append(r.url))
-    page.goto(base_url + FAMILY, wait_until="domcontentloaded")
-    figures = page.locator("figure.chart").all()
-    assert figures
-    for figure in figures:
-        svg = figure.locator(".chart-preview svg[role=img]")
-        assert svg.count() == 1 and svg.is_visible()
-        assert svg.locator("circle.mark").count() == figure.evaluate(FIGURE_POINTS)
-        assert svg.locator("polyline").count() >= 1
-        assert svg.evaluate(PREVIEW_LABELS_OUTSIDE) == []
-        assert figure.locator(".chart-legend li").count() == figure.evaluate(FIGURE_TRACES)
-    assert not [u for u in fetched if "plotly" in u]
-    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
-    _wait_for_charts(page)
-    assert page.locator(".chart-preview").count() == 0
-    context.close()
-
-
 def test_a_drawn_chart_collapses_its_table_and_an_undrawn_one_keeps_it(page, base_url):
     page.goto(base_url + FAMILY)
     for figure in page.locator("figure.chart").all():
@@ -144,7 +108,6 @@ def test_when_the_bundle_fails_the_tables_stay(browser, base_url):
         page.wait_for_function("e => e.dataset.state === 'failed'", arg=plot.element_handle())
         assert not plot.is_visible()
         assert figure.locator("details.chart-table tbody tr").first.is_visible()
-        assert figure.locator(".chart-preview > svg").is_visible()  # the static drawing stays
     context.close()
 
 
