@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
-from builder.views.projection import PROJECTION_GAP, ProjectionView, cell_estimator, projection_view
+from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
 from builder.views.results import (
     STATE_LABELS,
     ArmResult,
@@ -320,12 +319,12 @@ def _fine_print(recipe: Recipe | None, packets: list[Packet]) -> list[Fact]:
 
 
 def _estimators(
-    packets: list[Packet], recipe: Recipe | None, results: list[ArmResult], hardware: dict[str, Hardware]
-) -> dict[str, Any]:
+    packets: list[Packet], recipe: Recipe | None, results: list[ArmResult], ctx: SiteContext
+) -> dict[str, Estimator]:
     found = {}
     for hw_id in sorted({r.hardware_id for r in results}):
         on_hw = [p for p in packets if p.identity.host.hardware == hw_id]
-        estimator = cell_estimator(on_hw, recipe, hardware.get(hw_id))
+        estimator = cell_estimator(on_hw, recipe, ctx.catalog.hardware.get(hw_id), ctx.warn)
         if estimator is not None:
             found[hw_id] = estimator
     return found
@@ -344,7 +343,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
     lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
-    projection = projection_view(lead_result, shown, recipe)
+    projection = projection_view(lead_result, shown, recipe, ctx.warn)
     grades = sorted(evidence_grade(p, reproductions) for p in packets)
     picks, pick_for = _picks(results)
     dates = [str(recipe.meta.date_updated)] if recipe else []
@@ -358,7 +357,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         hero=_hero(lead, catalog.hardware),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
         packets=_cards(packets, shown, ctx),
-        matrices=matrices(results, recipe, _estimators(packets, recipe, results, catalog.hardware)),
+        matrices=matrices(results, recipe, _estimators(packets, recipe, results, ctx)),
         charts=charts,
         concurrency=concurrency,
         concurrency_gap=None if concurrency else "No packet of this family carries a concurrency ladder yet.",
