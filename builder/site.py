@@ -177,7 +177,7 @@ def build_files(
     data: Path, packets: Path, *, templates: Path = TEMPLATES, base_url: str = "", allow_unsigned: bool = False
 ) -> BuildResult:
     catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned)
-    ctx = SiteContext(catalog, build_date(catalog), base_url)
+    ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
     families = family_views(ctx)
     found = pages(ctx, families)
     files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates)}

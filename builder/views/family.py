@@ -337,8 +337,6 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     results = arm_results(packets, catalog.hardware, recipe, reproductions)
     shown = representatives(results)
     lead = headline(packets, reproductions)
-    if not packets:
-        ctx.warn(f"{slug}: no packets; the family page shows labelled gaps")
     ladders = ladder_sources(results)
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
