@@ -8,11 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from builder import stamp
+from builder import TEMPLATES, stamp
 from catalog.errors import CatalogError, exit_on_catalog_error
 from catalog.lint import report
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 
 def parser() -> argparse.ArgumentParser:

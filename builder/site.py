@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from builder import TEMPLATES
 from builder.api import family_api, models_api
 from builder.output import check_output_folder, differences, publish, safe_target
-from builder.render import TEMPLATES, make_environment, render_page
+from builder.render import make_environment, render_page
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
@@ -25,11 +26,6 @@ from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
 from catalog.layout import SIGNATURE_SUFFIX, signature_path
 from catalog.repository import Catalog, load_catalog
-
-ASSETS = TEMPLATES / "assets"
-# The partial Plotly bundle (scatter and bar), vendored with its version and hash in
-# templates/assets/vendor/README.md: a quarter of the full bundle the Python package ships.
-PLOTLY_BUNDLE = "assets/vendor/plotly-basic.min.js"
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from catalog.packet import Packet
-from catalog.recipe import Recipe
+if TYPE_CHECKING:  # the builder's command line prints warnings before it imports any model
+    from catalog.packet import Packet
+    from catalog.recipe import Recipe
 
 
 def lint(recipes: Mapping[str, Recipe], packets: Mapping[str, Packet]) -> list[str]:

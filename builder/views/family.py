@@ -334,7 +334,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     catalog = ctx.catalog
     packets = catalog.packets_of(slug)
     reproductions = catalog.reproductions(packets)
-    results = arm_results(packets, catalog.hardware, recipe, reproductions)
+    results = arm_results(packets, catalog.hardware, reproductions)
     shown = representatives(results)
     lead = headline(packets, reproductions)
     ladders = ladder_sources(results)

@@ -10,7 +10,7 @@ from catalog.packet import Arm, Packet, State
 from catalog.projection.bands import band_for
 from catalog.projection.cells import ALLREDUCE_LATENCY_SOURCE, ALLREDUCE_LATENCY_US, Cell, Inputs, cell_for_arm
 from catalog.projection.facts import conflicts, known_model
-from catalog.projection.models import ByteTerm, OptimisationGrade, PrefillBound, Projection
+from catalog.projection.models import ByteTerm, OptimisationGrade, Projection
 from catalog.projection.physics import GB, Ceiling, StepModel, step_ceiling
 from catalog.projection.prefill import prefill_bound
 from catalog.projection.steps import step_model
@@ -298,16 +298,3 @@ def project_catalog(
         if hw is not None:
             out[packet.id] = project_packet(packet, hw, recipes.get(packet.identity.model.slug))
     return out
-
-
-def prefill_bound_ms(
-    packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None, prompt_tokens: int | None = None
-) -> PrefillBound | None:
-    """Lower bound on TTFT for an arm, at its own prompt length or at `prompt_tokens`."""
-    cell = cell_for_arm(packet, arm, hardware, recipe)
-    if cell is None:
-        return None
-    if prompt_tokens is not None:
-        cell.prompt_tokens, cell.prompt_source = prompt_tokens, "given by the caller"
-    projection = project_cell(cell)
-    return projection.prefill if projection else None
