@@ -23,7 +23,7 @@ CONFIG ?=
 RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
 REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG))
 
-.PHONY: site test test-fast verify measure reproduce serve bench lint check vllm-env chromium clean
+.PHONY: site test test-fast verify schema measure reproduce serve bench lint check vllm-env chromium clean
 
 $(SITE_STAMP): requirements/site.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ check: $(SITE_STAMP)
 ## Re-validate every data file and re-compute every packet hash.
 verify: $(SITE_STAMP)
 	$(PY) -m catalog.verify
+
+## Write the JSON Schemas of packets, recipes, overlays, hardware and keys into docs/schema/.
+schema: $(SITE_STAMP)
+	$(PY) -m catalog schema --write
 
 ## Install the CPU build of vLLM into its own environment (the runner never imports it).
 vllm-env:

@@ -12,7 +12,6 @@ import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from statistics import median
 from typing import IO, Any
 
 REPO = Path(__file__).resolve().parents[1]
@@ -209,10 +208,6 @@ def spawn_measured(
         out.seek(0)
         err.seek(0)
         return {**usage, "wall_s": wall, "stdout": out.read(), "stderr": err.read()}
-
-
-def med(values: Sequence[float]) -> float:
-    return float(median(values))
 
 
 def python() -> str:

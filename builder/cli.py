@@ -8,10 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from builder import stamp
+from builder import TEMPLATES, stamp
 from catalog.errors import CatalogError, exit_on_catalog_error
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+from catalog.lint import report
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,16 +35,6 @@ def parser() -> argparse.ArgumentParser:
         help="publish even when the new site holds fewer than half the packets of the current one",
     )
     return top
-
-
-def _report(warnings: list[str], strict: bool) -> bool:
-    """Print warnings one line each; True when --strict makes them fatal."""
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if strict and warnings:
-        print(f"error: {len(warnings)} warning(s) and --strict", file=sys.stderr)
-        return True
-    return False
 
 
 def _check_shrink(out: Path, published: int, allow: bool) -> None:
@@ -79,7 +68,7 @@ def run(argv: list[str] | None = None) -> int:
         if recorded is not None:
             if known.hashed_bytes:
                 known.save(options.out)  # the next no-op will not read those bytes again
-            if _report(recorded, options.strict):
+            if report(recorded, options.strict):
                 return 1
             print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
             return 0
@@ -100,7 +89,7 @@ def run(argv: list[str] | None = None) -> int:
         for relative, content in result.files.items()
     }
     files[stamp.MANIFEST] = stamp.manifest(inputs.sha256, hashes, result.warnings)
-    failed_strict = _report(result.warnings, options.strict)
+    failed_strict = report(result.warnings, options.strict)
     if options.check:
         stale = differences(files, options.out, digest=known.sha256)
         for line in stale:

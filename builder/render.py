@@ -11,11 +11,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
 
-from builder import routes
+from builder import TEMPLATES, routes
 from builder.views.glossary import defined, term
 from builder.views.results import STATE_MEANINGS
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 

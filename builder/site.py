@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from builder import routes
+from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
 from builder.output import check_output_folder, differences, publish, safe_target
-from builder.render import TEMPLATES, make_environment, render_page
+from builder.render import make_environment, render_page
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
@@ -26,8 +26,6 @@ from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
 from catalog.layout import signature_path
 from catalog.repository import Catalog, load_catalog
-
-ASSETS = TEMPLATES / "assets"
 
 
 @dataclass(frozen=True)
@@ -186,7 +184,7 @@ def build_files(
     data: Path, packets: Path, *, templates: Path = TEMPLATES, base_url: str = "", allow_unsigned: bool = False
 ) -> BuildResult:
     catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned)
-    ctx = SiteContext(catalog, build_date(catalog), base_url)
+    ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
     families = family_views(ctx)
     found = pages(ctx, families)
     files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates)}

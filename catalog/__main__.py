@@ -1,10 +1,10 @@
-"""`python -m catalog migrate|verify`."""
+"""`python -m catalog migrate|verify|schema`."""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = "usage: python -m catalog {migrate,verify} [options]"
+USAGE = "usage: python -m catalog {migrate,verify,schema} [options]"
 
 
 def main() -> None:
@@ -18,6 +18,10 @@ def main() -> None:
         from catalog.verify import main as verify
 
         verify()
+    elif command == "schema":
+        from catalog.schema import main as schema
+
+        schema()
     else:
         print(USAGE, file=sys.stderr)
         sys.exit(2)

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from catalog.base import Slug, StrictModel
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
@@ -23,12 +25,18 @@ from catalog.recipe import Configuration, HardwareOverride, Recipe, Variant
 
 
 class Overlay(StrictModel):
-    schema_version: Literal[1]
-    recipe: Slug
-    note: str | None = None
-    variants: dict[Slug, Variant] = {}
-    hardware_overrides: dict[str, HardwareOverride] = {}
-    configurations: dict[Slug, Configuration] = {}
+    schema_version: Literal[1] = Field(description="Overlay format version.")
+    recipe: Slug = Field(description="Slug of the recipe laid over; must match the file name.")
+    note: str | None = Field(default=None, description="Free text about the overlay.")
+    variants: dict[Slug, Variant] = Field(
+        default={}, description="Variants the recipe does not list; never one it has."
+    )
+    hardware_overrides: dict[str, HardwareOverride] = Field(
+        default={}, description="Arguments and environment appended after the recipe's own on a hardware key."
+    )
+    configurations: dict[Slug, Configuration] = Field(
+        default={}, description="Configurations the catalog measured, by name."
+    )
 
 
 def _error(message: str, path: Path, text: str, *loc: str | int) -> CatalogError:

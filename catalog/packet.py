@@ -93,17 +93,28 @@ _STATE_MEANINGS = {
 class SourceRef(StrictModel):
     """A published source an imported or screened result is taken from."""
 
-    name: str = Field(min_length=1)
-    url: str | None = None
-    reference: str | None = None
-    retrieved: date | None = None
-    note: str | None = None
+    name: str = Field(
+        min_length=1, description="Name of the published source (a paper, a blog post, a benchmark table)."
+    )
+    url: str | None = Field(default=None, description="Address of the source.")
+    reference: str | None = Field(
+        default=None, description="Where in the source the figure is (a table, a section, a commit)."
+    )
+    retrieved: date | None = Field(default=None, description="Day the source was read.")
+    note: str | None = Field(default=None, description="Free text about the source or how its figure was read.")
 
 
 class Provenance(StrictModel):
-    kind: Literal["measured", "imported", "screened"]
-    source: SourceRef | None = None
-    tool: str | None = None
+    kind: Literal["measured", "imported", "screened"] = Field(
+        description="measured here, imported from a published source, or screened (speed only, no identity gate)."
+    )
+    source: SourceRef | None = Field(
+        default=None, description="The published source; required unless kind is measured."
+    )
+    tool: str | None = Field(
+        default=None,
+        description="The program that wrote the packet (runner, importer or benchmark generator) and its version.",
+    )
 
     @model_validator(mode="after")
     def _source_named(self) -> Provenance:
@@ -113,106 +124,147 @@ class Provenance(StrictModel):
 
 
 class FileHash(StrictModel):
-    name: str
-    bytes: int = Field(ge=0)
-    sha256: Sha256
+    name: str = Field(description="File name inside the checkpoint repository.")
+    bytes: int = Field(ge=0, description="File size in bytes.")
+    sha256: Sha256 = Field(description="sha256 of the file's bytes, hex.")
 
 
 class ModelConfigFacts(StrictModel):
     """What the projection and the fine print need from the model's config.json."""
 
-    architecture: str | None = None
-    num_layers: int | None = Field(default=None, gt=0)
-    hidden_size: int | None = Field(default=None, gt=0)
-    num_attention_heads: int | None = Field(default=None, gt=0)
-    num_kv_heads: int | None = Field(default=None, gt=0)
-    head_dim: int | None = Field(default=None, gt=0)
-    vocab_size: int | None = Field(default=None, gt=0)
-    full_attention_layers: int | None = Field(default=None, ge=0)
-    linear_attention_layers: int | None = Field(default=None, ge=0)
-    tie_word_embeddings: bool | None = None
-    parameters: int | None = Field(default=None, gt=0)
-    config_sha256: Sha256 | None = None
+    architecture: str | None = Field(
+        default=None, description="The architectures entry of config.json (e.g. Qwen3_5ForConditionalGeneration)."
+    )
+    num_layers: int | None = Field(default=None, gt=0, description="Number of transformer layers.")
+    hidden_size: int | None = Field(default=None, gt=0, description="Width of the hidden state.")
+    num_attention_heads: int | None = Field(
+        default=None, gt=0, description="Number of query heads per attention layer."
+    )
+    num_kv_heads: int | None = Field(
+        default=None, gt=0, description="Number of key/value heads per attention layer (grouped-query attention)."
+    )
+    head_dim: int | None = Field(default=None, gt=0, description="Width of one attention head.")
+    vocab_size: int | None = Field(default=None, gt=0, description="Number of tokens in the vocabulary.")
+    full_attention_layers: int | None = Field(
+        default=None, ge=0, description="Layers with full (softmax) attention, whose KV cache grows with context."
+    )
+    linear_attention_layers: int | None = Field(
+        default=None, ge=0, description="Layers with linear attention, whose state does not grow with context."
+    )
+    tie_word_embeddings: bool | None = Field(
+        default=None, description="Whether the output head shares the input embedding's weights."
+    )
+    parameters: int | None = Field(default=None, gt=0, description="Total parameter count.")
+    config_sha256: Sha256 | None = Field(
+        default=None, description="sha256 of the config.json bytes the facts were read from, hex."
+    )
 
 
 class ModelIdentity(StrictModel):
-    slug: Slug
+    slug: Slug = Field(description="The recipe's slug (data/models/<slug>.yaml).")
     # None only for an imported result whose checkpoint the recipe does not list as a variant.
-    variant: str | None
-    repo: str
-    revision: str | None = None
-    quantization: Slug
-    quantization_label: str
-    weight_bytes: int | None = Field(default=None, ge=0)
-    weight_files: list[FileHash] = []
-    config: ModelConfigFacts | None = None
-    synthetic: bool = False
-    synthetic_note: str | None = None
+    variant: str | None = Field(
+        description="The recipe variant; null only for an imported result whose checkpoint the recipe does not list."
+    )
+    repo: str = Field(description="Hugging Face repository of the checkpoint served.")
+    revision: str | None = Field(default=None, description="Commit of the checkpoint repository.")
+    quantization: Slug = Field(description="Quantisation id, part of the packet id (e.g. bf16, w4a16, fp8).")
+    quantization_label: str = Field(description="Quantisation as pages show it.")
+    weight_bytes: int | None = Field(default=None, ge=0, description="Total bytes of the weight files.")
+    weight_files: list[FileHash] = Field(default=[], description="Every weight file with its size and sha256.")
+    config: ModelConfigFacts | None = Field(default=None, description="Facts read from the checkpoint's config.json.")
+    synthetic: bool = Field(
+        default=False, description="A locally made model (the demo): its speeds say nothing about real models."
+    )
+    synthetic_note: str | None = Field(default=None, description="What the synthetic model is and how it was made.")
 
 
 class RuntimeIdentity(_Additions):
-    name: str = "vLLM"
-    platform: Literal["xpu", "cuda", "cpu"]
-    version: str
-    label: str
-    torch_version: str | None = None
-    image: str | None = None
-    image_digest: str | None = None
-    package_set_sha256: Sha256 | None = None
+    name: str = Field(default="vLLM", description="Serving engine.")
+    platform: Literal["xpu", "cuda", "cpu"] = Field(description="Accelerator platform the engine ran on.")
+    version: str = Field(description="Engine version (vLLM's __version__).")
+    label: str = Field(description="Engine and version as pages show them.")
+    torch_version: str | None = Field(default=None, description="PyTorch version inside the engine's environment.")
+    image: str | None = Field(default=None, description="Docker image the servers ran, as named (repository:tag).")
+    image_digest: str | None = Field(default=None, description="Content digest of that image (sha256:...).")
+    package_set_sha256: Sha256 | None = Field(
+        default=None, description="sha256 of the engine environment's installed package list, hex."
+    )
     # The image as the servers were started: `repo@sha256:...`, so a replay pulls the same bytes.
-    image_pinned: str | None = None
+    image_pinned: str | None = Field(
+        default=None,
+        description="The image as the servers were started (repo@sha256:...), so a replay pulls the same bytes.",
+    )
 
     ADDED: ClassVar[frozenset[str]] = frozenset({"image_pinned"})
 
 
 class HostIdentity(StrictModel):
-    hardware: Slug
-    card_count: int = Field(ge=1)
-    device_name: str | None = None
-    driver: str | None = None
-    boot_id: str | None = None
-    cpu: str | None = None
-    os: str | None = None
-    repo_revision: str | None = None
+    hardware: Slug = Field(description="Card id in data/hardware.yaml.")
+    card_count: int = Field(ge=1, description="Number of cards the servers used.")
+    device_name: str | None = Field(default=None, description="Device name the vendor tool reported.")
+    driver: str | None = Field(default=None, description="Accelerator driver version.")
+    boot_id: str | None = Field(default=None, description="The host's boot id: arms measured in one boot share it.")
+    cpu: str | None = Field(default=None, description="Host CPU model.")
+    os: str | None = Field(default=None, description="Host operating system and kernel.")
+    repo_revision: str | None = Field(default=None, description="Commit of this repository the runner ran from.")
 
 
 class Identity(StrictModel):
-    model: ModelIdentity
-    runtime: RuntimeIdentity
-    host: HostIdentity
+    model: ModelIdentity = Field(description="The checkpoint served.")
+    runtime: RuntimeIdentity = Field(description="The serving engine and its environment.")
+    host: HostIdentity = Field(description="The machine and cards measured on.")
 
 
 class Workload(StrictModel):
-    suite_id: str
-    suite_sha256: Sha256 | None = None
-    canary_set_id: str | None = None
-    canary_set_sha256: Sha256 | None = None
-    max_tokens: int = Field(gt=0)
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
-    api: Literal["completions"] = "completions"
+    suite_id: str = Field(description="Prompt suite id (data/suites/<id>.json).")
+    suite_sha256: Sha256 | None = Field(default=None, description="Canonical hash of the suite's content, hex.")
+    canary_set_id: str | None = Field(default=None, description="Canary set id (data/suites/<id>.json).")
+    canary_set_sha256: Sha256 | None = Field(
+        default=None, description="Canonical hash of the canary set's content, hex."
+    )
+    max_tokens: int = Field(gt=0, description="Completion tokens requested per prompt.")
+    temperature: float = Field(
+        default=0.0, description="Sampling temperature (0: greedy, so outputs can be compared token for token)."
+    )
+    top_p: float = Field(default=1.0, description="Nucleus sampling threshold.")
+    seed: int | None = Field(default=None, description="Sampling seed sent with each request.")
+    api: Literal["completions"] = Field(
+        default="completions", description="OpenAI-compatible endpoint the prompts went through."
+    )
 
 
 class ArmConfig(_Additions):
-    tensor_parallel_size: int = Field(ge=1)
-    spec_method: str | None = None
-    spec_depth: int = Field(default=0, ge=0)
-    draft_head: str | None = None
-    graph_capture: str | None = None
-    kv_cache_dtype: str | None = None
-    max_model_len: int | None = Field(default=None, gt=0)
-    argv: list[str] = []
-    env: dict[EnvName, str] = {}
+    tensor_parallel_size: int = Field(ge=1, description="Cards one server spans (vLLM --tensor-parallel-size).")
+    spec_method: str | None = Field(
+        default=None, description="Speculative decoding method (e.g. mtp, eagle3); null without speculation."
+    )
+    spec_depth: int = Field(default=0, ge=0, description="Speculative tokens proposed per step; 0 without speculation.")
+    draft_head: str | None = Field(default=None, description="Which draft head proposed tokens, as pages name it.")
+    graph_capture: str | None = Field(default=None, description="Graph capture mode (CUDA/XPU graphs or eager).")
+    kv_cache_dtype: str | None = Field(default=None, description="KV cache data type.")
+    max_model_len: int | None = Field(default=None, gt=0, description="Context length the server was sized for.")
+    argv: list[str] = Field(default=[], description="The vllm serve arguments, in the portable form a reader can run.")
+    env: dict[EnvName, str] = Field(
+        default={}, description="Environment variables set for the server (credentials recorded redacted)."
+    )
     # Where max_model_len came from: "recipe" (a flag the recipe or overlay sets for this card) or
     # "runner default" (the runner's own cap, without which vLLM sizes for the model's full context).
-    max_model_len_source: Literal["recipe", "runner default"] | None = None
+    max_model_len_source: Literal["recipe", "runner default"] | None = Field(
+        default=None, description="Where max_model_len came from: a recipe or overlay flag, or the runner's own cap."
+    )
     # The exact command the servers ran (`docker run ... image@sha256:... ARGS` or the local python),
     # with the per-server port and container name as placeholders; `argv` is the portable form.
-    launch_argv: list[str] = []
+    launch_argv: list[str] = Field(
+        default=[],
+        description="The exact command the servers ran, with the per-server port and container name as placeholders.",
+    )
     # Variables handed through from the host environment (HF_TOKEN, HF_HUB_OFFLINE): names only,
     # their values are never recorded.
-    passed_env: list[EnvName] = []
+    passed_env: list[EnvName] = Field(
+        default=[],
+        description="Variables handed through from the host environment: names only, values are never recorded.",
+    )
 
     ADDED: ClassVar[frozenset[str]] = frozenset({"max_model_len_source", "launch_argv", "passed_env"})
 
@@ -245,14 +297,18 @@ class PromptRow(StrictModel):
     request was sent (client perf_counter), one per token id: a chunk carrying k tokens gives k
     equal times. TTFT is the first token's time; rates are derived, never stored."""
 
-    prompt_id: str
-    class_id: str
-    token_ids: UInt32Array
-    token_times_us: UInt32Array
-    prompt_tokens: int = Field(ge=0)
-    completion_tokens: int = Field(ge=0)
-    cached_tokens: int | None = Field(default=None, ge=0)
-    finish_reason: str | None = None
+    prompt_id: str = Field(description="Prompt id in the suite.")
+    class_id: str = Field(description="The prompt's class in the suite.")
+    token_ids: UInt32Array = Field(description="Completion token ids, base64 of little-endian uint32.")
+    token_times_us: UInt32Array = Field(
+        description="Microseconds from the request to each token's arrival, base64 of little-endian uint32."
+    )
+    prompt_tokens: int = Field(ge=0, description="Prompt tokens the server counted.")
+    completion_tokens: int = Field(ge=0, description="Completion tokens returned; equals the number of token ids.")
+    cached_tokens: int | None = Field(
+        default=None, ge=0, description="Prompt tokens the server reported served from its prefix cache."
+    )
+    finish_reason: str | None = Field(default=None, description="Why generation stopped (length, stop).")
 
     @model_validator(mode="after")
     def _counts_agree(self) -> PromptRow:
@@ -279,11 +335,15 @@ class CanaryResult(StrictModel):
     what a reasoning parser returned beside each answer ("" where nothing), and is left out of
     the file when no answer had any: packets written before it existed keep their bytes."""
 
-    id: str
-    outputs: list[str] = Field(min_length=1)
-    passed: bool
-    detail: str = ""
-    reasoning: list[str] | None = Field(default=None, exclude_if=_absent)
+    id: str = Field(description="Canary id in the canary set.")
+    outputs: list[str] = Field(min_length=1, description="The raw answers: one, or one per repeat.")
+    passed: bool = Field(description="The verdict judged from the outputs (verify judges them again).")
+    detail: str = Field(default="", description="Why the canary failed, when it did.")
+    reasoning: list[str] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="What a reasoning parser returned beside each answer; absent when no answer had any.",
+    )
 
     @model_validator(mode="after")
     def _one_reasoning_per_output(self) -> CanaryResult:
@@ -295,10 +355,10 @@ class CanaryResult(StrictModel):
 class SpecMetrics(StrictModel):
     """Differences of vLLM's /metrics counters over the strict suite."""
 
-    drafts: int = Field(ge=0)
-    draft_tokens: int = Field(ge=0)
-    accepted_tokens: int = Field(ge=0)
-    accepted_per_position: list[int] = []
+    drafts: int = Field(ge=0, description="Speculative drafts proposed over the suite.")
+    draft_tokens: int = Field(ge=0, description="Tokens proposed over the suite.")
+    accepted_tokens: int = Field(ge=0, description="Proposed tokens accepted over the suite.")
+    accepted_per_position: list[int] = Field(default=[], description="Accepted tokens at each draft position.")
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -315,9 +375,15 @@ class CacheCheck(StrictModel):
     prompt_tokens_details out (vLLM before PR #44383) kept vllm:prefix_cache_hits at 0 over the
     suite. The counters' increase over the suite is kept when the server exposes them."""
 
-    source: Literal["usage", "metrics"]
-    prefix_cache_queries: int | None = Field(default=None, ge=0)
-    prefix_cache_hits: int | None = Field(default=None, ge=0)
+    source: Literal["usage", "metrics"] = Field(
+        description="How cache zero was shown: usage.cached_tokens on every row, or the server's /metrics counters."
+    )
+    prefix_cache_queries: int | None = Field(
+        default=None, ge=0, description="Increase of vllm:prefix_cache_queries over the suite."
+    )
+    prefix_cache_hits: int | None = Field(
+        default=None, ge=0, description="Increase of vllm:prefix_cache_hits over the suite."
+    )
 
     @model_validator(mode="after")
     def _metrics_need_the_counter(self) -> CacheCheck:
@@ -329,34 +395,51 @@ class CacheCheck(StrictModel):
 class ServerRun(_Additions):
     """One fresh server. Imported results carry only the published values; rows stay empty."""
 
-    label: str
-    status: Literal["ok", "failed"] = "ok"
-    error: str | None = None
-    decode_tok_s: float | None = Field(default=None, gt=0)
-    ttft_ms: float | None = Field(default=None, ge=0)
-    rows: list[PromptRow] = []
-    canaries: list[CanaryResult] = []
-    cache_zero: bool | None = None
+    label: str = Field(description="Which of the arm's fresh servers this was (A, B).")
+    status: Literal["ok", "failed"] = Field(default="ok", description="Whether the server ran the suite to the end.")
+    error: str | None = Field(default=None, description="What went wrong, when status is failed.")
+    decode_tok_s: float | None = Field(
+        default=None, gt=0, description="Decode speed over the suite, tokens per second per request."
+    )
+    ttft_ms: float | None = Field(default=None, ge=0, description="Time to first token, milliseconds.")
+    rows: list[PromptRow] = Field(default=[], description="One row per suite prompt; empty for imported results.")
+    canaries: list[CanaryResult] = Field(default=[], description="Canary results on this server.")
+    cache_zero: bool | None = Field(
+        default=None, description="Whether no prompt token was served from the prefix cache."
+    )
     # left out of the file when absent: packets written before it existed keep their bytes
-    cache_check: CacheCheck | None = Field(default=None, exclude_if=_absent)
-    spec_metrics: SpecMetrics | None = None
-    log: str | None = None
-    startup_s: float | None = Field(default=None, ge=0)
+    cache_check: CacheCheck | None = Field(
+        default=None, exclude_if=_absent, description="How cache zero was shown; absent in older packets."
+    )
+    spec_metrics: SpecMetrics | None = Field(default=None, description="Speculative decoding counters over the suite.")
+    log: str | None = Field(default=None, description="Server log file name under runs/<campaign>/.")
+    startup_s: float | None = Field(default=None, ge=0, description="Seconds from start to the server answering.")
     # What the server itself answered on GET /version (None: not asked, or an older server).
-    server_version: str | None = None
+    server_version: str | None = Field(
+        default=None, description="What the server answered on GET /version (null: not asked, or an older server)."
+    )
 
     ADDED: ClassVar[frozenset[str]] = frozenset({"server_version"})
 
 
 class GateResult(StrictModel):
-    gate: Literal["G1", "G2", "G3"]
-    against: str
-    server: str | None = None
-    exact: int | None = Field(default=None, ge=0)
-    total: int = Field(gt=0)
-    passed: bool
-    first_divergence: list[int | None] = []
-    note: str | None = None
+    gate: Literal["G1", "G2", "G3"] = Field(
+        description="G1: the oracle arm's two fresh servers identical; G2: an arm's two fresh servers identical; "
+        "G3: each server of a speculative arm identical to the oracle."
+    )
+    against: str = Field(description="What the outputs were compared with.")
+    server: str | None = Field(default=None, description="The server compared, when the gate is per server.")
+    exact: int | None = Field(
+        default=None,
+        ge=0,
+        description="Prompts whose token arrays were identical; null when the comparison could not run.",
+    )
+    total: int = Field(gt=0, description="Prompts compared.")
+    passed: bool = Field(description="Whether every prompt was identical (exact == total).")
+    first_divergence: list[int | None] = Field(
+        default=[], description="Per prompt, the first token index where outputs differ (null: identical)."
+    )
+    note: str | None = Field(default=None, description="Free text about the gate.")
 
     @model_validator(mode="after")
     def _passed_matches_count(self) -> GateResult:
@@ -379,16 +462,24 @@ class GateResult(StrictModel):
 class ArmParts(StrictModel):
     """What a writer supplies for an arm; `seal` derives its state (catalog/packet_io.py)."""
 
-    id: Slug
-    label: str
-    config: ArmConfig
-    servers: list[ServerRun] = []
-    oracle_decode_tok_s: list[float] = []
-    gates: list[GateResult] = []
-    withheld_reason: str | None = None
-    published_figure: float | None = None
-    published_ttft_ms: list[float] = []
-    note: str | None = None
+    id: Slug = Field(description="Arm id, unique in the packet.")
+    label: str = Field(description="Arm as pages name it.")
+    config: ArmConfig = Field(description="The configuration the arm's servers ran.")
+    servers: list[ServerRun] = Field(default=[], description="The fresh servers the arm ran on.")
+    oracle_decode_tok_s: list[float] = Field(
+        default=[], description="Decode speeds of the no-speculation oracle servers, for the speed-up."
+    )
+    gates: list[GateResult] = Field(default=[], description="Identity gates comparing the arm's token arrays.")
+    withheld_reason: str | None = Field(
+        default=None, description="Why the arm's speed is not published; required when withheld."
+    )
+    published_figure: float | None = Field(
+        default=None, description="The figure an imported source printed, in tokens per second."
+    )
+    published_ttft_ms: list[float] = Field(
+        default=[], description="Time-to-first-token figures an imported source printed, milliseconds."
+    )
+    note: str | None = Field(default=None, description="Free text about the arm.")
 
     @property
     def server_values(self) -> list[float]:
@@ -411,14 +502,14 @@ class ArmParts(StrictModel):
 
 
 class Arm(ArmParts):
-    state: State
+    state: State = Field(description="Derived from provenance and gates: measured, imported, screened or withheld.")
 
 
 class ConcurrencyPoint(StrictModel):
-    users: int = Field(ge=1)
-    completion_tokens: int = Field(ge=0)
-    wall_s: float = Field(gt=0)
-    identical_to_oracle: bool | None = None
+    users: int = Field(ge=1, description="Concurrent requests.")
+    completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
+    wall_s: float = Field(gt=0, description="Wall-clock seconds for all requests.")
+    identical_to_oracle: bool | None = Field(default=None, description="Whether every output matched the oracle's.")
 
     @property
     def aggregate_tok_s(self) -> float:
@@ -426,11 +517,11 @@ class ConcurrencyPoint(StrictModel):
 
 
 class ContextPoint(StrictModel):
-    depth_tokens: int = Field(ge=1)
-    content_class: str
-    decode_tok_s: float | None = Field(default=None, gt=0)
-    ttft_ms: float | None = Field(default=None, ge=0)
-    identical_to_oracle: bool | None = None
+    depth_tokens: int = Field(ge=1, description="Prompt context depth in tokens.")
+    content_class: str = Field(description="What the filler context was made of.")
+    decode_tok_s: float | None = Field(default=None, gt=0, description="Decode speed at this depth, tokens per second.")
+    ttft_ms: float | None = Field(default=None, ge=0, description="Time to first token at this depth, milliseconds.")
+    identical_to_oracle: bool | None = Field(default=None, description="Whether the output matched the oracle's.")
 
 
 class Ladder(_Additions):
@@ -439,11 +530,13 @@ class Ladder(_Additions):
 
     ADDED: ClassVar[frozenset[str]] = frozenset({"load"})
 
-    arm: Slug
-    kind: Literal["concurrency", "context", "load"]
-    concurrency: list[ConcurrencyPoint] = []
-    context: list[ContextPoint] = []
-    load: LoadSweep | None = None
+    arm: Slug = Field(description="The arm the ladder ran on.")
+    kind: Literal["concurrency", "context", "load"] = Field(
+        description="What the ladder varies: concurrent users, context depth, or load (users and arrival rates)."
+    )
+    concurrency: list[ConcurrencyPoint] = Field(default=[], description="Points of a concurrency ladder.")
+    context: list[ContextPoint] = Field(default=[], description="Points of a context ladder.")
+    load: LoadSweep | None = Field(default=None, description="The levels of a load sweep (catalog/load.py).")
 
     @model_validator(mode="after")
     def _load_matches_kind(self) -> Ladder:
@@ -453,20 +546,20 @@ class Ladder(_Additions):
 
 
 class PacketBody(StrictModel):
-    title: str
-    created: datetime | None = None
-    provenance: Provenance
-    identity: Identity
-    workload: Workload
-    ladders: list[Ladder] = []
-    reproduces: str | None = None
+    title: str = Field(description="Title pages show.")
+    created: datetime | None = Field(default=None, description="When the campaign finished.")
+    provenance: Provenance = Field(description="Where the results come from.")
+    identity: Identity = Field(description="What was measured: model, runtime and host.")
+    workload: Workload = Field(description="The prompts and sampling settings.")
+    ladders: list[Ladder] = Field(default=[], description="Concurrency and context ladders.")
+    reproduces: str | None = Field(default=None, description="Id of the packet this campaign measured again.")
 
 
 class PacketParts(PacketBody):
     """Everything a writer supplies; `seal` turns it into a Packet with its states, bytes,
     digest, id and signature. The runner, the importers and the benchmark generator all do."""
 
-    arms: list[ArmParts] = Field(min_length=1)
+    arms: list[ArmParts] = Field(min_length=1, description="The configurations measured.")
 
 
 @dataclass(frozen=True)
@@ -479,9 +572,9 @@ class PacketSeal:
 
 
 class Packet(PacketBody):
-    schema_version: Literal[2]
-    arms: list[Arm] = Field(min_length=1)
-    state: State
+    schema_version: Literal[2] = Field(description="Packet format version.")
+    arms: list[Arm] = Field(min_length=1, description="The configurations measured, each with its derived state.")
+    state: State = Field(description="Derived from the arms: the packet's best evidence.")
     _seal: PacketSeal | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")

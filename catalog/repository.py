@@ -19,6 +19,7 @@ from catalog.evidence import canary_problems, evidence_problems
 from catalog.hardware import Hardware, HardwareFile
 from catalog.keys import KeyRing, load_keys
 from catalog.layout import SIGNATURE_SUFFIX, is_signature
+from catalog.lint import lint
 from catalog.loading import load_file
 from catalog.overlay import load_overlay
 from catalog.packet import Packet
@@ -41,6 +42,8 @@ class Catalog:
     packet_paths: dict[str, Path] = field(default_factory=dict)
     reproduced_by: dict[str, list[Packet]] = field(default_factory=dict)
     by_family: dict[str, list[Packet]] = field(default_factory=dict)
+    # Data warnings (catalog/lint.py): shown by verify and the builder, fatal under --strict.
+    warnings: list[str] = field(default_factory=list)
 
     def packets_of(self, slug: str) -> list[Packet]:
         return self.by_family.get(slug, [])
@@ -118,7 +121,9 @@ def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = Fa
         by_family.setdefault(packet.identity.model.slug, []).append(packet)
         if packet.reproduces:
             reproduced_by.setdefault(packet.reproduces, []).append(packet)
-    return Catalog(recipes, hardware, suites, canary_sets, packets, keys, paths, reproduced_by, by_family)
+    return Catalog(
+        recipes, hardware, suites, canary_sets, packets, keys, paths, reproduced_by, by_family, lint(recipes, packets)
+    )
 
 
 def _require_inputs(data_dir: Path, packets_dir: Path) -> None:

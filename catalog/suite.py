@@ -11,25 +11,25 @@ from catalog.canonical import canonical_sha256
 
 
 class SuiteClass(StrictModel):
-    id: Slug
-    title: str
-    description: str
+    id: Slug = Field(description="Class id prompts refer to.")
+    title: str = Field(description="Class name as pages show it.")
+    description: str = Field(description="What prompts of the class exercise.")
 
 
 class SuitePrompt(StrictModel):
-    id: Slug
-    class_: Slug = Field(alias="class")
-    title: str
-    prompt: str = Field(min_length=1)
+    id: Slug = Field(description="Prompt id, unique in the suite.")
+    class_: Slug = Field(alias="class", description="Id of the prompt's class (key: class).")
+    title: str = Field(description="Prompt name as pages show it.")
+    prompt: str = Field(min_length=1, description="The prompt text sent to /v1/completions.")
 
 
 class Suite(StrictModel):
-    schema_version: Literal[1]
-    id: Slug
-    title: str
-    description: str
-    classes: list[SuiteClass] = Field(min_length=1)
-    prompts: list[SuitePrompt] = Field(min_length=1)
+    schema_version: Literal[1] = Field(description="Suite format version.")
+    id: Slug = Field(description="Suite id packets refer to.")
+    title: str = Field(description="Suite name as pages show it.")
+    description: str = Field(description="What the suite measures.")
+    classes: list[SuiteClass] = Field(min_length=1, description="Prompt classes; each has at least one prompt.")
+    prompts: list[SuitePrompt] = Field(min_length=1, description="The prompts, each in one class.")
 
     @model_validator(mode="after")
     def _consistent(self) -> Suite:
@@ -55,14 +55,20 @@ class Suite(StrictModel):
 
 
 class Canary(StrictModel):
-    id: Slug
-    kind: Literal["repeat", "contains", "json_keys"]
-    title: str
-    prompt: str = Field(min_length=1)
-    max_tokens: int = Field(gt=0, le=4096)
-    repeats: int | None = Field(default=None, ge=2)
-    expect: list[str] | None = None
-    expect_keys: dict[str, Literal["string", "integer", "number", "array", "object", "boolean"]] | None = None
+    id: Slug = Field(description="Canary id, unique in the set.")
+    kind: Literal["repeat", "contains", "json_keys"] = Field(
+        description="How answers are judged: repeat-exact, holding expected strings, or JSON with expected keys."
+    )
+    title: str = Field(description="Canary name as pages show it.")
+    prompt: str = Field(min_length=1, description="The prompt text.")
+    max_tokens: int = Field(gt=0, le=4096, description="Completion tokens requested.")
+    repeats: int | None = Field(
+        default=None, ge=2, description="Times a repeat canary is asked; every answer must be identical."
+    )
+    expect: list[str] | None = Field(default=None, description="Strings a contains canary's answer must hold.")
+    expect_keys: dict[str, Literal["string", "integer", "number", "array", "object", "boolean"]] | None = Field(
+        default=None, description="Keys a json_keys canary's answer must hold, with the JSON type of each."
+    )
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> Canary:
@@ -73,11 +79,11 @@ class Canary(StrictModel):
 
 
 class CanarySet(StrictModel):
-    schema_version: Literal[1]
-    id: Slug
-    title: str
-    description: str
-    canaries: list[Canary] = Field(min_length=1)
+    schema_version: Literal[1] = Field(description="Canary set format version.")
+    id: Slug = Field(description="Canary set id packets refer to.")
+    title: str = Field(description="Canary set name as pages show it.")
+    description: str = Field(description="What the canaries check.")
+    canaries: list[Canary] = Field(min_length=1, description="The canaries, each id once.")
 
     @model_validator(mode="after")
     def _unique(self) -> CanarySet:

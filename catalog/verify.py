@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from catalog.errors import exit_on_catalog_error
+from catalog.lint import report
 from catalog.repository import load_catalog
 
 
@@ -16,14 +17,17 @@ def run() -> int:
     parser.add_argument(
         "--allow-unsigned", action="store_true", help="admit packets with no signature (a local catalog only)"
     )
+    parser.add_argument("--strict", action="store_true", help="fail on any data warning")
     options = parser.parse_args()
     catalog = load_catalog(options.data, options.packets, allow_unsigned=options.allow_unsigned)
+    failed_strict = report(catalog.warnings, options.strict)
     print(
         f"verified {len(catalog.packets)} packets, {len(catalog.recipes)} recipes, "
         f"{len(catalog.hardware)} hardware entries, {len(catalog.suites)} suites: every hash re-computes, "
         f"{sum(p.signed for p in catalog.packets.values())} signatures verify"
+        + (f", {len(catalog.warnings)} warning(s)" if catalog.warnings else "")
     )
-    return 0
+    return 1 if failed_strict else 0
 
 
 main = exit_on_catalog_error(run)

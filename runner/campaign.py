@@ -131,19 +131,25 @@ def _int_or_none(value: str | None) -> int | None:
     return int(value) if value and value.isdigit() else None
 
 
+def judge_gates(arms: list[ArmPlan], results: dict[str, list[ServerRun]]) -> dict[str, list[GateResult]]:
+    """Each arm's gates, by arm id: its servers against each other, a speculative arm's against its oracle."""
+    gates = {}
+    for arm in arms:
+        oracle = oracle_of(arm, arms)
+        gates[arm.id] = gates_for(arm, results[arm.id], oracle, results[oracle.id])
+    return gates
+
+
 def assemble(
     setup: CampaignSetup,
     results: dict[str, list[ServerRun]],
+    gates: dict[str, list[GateResult]],
     ladders: list[Ladder],
     reproduces: str | None,
     key: HostKey | None,
     runtime: Runtime | None = None,
 ) -> Sealed:
-    arms = []
-    for arm in setup.arms:
-        oracle = oracle_of(arm, setup.arms)
-        gates = gates_for(arm, results[arm.id], oracle, results[oracle.id])
-        arms.append(arm_parts(arm, results[arm.id], gates, setup.request, runtime))
+    arms = [arm_parts(arm, results[arm.id], gates[arm.id], setup.request, runtime) for arm in setup.arms]
     parts = PacketParts(
         title=setup.title,
         created=datetime.now(UTC).replace(microsecond=0),

@@ -176,9 +176,6 @@ class _StreamState:
         if rest.strip():
             self._feed_lines([rest], arrived_at)
 
-    def feed_line(self, raw_line: bytes, arrived_at: float) -> None:
-        self._feed_lines([raw_line], arrived_at)
-
     def _feed_lines(self, lines: list[bytes], arrived_at: float) -> None:
         payloads: list[bytes] = []
         for raw_line in lines:

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
-from catalog.packet import Identity, ModelIdentity, Packet, RuntimeIdentity
+from catalog.packet import GateResult, Identity, Ladder, ModelIdentity, Packet, RuntimeIdentity, ServerRun
 from catalog.recipe import Recipe
 from catalog.repository import Catalog
 from catalog.signing import HostKey, host_key
 from catalog.suite import CanarySet, Suite
 from runner import docker, preflight
 from runner.attempt import Progress, Workload
-from runner.campaign import CampaignSetup, assemble, measure_arms, publish
+from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, publish
 from runner.docker import PinnedImage
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
 from runner.ladders import run_ladders
@@ -48,6 +48,21 @@ class RuntimeChoice:
     health_deadline_s: float = 900.0
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What preflight found: the card, the weights the servers will load and where they are."""
+
+    devices: preflight.DeviceReport
+    model_id: str
+    model_dir: Path | None
+    snapshot: preflight.HubSnapshot | None
+    image: str | None
+
+    @property
+    def weights_dir(self) -> Path | None:
+        return self.model_dir or (self.snapshot.folder if self.snapshot else None)
+
+
 def measure(
     catalog: Catalog,
     request: CampaignRequest,
@@ -57,10 +72,43 @@ def measure(
     reproduces: str | None = None,
     planned: list[ArmPlan] | None = None,
 ) -> Packet:
-    """`planned`: the arms to measure, when the caller planned them (a reproduction plans one per
-    arm of the packet it reproduces); otherwise one per requested depth."""
+    """The protocol's steps in order. `planned`: the arms to measure, when the caller planned them
+    (a reproduction plans one per arm of the packet it reproduces); otherwise one per requested depth."""
     recipe, hardware, suite, canaries, recipe_path = resolve(catalog, request, places.data)
     arms = planned or plan_arms(request, recipe, hardware, str(recipe_path))
+    checked = run_preflight(recipe, hardware, request, arms, choice, places, progress)
+    pinned, runtime_identity = pin_runtime(recipe, hardware, request, checked, choice, progress)
+    key = signing_key(catalog, progress)
+    cid = campaign_id(request, arms, suite.sha256, _runtime_key(runtime_identity))
+    runtime = _runtime(choice, checked, pinned, cid)
+    for arm in arms:
+        progress(f"{arm.id}: {arm.command.redacted().shell()}")
+    run_dir = places.runs / cid
+    progress(f"campaign {cid}: logs and finished attempts in {run_dir}")
+    workload = Workload(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
+    identity = campaign_identity(recipe, hardware, request, checked, runtime_identity, progress)
+    setup = CampaignSetup(request, arms, workload, run_dir, identity, _title(recipe.meta.title, request, hardware.name))
+    try:
+        results = measure_arms(setup, runtime, progress)  # the oracle and every speculative arm, fresh servers each
+        ladders = run_campaign_ladders(setup, recipe, results, runtime, progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted: no packet written; finished attempts and server logs stay in {run_dir}")
+        raise
+    gates = judge_gates(setup.arms, results)
+    return seal_and_write(setup, results, gates, ladders, reproduces, key, runtime, places.packets, progress)
+
+
+def run_preflight(
+    recipe: Recipe,
+    hardware: Hardware,
+    request: CampaignRequest,
+    arms: list[ArmPlan],
+    choice: RuntimeChoice,
+    places: Places,
+    progress: Progress,
+) -> Checked:
+    """Before anything starts: the runtime, the cards, the weights and the TP size, and no container
+    holding a card; says what is wrong (docs/measuring.md lists every message)."""
     image = arms[0].command.docker_image if choice.docker else None
     if choice.docker and image is None:
         raise CatalogError(
@@ -75,107 +123,146 @@ def measure(
     model_id = arms[0].command.model_id
     preflight.check_weights(model_id, model_dir)
     snapshot = preflight.hub_snapshot(model_id) if model_dir is None else None
-    weights_dir = model_dir or (snapshot.folder if snapshot else None)
+    checked = Checked(devices, model_id, model_dir, snapshot, image)
+    weights_dir = checked.weights_dir
     preflight.check_tensor_parallel(request.tp, preflight.read_config(weights_dir), str(weights_dir or model_id))
-
-    pinned: PinnedImage | None = None
     if image:
         swept = docker.sweep()
         if swept:
             progress(f"removed {len(swept)} container(s) an earlier run left behind: {', '.join(swept)}")
     if image or (hardware.platform != "cpu" and shutil.which("docker") is not None):
-        # a container given the card holds it whatever runtime this campaign uses
-        try:
-            holders = docker.containers_holding_devices()
-        except docker.DockerError:
-            if image:
-                raise
-            holders = []  # a local run does not need the docker daemon to be up
-        if holders:
-            raise CatalogError(
-                f"container(s) {', '.join(holders)} hold a GPU: stop them (`docker stop NAME`) before measuring",
-                field="HW",
-            )
-    if image:
-        progress(f"pulling {image} to pin it by digest")
-        pinned = docker.pin_image(image)
+        _refuse_held_cards(image)
+    return checked
+
+
+def _refuse_held_cards(image: str | None) -> None:
+    """A container given the card holds it whatever runtime this campaign uses."""
+    try:
+        holders = docker.containers_holding_devices()
+    except docker.DockerError:
+        if image:
+            raise
+        holders = []  # a local run does not need the docker daemon to be up
+    if holders:
+        raise CatalogError(
+            f"container(s) {', '.join(holders)} hold a GPU: stop them (`docker stop NAME`) before measuring",
+            field="HW",
+        )
+
+
+def pin_runtime(
+    recipe: Recipe,
+    hardware: Hardware,
+    request: CampaignRequest,
+    checked: Checked,
+    choice: RuntimeChoice,
+    progress: Progress,
+) -> tuple[PinnedImage | None, RuntimeIdentity]:
+    """The image pinned by digest (docker) or the local vLLM, identified, and new enough for the recipe."""
+    pinned: PinnedImage | None = None
+    if checked.image:
+        progress(f"pulling {checked.image} to pin it by digest")
+        pinned = docker.pin_image(checked.image)
         progress(f"image {pinned.pinned} (vLLM {pinned.vllm_version})")
         runtime_identity = _docker_identity(pinned, hardware.platform)
     else:
         runtime_identity = local_runtime_identity(choice.vllm_python or Path("python"), hardware.platform)
     preflight.check_vllm_version(recipe, request.variant, runtime_identity.version)
-    key = signing_key(catalog, progress)
-    runtime_key = (
+    return pinned, runtime_identity
+
+
+def _runtime_key(runtime_identity: RuntimeIdentity) -> str:
+    """What of the runtime enters the campaign id: a different image or package set is a new campaign."""
+    return (
         f"{runtime_identity.image_digest or ''} {runtime_identity.version} {runtime_identity.package_set_sha256 or ''}"
     )
-    cid = campaign_id(request, arms, suite.sha256, runtime_key)
-    environ = tuple(name for name in PASSED_ENV if name in os.environ)
-    runtime: Runtime = (
-        DockerRuntime(hf_cache_root(), cid, pinned.pinned, model_dir, environ)
-        if pinned
-        else LocalRuntime(choice.vllm_python or Path("python"), model_dir)
-    )
-    for arm in arms:
-        progress(f"{arm.id}: {arm.command.redacted().shell()}")
 
-    run_dir = places.runs / cid
-    progress(f"campaign {cid}: logs and finished attempts in {run_dir}")
-    workload = Workload(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
-    if weights_dir is not None and (model_dir is not None or snapshot is not None):
+
+def _runtime(choice: RuntimeChoice, checked: Checked, pinned: PinnedImage | None, cid: str) -> Runtime:
+    environ = tuple(name for name in PASSED_ENV if name in os.environ)
+    if pinned:
+        return DockerRuntime(hf_cache_root(), cid, pinned.pinned, checked.model_dir, environ)
+    return LocalRuntime(choice.vllm_python or Path("python"), checked.model_dir)
+
+
+def campaign_identity(
+    recipe: Recipe,
+    hardware: Hardware,
+    request: CampaignRequest,
+    checked: Checked,
+    runtime_identity: RuntimeIdentity,
+    progress: Progress,
+) -> Identity:
+    """What is measured: the weights (hashed), the runtime and the host."""
+    weights_dir = checked.weights_dir
+    if weights_dir is not None and (checked.model_dir is not None or checked.snapshot is not None):
         progress(f"hashing the weights in {weights_dir}")
     files = model_files(weights_dir) if weights_dir else []
-    identity = Identity(
+    variant = recipe.variants[request.variant]
+    demo = request.model == DEMO_SLUG
+    return Identity(
         model=ModelIdentity(
             slug=recipe.meta.slug,
             variant=request.variant,
-            repo=model_id,
-            revision=snapshot.revision if snapshot else None,
-            quantization=recipe.variants[request.variant].precision.lower(),
-            quantization_label=recipe.variants[request.variant].precision.upper(),
+            repo=checked.model_id,
+            revision=checked.snapshot.revision if checked.snapshot else None,
+            quantization=variant.precision.lower(),
+            quantization_label=variant.precision.upper(),
             weight_bytes=weight_bytes(files) or None,
             weight_files=files,
             config=config_facts(weights_dir) if weights_dir else None,
-            synthetic=request.model == DEMO_SLUG,
-            synthetic_note=DEMO_NOTE if request.model == DEMO_SLUG else None,
+            synthetic=demo,
+            synthetic_note=DEMO_NOTE if demo else None,
         ),
         runtime=runtime_identity,
-        host=host_identity(hardware.id, max(request.tp, 1), devices.name, devices.driver),
+        host=host_identity(hardware.id, max(request.tp, 1), checked.devices.name, checked.devices.driver),
     )
-    setup = CampaignSetup(
-        request,
-        arms,
-        workload,
-        run_dir,
-        identity,
-        _title(recipe.meta.title, request, hardware.name),
-    )
-    try:
-        results = measure_arms(setup, runtime, progress)
-        ladders = []
-        if request.ladders:
-            max_model_len = int(flag_value(arms[0].command.args, "--max-model-len") or recipe.model.context_length)
-            oracle_context: dict[tuple[int, str], list[int]] = {}
-            for arm in arms:
-                arm_ladders, outputs = run_ladders(
-                    request.ladders,
-                    arm,
-                    results[arms[0].id][0].rows,
-                    oracle_context,
-                    runtime,
-                    workload,
-                    run_dir,
-                    max_model_len,
-                    progress,
-                    request.concurrency_levels,
-                )
-                if arm.spec_depth == 0:
-                    oracle_context = outputs
-                ladders.extend(arm_ladders)
-    except KeyboardInterrupt:
-        progress(f"interrupted: no packet written; finished attempts and server logs stay in {run_dir}")
-        raise
-    sealed = assemble(setup, results, ladders, reproduces, key, runtime)
-    path = publish(sealed, places.packets)
+
+
+def run_campaign_ladders(
+    setup: CampaignSetup, recipe: Recipe, results: dict[str, list[ServerRun]], runtime: Runtime, progress: Progress
+) -> list[Ladder]:
+    """The requested ladders of every arm, each on one more fresh server; the oracle's context
+    outputs are what the speculative arms' context ladders are compared with."""
+    request, arms = setup.request, setup.arms
+    if not request.ladders:
+        return []
+    ladders: list[Ladder] = []
+    max_model_len = int(flag_value(arms[0].command.args, "--max-model-len") or recipe.model.context_length)
+    oracle_context: dict[tuple[int, str], list[int]] = {}
+    for arm in arms:
+        arm_ladders, outputs = run_ladders(
+            request.ladders,
+            arm,
+            results[arms[0].id][0].rows,
+            oracle_context,
+            runtime,
+            setup.workload,
+            setup.run_dir,
+            max_model_len,
+            progress,
+            request.concurrency_levels,
+        )
+        if arm.spec_depth == 0:
+            oracle_context = outputs
+        ladders.extend(arm_ladders)
+    return ladders
+
+
+def seal_and_write(
+    setup: CampaignSetup,
+    results: dict[str, list[ServerRun]],
+    gates: dict[str, list[GateResult]],
+    ladders: list[Ladder],
+    reproduces: str | None,
+    key: HostKey,
+    runtime: Runtime,
+    packets: Path,
+    progress: Progress,
+) -> Packet:
+    """One packet, sealed and signed, written only now that every attempt finished."""
+    sealed = assemble(setup, results, gates, ladders, reproduces, key, runtime)
+    path = publish(sealed, packets)
     packet = sealed.packet
     progress(f"sealed {packet.id} ({packet.state.value}), signed by key {key.key_id[:12]} -> {path}")
     return packet

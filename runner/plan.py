@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -200,7 +199,3 @@ def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str, r
         "runtime": runtime_key,
     }
     return f"{request.model}-{request.variant}-{canonical_sha256(plan)[:12]}"
-
-
-def run_dir(runs_root: Path, cid: str) -> Path:
-    return runs_root / cid

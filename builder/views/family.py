@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from builder import routes
 from builder.charts import Chart, distinct
@@ -13,7 +12,7 @@ from builder.views.common import Fact, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.load import LoadSection, load_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
-from builder.views.projection import PROJECTION_GAP, ProjectionView, cell_estimator, projection_view
+from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
 from builder.views.results import (
     STATE_LABELS,
     ArmResult,
@@ -322,12 +321,12 @@ def _fine_print(recipe: Recipe | None, packets: list[Packet]) -> list[Fact]:
 
 
 def _estimators(
-    packets: list[Packet], recipe: Recipe | None, results: list[ArmResult], hardware: dict[str, Hardware]
-) -> dict[str, Any]:
+    packets: list[Packet], recipe: Recipe | None, results: list[ArmResult], ctx: SiteContext
+) -> dict[str, Estimator]:
     found = {}
     for hw_id in sorted({r.hardware_id for r in results}):
         on_hw = [p for p in packets if p.identity.host.hardware == hw_id]
-        estimator = cell_estimator(on_hw, recipe, hardware.get(hw_id))
+        estimator = cell_estimator(on_hw, recipe, ctx.catalog.hardware.get(hw_id), ctx.warn)
         if estimator is not None:
             found[hw_id] = estimator
     return found
@@ -337,17 +336,15 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     catalog = ctx.catalog
     packets = catalog.packets_of(slug)
     reproductions = catalog.reproductions(packets)
-    results = arm_results(packets, catalog.hardware, recipe, reproductions)
+    results = arm_results(packets, catalog.hardware, reproductions)
     shown = representatives(results)
     lead = headline(packets, reproductions)
-    if not packets:
-        ctx.warn(f"{slug}: no packets; the family page shows labelled gaps")
     ladders = ladder_sources(results)
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
     load = load_section(ladders, catalog.hardware, recipe)
     lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
-    projection = projection_view(lead_result, shown, recipe)
+    projection = projection_view(lead_result, shown, recipe, ctx.warn)
     grades = sorted(evidence_grade(p, reproductions) for p in packets)
     picks, pick_for = _picks(results)
     dates = [str(recipe.meta.date_updated)] if recipe else []
@@ -361,7 +358,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         hero=_hero(lead, catalog.hardware),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
         packets=_cards(packets, shown, ctx),
-        matrices=matrices(results, recipe, _estimators(packets, recipe, results, catalog.hardware)),
+        matrices=matrices(results, recipe, _estimators(packets, recipe, results, ctx)),
         charts=charts,
         concurrency=concurrency,
         load=load,

@@ -63,7 +63,7 @@ def _specs(hw: Hardware) -> list[Fact]:
 def hardware_view(hw: Hardware, ctx: SiteContext) -> HardwareView:
     catalog = ctx.catalog
     packets = sorted((p for p in catalog.packets.values() if p.identity.host.hardware == hw.id), key=lambda p: p.id)
-    results = arm_results(packets, catalog.hardware, None, catalog.reproductions(packets))
+    results = arm_results(packets, catalog.hardware, catalog.reproductions(packets))
     rows = []
     for r in results:
         slug = r.packet.identity.model.slug

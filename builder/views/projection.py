@@ -2,17 +2,18 @@
 
 catalog.projection computes everything (ceiling, utilisation, optimisation band, the formula with
 its numbers, every input with its source); this module only formats what it returns. The family
-page makes one call, `projection_view(...)`; when the projection module is absent or returns
-nothing, the page shows a labelled gap instead.
+page makes one call, `projection_view(...)`; when the projection has no answer, the page shows a
+labelled gap instead. A projection that fails on its data is a build warning (fatal under --strict),
+never a silent gap.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import ValidationError
 
 from builder import routes
 from builder.format import Num, num, opt_num
@@ -20,8 +21,13 @@ from builder.views.common import Fact
 from builder.views.results import STATE_LABELS, ArmResult
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
-from catalog.packet import Arm, Packet
+from catalog.packet import Packet
+from catalog.projection import CellEstimate, PrefillBound, Projection, estimate_cell, project_arm
 from catalog.recipe import Recipe
+
+Warn = Callable[[str], None]
+# What a projection raises on data it cannot use: the build names it, the page shows the gap.
+PROJECTION_FAILURES = (CatalogError, ValidationError, ArithmeticError)
 
 
 @dataclass(frozen=True)
@@ -54,21 +60,19 @@ class ProjectionView:
     rows: list[ProjectionRow]
 
 
-def _api(name: str) -> Callable[..., Any] | None:
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
+
+
+def project(result: ArmResult, recipe: Recipe | None, warn: Warn) -> Projection | None:
+    """The one call into catalog.projection; None when it has no answer (or failed, with a warning)."""
+    if result.hardware is None:
+        return None
     try:
-        module = importlib.import_module("catalog.projection")
-    except ImportError:
+        return project_arm(result.packet, result.arm, result.hardware, recipe)
+    except PROJECTION_FAILURES as error:
+        warn(f"{result.packet.id}: arm {result.arm.id}: no projection: {_one_line(error)}")
         return None
-    found = getattr(module, name, None)
-    return found if callable(found) else None
-
-
-def project(packet: Packet, arm: Arm, hardware: Hardware | None, recipe: Recipe | None) -> Any:
-    """The one call into catalog.projection; None when it is unavailable or has no answer."""
-    project_arm = _api("project_arm")
-    if project_arm is None or hardware is None:
-        return None
-    return project_arm(packet, arm, hardware, recipe)
 
 
 def _percent(fraction: float | None) -> Num | None:
@@ -88,7 +92,7 @@ def in_words(source: str, packet: Packet) -> str:
     return re.sub(r"\barm (\S+?)(?=[:\s]|$)", lambda m: f"arm “{labels[m[1]]}”" if m[1] in labels else m[0], source)
 
 
-def _prefill(bound: Any, packet: Packet) -> list[Fact]:
+def _prefill(bound: PrefillBound | None, packet: Packet) -> list[Fact]:
     if bound is None:
         return []
     facts = [
@@ -100,7 +104,7 @@ def _prefill(bound: Any, packet: Packet) -> list[Fact]:
     return facts
 
 
-def _row(result: ArmResult, projection: Any) -> ProjectionRow:
+def _row(result: ArmResult, projection: Projection) -> ProjectionRow:
     grade = projection.optimisation_grade
     return ProjectionRow(
         arm=f"{result.quant_label} · {result.arm.label}",
@@ -115,21 +119,18 @@ def _row(result: ArmResult, projection: Any) -> ProjectionRow:
 
 
 def projection_view(
-    lead: ArmResult | None, results: Sequence[ArmResult], recipe: Recipe | None
+    lead: ArmResult | None, results: Sequence[ArmResult], recipe: Recipe | None, warn: Warn
 ) -> ProjectionView | None:
     if lead is None:
         return None
-    try:
-        main = project(lead.packet, lead.arm, lead.hardware, recipe)
-        if main is None:
-            return None
-        rows = []
-        for result in results:
-            projection = project(result.packet, result.arm, result.hardware, recipe)
-            if projection is not None:
-                rows.append(_row(result, projection))
-    except CatalogError:
+    main = project(lead, recipe, warn)
+    if main is None:
         return None
+    rows = []
+    for result in results:
+        projection = project(result, recipe, warn)
+        if projection is not None:
+            rows.append(_row(result, projection))
     grade = main.optimisation_grade
     return ProjectionView(
         title=f"{lead.quant_label} · {lead.arm.label} on {lead.hardware_name}",
@@ -155,22 +156,27 @@ def projection_view(
     )
 
 
-Estimator = Callable[[str, int, int], Any]
+Estimator = Callable[[str, int, int], CellEstimate | None]
 
 
-def cell_estimator(packets: Sequence[Packet], recipe: Recipe | None, hardware: Hardware | None) -> Estimator | None:
+def cell_estimator(
+    packets: Sequence[Packet], recipe: Recipe | None, hardware: Hardware | None, warn: Warn
+) -> Estimator | None:
     """`estimate(quantization, tp, depth)` for one family on one card: catalog.projection's
-    estimate for an untested cell (a CellEstimate), or None."""
-    estimate_cell = _api("estimate_cell")
-    if estimate_cell is None or recipe is None or hardware is None:
+    estimate for an untested cell, or None."""
+    if recipe is None or hardware is None:
         return None
 
-    def estimate(quantization: str, tp: int, depth: int) -> Any:
+    def estimate(quantization: str, tp: int, depth: int) -> CellEstimate | None:
         try:
             return estimate_cell(
                 packets, recipe, hardware, quantization=quantization, tensor_parallel_size=tp, spec_depth=depth
             )
-        except CatalogError:
+        except PROJECTION_FAILURES as error:
+            warn(
+                f"{recipe.meta.slug} on {hardware.id}: no estimate for {quantization} TP{tp} depth {depth}: "
+                f"{_one_line(error)}"
+            )
             return None
 
     return estimate

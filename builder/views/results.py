@@ -10,7 +10,6 @@ from builder import routes
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
 from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
-from catalog.recipe import Recipe
 from catalog.selection import headline_order, qualified
 
 # The packet states' words and order live on catalog.packet.State; a page adds one state of its
@@ -24,12 +23,6 @@ STATE_RANK = [*(s.value for s in _BY_RANK), UNTESTED]
 
 def label_key(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown"
-
-
-def depth_label(method: str | None, depth: int) -> str:
-    if depth == 0:
-        return "no speculation"
-    return f"{(method or 'spec').upper()} depth {depth}"
 
 
 def short_depth(method: str | None, depth: int) -> str:
@@ -149,18 +142,18 @@ class ArmResult:
         return self.draft_head or (f"{self.method} head" if self.method else "no draft head")
 
 
-def quant_identity(packet: Packet, recipe: Recipe | None) -> tuple[str, str]:
+def quant_identity(packet: Packet) -> tuple[str, str]:
     label = packet.identity.model.quantization_label
     return label_key(label), label
 
 
 def arm_results(
-    packets: Sequence[Packet], hardware: dict[str, Hardware], recipe: Recipe | None, reproductions: Sequence[Packet]
+    packets: Sequence[Packet], hardware: dict[str, Hardware], reproductions: Sequence[Packet]
 ) -> list[ArmResult]:
     results = []
     for packet in packets:
         grade = evidence_grade(packet, reproductions)
-        key, label = quant_identity(packet, recipe)
+        key, label = quant_identity(packet)
         for arm in packet.arms:
             results.append(ArmResult(packet, arm, grade, hardware.get(packet.identity.host.hardware), key, label))
     return results

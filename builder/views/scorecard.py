@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from builder import routes
 from builder.format import Num, num, opt_num
@@ -23,6 +22,7 @@ from builder.views.results import (
     representatives,
     short_depth,
 )
+from catalog.projection import CellEstimate
 from catalog.recipe import Recipe
 
 
@@ -105,7 +105,7 @@ def entry(result: ArmResult) -> CellEntry:
     )
 
 
-def estimated_entry(estimate: Any, tp: int, depth: int) -> CellEntry | None:
+def estimated_entry(estimate: CellEstimate | None, tp: int, depth: int) -> CellEntry | None:
     """An untested cell's projected value: labelled estimated, linked to the closest basis arm."""
     if estimate is None or not estimate.basis:
         return None

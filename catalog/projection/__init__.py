@@ -10,7 +10,6 @@ API:
 - `project_arm(packet, arm, hardware, recipe) -> Projection | None`
 - `project_packet(packet, hardware, recipe) -> list[Projection]`
 - `project_catalog(packets, hardware_by_id, recipes_by_slug) -> dict[packet_id, list[Projection]]`
-- `prefill_bound_ms(packet, arm, hardware, recipe, prompt_tokens=None) -> PrefillBound | None`
 - `estimate_cell(packets, recipe, hardware, quantization=, tensor_parallel_size=, spec_depth=) -> CellEstimate | None`
 - `project_load(packet, arm, sweep, hardware, recipe) -> LoadProjection | None` (many users at once)
 - `OPTIMISATION_BANDS`, `band_for(utilisation)`, `ESTIMATE_RULE`
@@ -30,7 +29,6 @@ from catalog.projection.models import (
 )
 from catalog.projection.multiuser import LoadProjection, project_load
 from catalog.projection.project import (
-    prefill_bound_ms,
     project_arm,
     project_catalog,
     project_packet,
@@ -53,7 +51,6 @@ __all__ = [
     "ProjectionInput",
     "band_for",
     "estimate_cell",
-    "prefill_bound_ms",
     "project_arm",
     "project_catalog",
     "project_load",

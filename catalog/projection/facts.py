@@ -17,12 +17,14 @@ from catalog.packet import ModelConfigFacts, Packet
 from catalog.recipe import Recipe
 
 T = TypeVar("T")
+# Covariant: a Fact[int] is a Fact[object], so code that only reads a fact takes any of them.
+T_co = TypeVar("T_co", covariant=True)
 Origin = Literal["packet", "recipe", "hardware", "model-table", "assumed", "derived"]
 
 
 @dataclass(frozen=True)
-class Fact(Generic[T]):
-    value: T
+class Fact(Generic[T_co]):
+    value: T_co
     source: str
     origin: Origin
 

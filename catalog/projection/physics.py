@@ -120,12 +120,15 @@ class Layout:
 
 def layout_from(facts: ArchitectureFacts) -> Layout | None:
     """None when a number the byte model needs is unknown."""
-    needed = (facts.num_layers, facts.hidden_size, facts.intermediate_size, facts.num_attention_heads, facts.vocab_size)
-    if any(f is None for f in needed):
+    num_layers, hidden_size, intermediate_size = facts.num_layers, facts.hidden_size, facts.intermediate_size
+    num_attention_heads, vocab_size = facts.num_attention_heads, facts.vocab_size
+    if num_layers is None or hidden_size is None or intermediate_size is None:
         return None
-    layers = facts.num_layers.value  # type: ignore[union-attr]
-    hidden = facts.hidden_size.value  # type: ignore[union-attr]
-    heads = facts.num_attention_heads.value  # type: ignore[union-attr]
+    if num_attention_heads is None or vocab_size is None:
+        return None
+    layers = num_layers.value
+    hidden = hidden_size.value
+    heads = num_attention_heads.value
     linear = facts.linear_attention_layers.value if facts.linear_attention_layers else 0
     full = facts.full_attention_layers.value if facts.full_attention_layers else layers - linear
     if full + linear != layers:
@@ -139,9 +142,9 @@ def layout_from(facts: ArchitectureFacts) -> Layout | None:
     if linear and any(f is None for f in lin):
         return None
     return Layout(
-        vocab=facts.vocab_size.value,  # type: ignore[union-attr]
+        vocab=vocab_size.value,
         hidden=hidden,
-        intermediate=facts.intermediate_size.value,  # type: ignore[union-attr]
+        intermediate=intermediate_size.value,
         layers=layers,
         full_layers=full,
         linear_layers=linear,

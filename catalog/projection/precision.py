@@ -14,9 +14,6 @@ from dataclasses import dataclass, field
 from catalog.packet import Packet
 from catalog.recipe import Recipe
 
-# Components a decode step can read. `linear_attn` is the Gated DeltaNet block of hybrid models.
-COMPONENTS = ("attention", "linear_attn", "mlp", "lm_head", "embedding", "mtp", "vision")
-
 _LLMC_LINEAR_ATTN = (
     "assumed: published Qwen3.5 FP8 and INT4 recipes made with llm-compressor keep `re:.*linear_attn.*` "
     "in BF16 (llm-compressor examples/quantization_w8a8_fp8/qwen3_5_moe.py; the Qwen3.5-9B-FP8-Dynamic "

@@ -14,7 +14,7 @@ from tests.builder.factory import REPO, imported_packet, measured_packet
 def _results():
     hardware = load_file(HardwareFile, REPO / "data" / "hardware.yaml").by_id()
     packets = [measured_packet(), imported_packet()]
-    return arm_results(packets, hardware, None, packets)
+    return arm_results(packets, hardware, packets)
 
 
 def test_untested_cells_take_an_estimate_labelled_estimated():

@@ -111,11 +111,20 @@ def snapshot(root: Path) -> dict[str, tuple[str, int, int]]:
     return found
 
 
-def run_verify(tree: Path) -> subprocess.CompletedProcess[str]:
+def run_verify(tree: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "catalog.verify", "--data", str(tree / "data"), "--packets", str(tree / "packets")],
+        [
+            sys.executable,
+            "-m",
+            "catalog.verify",
+            "--data",
+            str(tree / "data"),
+            "--packets",
+            str(tree / "packets"),
+            *extra,
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -170,6 +179,7 @@ def test_an_empty_packets_folder_loads(tree: Path) -> None:
 def test_the_repository_itself_verifies() -> None:
     catalog = load_catalog(REPO / "data", REPO / "packets")
     assert catalog.packets
+    assert catalog.warnings == []  # `make check` builds with --strict
     for packet_id, path in catalog.packet_paths.items():
         assert path.name == f"{packet_id}.json"
         assert catalog.packets[packet_id].signed  # every committed packet is signed by a listed key
@@ -710,12 +720,26 @@ def test_cli_success(tree: Path) -> None:
     before = snapshot(tree)
     result = run_verify(tree)
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
     catalog = load(tree)
+    assert "qwen3.5-4b: no packets; the family page shows labelled gaps" in catalog.warnings
+    assert result.stderr == "".join(f"warning: {w}\n" for w in catalog.warnings)  # data warnings, never errors
     assert result.stdout.startswith(
         f"verified 1 packets, {len(catalog.recipes)} recipes, {len(catalog.hardware)} hardware entries, 1 suites"
     )
     assert snapshot(tree) == before
+
+
+def test_cli_strict_fails_on_data_warnings(tree: Path) -> None:
+    put(tree, sealed(published_draft([published_arm("tp1-mtp0", [50.0])])))
+    catalog = load(tree)
+    [packet_id] = catalog.packets
+    assert f"{packet_id}: arm tp1-mtp0 is published without a fresh-server pair" in catalog.warnings
+    result = run_verify(tree, "--strict")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines == [f"warning: {w}" for w in catalog.warnings] + [
+        f"error: {len(catalog.warnings)} warning(s) and --strict"
+    ]
 
 
 def test_cli_failure_is_one_plain_line_per_problem(tree: Path) -> None:
