@@ -247,6 +247,12 @@ class LoadSweep(StrictModel):
         default=LAG_BOUND_MS, gt=0, description="p99 schedule lag above which a level is marked unusable"
     )
     levels: list[LoadLevel] = Field(min_length=1, description="closed-loop levels, then open-loop levels")
+    open_rates_from_users: int | None = Field(
+        default=None,
+        ge=1,
+        description="the closed-loop level (users) whose measured request rate the open-loop rates are "
+        "fractions of; none when the rates were given on the command line",
+    )
 
     @model_validator(mode="after")
     def _levels_planned(self) -> LoadSweep:

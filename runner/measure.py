@@ -167,6 +167,7 @@ def measure(
                     max_model_len,
                     progress,
                     request.concurrency_levels,
+                    request.load,
                 )
                 if arm.spec_depth == 0:
                     oracle_context = outputs
