@@ -65,7 +65,7 @@ async def run_load_sweep(
     kept = read_finished_levels(kept_path) if kept_path.exists() else []
     levels: list[LoadLevel] = []
     oracle = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
-    runner = _LevelRunner(base_url, arm, oracle, workload, options)
+    runner = LevelRunner(base_url, arm.command.model_id, oracle, workload, options)
 
     async def level_of(mode: str, users: int | None, rate: float | None) -> LoadLevel:
         match = next((k for k in kept if (k.mode, k.users, k.rate_rps) == (mode, users, rate)), None)
@@ -147,14 +147,15 @@ def _keep(path: Path, levels: list[LoadLevel]) -> None:
     write_file(path, pretty_json([level.model_dump(mode="json") for level in levels]))
 
 
-class _LevelRunner:
-    """Runs one level at a time: the schedule, the requests, the client's CPU and /metrics."""
+class LevelRunner:
+    """Runs one level at a time: the schedule, the requests, the client's CPU and /metrics.
+    `oracle` maps prompt ids to the sequential oracle's token ids (bench/ passes none)."""
 
     def __init__(
-        self, base_url: str, arm: ArmPlan, oracle: dict[str, list[int]], workload: Workload, options: LoadOptions
+        self, base_url: str, model: str, oracle: dict[str, list[int]], workload: Workload, options: LoadOptions
     ) -> None:
         self.base_url = base_url
-        self.model = arm.command.model_id
+        self.model = model
         self.oracle = oracle
         self.workload = workload
         self.options = options
