@@ -17,7 +17,7 @@ import pytest
 from catalog.load import Slo, poisson_offsets_ms
 from catalog.packet import Ladder
 from catalog.samples import make_rows, strict_suite
-from runner import load_sweep
+from runner import ladders, load_sweep
 from runner.attempt import Workload
 from runner.client import StreamResult
 from runner.load_metrics import MetricsSummary, read_wanted
@@ -229,3 +229,57 @@ def test_a_level_records_the_servers_metrics(server: FakeServer, tmp_path: Path)
 def test_a_server_without_metrics_leaves_them_none(server: FakeServer, tmp_path: Path) -> None:
     level = sweep(server, tmp_path, users=[1], rates_rps=[50.0], requests_per_level=2).load.levels[0]  # type: ignore[union-attr]
     assert level.server is None
+
+
+class _LadderServerAt:
+    """Stands in for VllmServer in runner.ladders: the fake streaming server is the ladder server."""
+
+    url = ""
+
+    def __init__(self, argv: list[str], **kwargs: Any) -> None:
+        self.base_url = _LadderServerAt.url
+
+    def __enter__(self) -> _LadderServerAt:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LADDERS=load through runner.ladders: levels above the server's --max-num-seqs are skipped
+    and said, the finished ladder is written beside the others and reused by a rerun."""
+    _LadderServerAt.url = server.base_url
+    monkeypatch.setattr(ladders, "VllmServer", _LadderServerAt)
+    monkeypatch.setattr(ladders, "ladder_command", lambda arm: arm.command)
+    command = SimpleNamespace(model_id="demo", args=["--max-num-seqs", "2"], env={})
+    arm = SimpleNamespace(id="tp1-oracle", spec_depth=0, command=command)
+    runtime = SimpleNamespace(argv=lambda command, port: ["vllm", "serve"])
+    workload = Workload(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
+    load = LoadOptions(users=[1, 4], rates_rps=[50.0], requests_per_level=4)
+
+    def run(said: list[str]) -> list[Ladder]:
+        done, _ = ladders.run_ladders(
+            ["load"],
+            arm,
+            ORACLE_ROWS,
+            {},
+            runtime,
+            workload,
+            tmp_path,
+            4096,
+            said.append,
+            load=load,  # type: ignore[arg-type]
+        )
+        return done
+
+    said: list[str] = []
+    (ladder,) = run(said)
+    assert [(lv.users, lv.rate_rps) for lv in ladder.load.levels] == [(1, None), (None, 50.0)]  # type: ignore[union-attr]
+    assert "tp1-oracle load 4 users: skipped, the server runs at most 2 sequences" in said
+    assert ladders.ladder_path(tmp_path, "tp1-oracle", "load").exists()
+    again: list[str] = []
+    assert run(again) == [ladder]
+    assert "tp1-oracle load ladder: finished earlier, reusing" in again
