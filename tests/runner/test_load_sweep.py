@@ -19,7 +19,7 @@ from catalog.packet import Ladder
 from catalog.samples import make_rows, strict_suite
 from runner import ladders, load_sweep
 from runner.attempt import Workload
-from runner.client import StreamResult
+from runner.client import ClientError, StreamResult
 from runner.load_metrics import MetricsSummary, read_wanted
 from runner.plan import LoadOptions
 from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
@@ -140,7 +140,7 @@ def test_a_failed_request_is_recorded_not_fatal(server: FakeServer, tmp_path: Pa
 
 def test_a_level_where_every_request_fails_stops_the_sweep(server: FakeServer, tmp_path: Path) -> None:
     server.responder = lambda body: Script(status=500)
-    with pytest.raises(load_sweep.ClientError, match="every request at 1 users failed: HTTP 500"):
+    with pytest.raises(ClientError, match="every request at 1 users failed: HTTP 500"):
         sweep(server, tmp_path, users=[1])
 
 
@@ -263,15 +263,15 @@ def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
     def run(said: list[str]) -> list[Ladder]:
         done, _ = ladders.run_ladders(
             ["load"],
-            arm,
+            arm,  # type: ignore[arg-type]
             ORACLE_ROWS,
             {},
-            runtime,
+            runtime,  # type: ignore[arg-type]
             workload,
             tmp_path,
             4096,
             said.append,
-            load=load,  # type: ignore[arg-type]
+            load=load,
         )
         return done
 
