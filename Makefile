@@ -19,9 +19,17 @@ RUNTIME ?= local
 VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
 MODEL_DIR ?=
 CONFIG ?=
+# The load sweep (LADDERS=load): closed-loop users, open-loop rates (req/s), requests per level,
+# goodput objectives (SLO=ttft_ms=500,tpot_ms=50) and the arrivals' seed; empty: the runner's defaults.
+LOAD_USERS ?=
+RATES ?=
+LOAD_REQUESTS ?=
+SLO ?=
+LOAD_SEED ?=
 # --runtime refuses anything but local or docker: a misspelt RUNTIME=Docker never runs locally instead.
 RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
-REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG))
+REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG)) $(LOAD_FLAGS)
+LOAD_FLAGS = $(if $(LOAD_USERS),--load-users $(LOAD_USERS)) $(if $(RATES),--rates $(RATES)) $(if $(LOAD_REQUESTS),--load-requests $(LOAD_REQUESTS)) $(if $(SLO),--slo $(SLO)) $(if $(LOAD_SEED),--load-seed $(LOAD_SEED))
 
 .PHONY: site test test-fast verify schema measure reproduce serve bench lint check vllm-env chromium clean
 
@@ -67,7 +75,8 @@ test-fast: $(DEV_STAMP)
 	$(PY) -m pytest -m "not e2e and not browser" -q
 
 ## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3]
-##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...] [CONFIG=<overlay configuration>]
+##   [LADDERS=concurrency,context,load] [LOAD_USERS=1,2,4] [RATES=0.5,1] [LOAD_REQUESTS=64] [SLO=ttft_ms=500]
+##   [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...] [CONFIG=<overlay configuration>]
 measure: $(SITE_STAMP)
 	@test -n "$(MODEL)" || (echo "usage: make measure MODEL=<slug> (MODEL=demo runs anywhere)" >&2; exit 2)
 	@# the request is checked before anything is installed or started (a bad VARIANT fails here)

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import browser_bench, builder_bench, client_bench, measure_bench, report
+from bench import browser_bench, builder_bench, client_bench, load_bench, measure_bench, report
 from bench.common import OUT, REPO, VLLM_PYTHON, close_peer_worker, ensure_demo_model, load_average
 from bench.results import Benchmark, Host, Results
 
-GROUPS = ("measurement", "client", "builder", "browser")  # the vLLM start overlaps the catalog generation
+GROUPS = ("measurement", "client", "load", "builder", "browser")  # the vLLM start overlaps the catalog generation
 RESULTS = REPO / "bench" / "results.json"
 QUICK_RESULTS = OUT / "results-quick.json"
 DOCS = REPO / "docs" / "performance.md"
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:6.1f} s] {message}", flush=True)
 
     log(f"load average at start: {results.host.load_average_start}")
-    if {"measurement", "client"} & set(wanted):
+    if {"measurement", "client", "load"} & set(wanted):
         ensure_demo_model(log)
 
     def prepare_builder() -> None:
@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     runners: dict[str, Callable[[bool, Callable[[str], None]], list[Benchmark]]] = {
         "measurement": lambda quick, log: measure_bench.run(quick, log, meanwhile=prepare_builder),
         "client": client_bench.run,
+        "load": load_bench.run,
         "builder": builder_bench.run,
         "browser": browser_bench.run,
     }

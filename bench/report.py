@@ -17,6 +17,7 @@ from bench.results import Benchmark, Figure, Results
 GROUP_TITLES = {
     "client": "1. Client overhead (fast local server)",
     "agreement": "1b. Timing agreement with the server's own timestamps (paced server)",
+    "load": "1c. Load sweep client: schedule lag and CPU per request (paced fast server)",
     "measurement": "2. Measurement agreement on real vLLM CPU",
     "builder": "3. Builder scale",
     "browser": "4. Browser",

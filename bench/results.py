@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 
 SCHEMA_VERSION = 1
-Group = Literal["client", "agreement", "measurement", "builder", "browser"]
+Group = Literal["client", "agreement", "load", "measurement", "builder", "browser"]
 
 
 class _Strict(BaseModel):

@@ -13,6 +13,8 @@ into `CatalogError`s naming the file. API:
   it is `packet_problems(packet, now)` (the packet alone: run where the file is read, on every
   core) plus `reference_problems(packet, recipe, hardware)` (against data/).
 - `reproduction_problems(packet, original)`: a reproduction against the packet it names.
+Load sweeps' own checks live in catalog/consistency_load.py; they run from here (and their
+prompt order against the suite from catalog.repository).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
+from catalog.consistency_load import fastest_requests, load_problems
 from catalog.hardware import Hardware
 from catalog.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
 from catalog.projection.cells import cell_for_arm
@@ -81,6 +84,7 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *token_problems(packet),
         *spec_metric_problems(packet),
         *ladder_problems(packet),
+        *load_problems(packet),
         *created_problems(packet, now),
     ]
 
@@ -312,6 +316,8 @@ def ceiling_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
             if ladder.arm == arm.id
             for k, point in enumerate(ladder.context)
         ]
+        # load sweeps: each user's decode rate under batching is at most the single-stream one
+        rates += [(field, rate, depth + 1.0, _depth_text(depth)) for field, rate in fastest_requests(packet, arm.id)]
         for field, rate, tokens, text in rates:
             allowed = plain * tokens * CEILING_MARGIN
             if rate is not None and rate > allowed:

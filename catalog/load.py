@@ -6,7 +6,7 @@ fixed rate and seed, whether or not earlier ones finished). Each level keeps one
 so a reader can recompute every percentile, rate and goodput figure from the packet; only the
 inter-token latency percentiles (over every token gap of the level) are stored as measured.
 
-Definitions (the one home of each; docs/load.md explains them for readers):
+Definitions (the one home of each; docs/measuring.md explains them for readers):
 - percentiles interpolate linearly between the closest ranks (numpy's default "linear" method);
 - a request's decode rate is (tokens - 1) / (last token time - first token time), its TPOT the
   inverse in milliseconds; both need two token times that differ;
@@ -180,7 +180,9 @@ class LoadLevel(StrictModel):
 
     @property
     def label(self) -> str:
-        return f"{self.users} users" if self.mode == "closed" else f"{self.rate_rps:g} req/s"
+        if self.mode == "closed":
+            return "1 user" if self.users == 1 else f"{self.users} users"
+        return f"{self.rate_rps:g} req/s"
 
     @property
     def completed(self) -> list[LoadRequest]:
@@ -247,6 +249,12 @@ class LoadSweep(StrictModel):
         default=LAG_BOUND_MS, gt=0, description="p99 schedule lag above which a level is marked unusable"
     )
     levels: list[LoadLevel] = Field(min_length=1, description="closed-loop levels, then open-loop levels")
+    open_rates_from_users: int | None = Field(
+        default=None,
+        ge=1,
+        description="the closed-loop level (users) whose measured request rate the open-loop rates are "
+        "fractions of; none when the rates were given on the command line",
+    )
 
     @model_validator(mode="after")
     def _levels_planned(self) -> LoadSweep:

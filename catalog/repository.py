@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from catalog.consistency import Problem, packet_problems, reference_problems, reproduction_problems
+from catalog.consistency_load import load_prompt_problems
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.evidence import canary_problems, evidence_problems
 from catalog.hardware import Hardware, HardwareFile
@@ -286,6 +287,7 @@ def _check_workload(
         found.add("suite hash differs from data/suites: the suite changed", file=path, field="workload.suite_sha256")
     else:
         _check_coverage(packet, path, suite, found)
+        found.errors.extend(_located(load_prompt_problems(packet, suite), path))
     if workload.canary_set_id is not None:
         canaries = canary_sets.get(workload.canary_set_id)
         if canaries is None:

@@ -9,9 +9,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.load import Slo
 from catalog.repository import load_catalog
 from runner.measure import Places, RuntimeChoice, measure
-from runner.plan import CampaignRequest
+from runner.plan import LOAD_REQUESTS_PER_LEVEL, CampaignRequest, LoadOptions
 from runner.progress import console_progress
 
 DEFAULT_VLLM_PYTHON = Path(".venv-vllm/bin/python")
@@ -29,6 +30,16 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _csv_floats(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+
+
+LOAD_FLAGS = ("load_users", "rates", "load_requests", "slo", "load_seed")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner", description="Measure LLM serving on real vLLM servers.")
     parser.add_argument("--data", type=Path, default=Path("data"))
@@ -42,10 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--hardware", help="hardware id in data/hardware.yaml (default for demo: cpu_generic)")
     run.add_argument("--tp", type=int, default=1, help="tensor parallel size (cards)")
     run.add_argument("--depths", type=_csv_ints, default=[0], help="speculative depths, e.g. 0,3 (0 is the oracle)")
-    run.add_argument("--ladders", type=_csv, default=[], help="concurrency,context")
+    run.add_argument("--ladders", type=_csv, default=[], help="concurrency,context,load")
     run.add_argument(
         "--concurrency", type=_csv_ints, help="users per concurrency ladder step (default 1,2,4,8,16,32,64)"
     )
+    run.add_argument(
+        "--load-users", type=_csv_ints, help="load sweep: closed-loop users per level (default 1,2,4,8,16,32,64)"
+    )
+    run.add_argument(
+        "--rates",
+        type=_csv_floats,
+        help="load sweep: open-loop arrival rates, requests/s (default 0.25,0.5,0.75,1 x the highest closed-loop "
+        "level's measured request rate)",
+    )
+    run.add_argument(
+        "--load-requests", type=int, help=f"load sweep: requests per level (default {LOAD_REQUESTS_PER_LEVEL})"
+    )
+    run.add_argument("--slo", help="load sweep: goodput objectives, e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")
+    run.add_argument("--load-seed", type=int, help="load sweep: seed of the Poisson arrivals (default 1)")
     run.add_argument("--max-tokens", type=int, default=512)
     run.add_argument("--seed", type=int, default=1234)
     run.add_argument("--configuration", help="a measured configuration of the recipe's overlay (data/overlays)")
@@ -63,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
             "depths",
             "ladders",
             "concurrency",
+            *LOAD_FLAGS,
             "max_tokens",
             "seed",
             "configuration",
@@ -169,10 +195,56 @@ def _request(options: argparse.Namespace) -> CampaignRequest:
             seed=options.seed,
             **({"concurrency_levels": options.concurrency} if options.concurrency else {}),
             configuration=options.configuration,
+            load=_load_options(options),
         )
     except ValidationError as error:
         first = error.errors()[0]
         raise CatalogError(first["msg"], field="--" + str(first["loc"][0]).replace("_", "-")) from None
+
+
+def _load_options(options: argparse.Namespace) -> LoadOptions | None:
+    """The load sweep's settings when LADDERS has load; a load flag without it is an error."""
+    given = [name for name in LOAD_FLAGS if getattr(options, name) is not None]
+    if "load" not in options.ladders:
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise CatalogError("is a load sweep setting: add load to --ladders", field=flag)
+        return None
+    fields: dict[str, object] = {}
+    if options.load_users is not None:
+        fields["users"] = options.load_users
+    if options.rates is not None:
+        fields["rates_rps"] = options.rates
+    if options.load_requests is not None:
+        fields["requests_per_level"] = options.load_requests
+    if options.load_seed is not None:
+        fields["seed"] = options.load_seed
+    if options.slo is not None:
+        fields["slo"] = parse_slo(options.slo)
+    try:
+        return LoadOptions.model_validate(fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        flags = {"users": "--load-users", "rates_rps": "--rates", "requests_per_level": "--load-requests"}
+        raise CatalogError(first["msg"], field=flags.get(str(first["loc"][0]), "--ladders")) from None
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """`ttft_ms=500,tpot_ms=50`: each key an objective of catalog.load.Slo, each value a number."""
+    known = list(Slo.model_fields)
+    objectives: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in known:
+            raise CatalogError(f"unknown objective {key!r} (known: {', '.join(known)})", field="--slo")
+        try:
+            objectives[key] = float(value)
+        except ValueError:
+            raise CatalogError(f"{key} needs a number, got {value.strip()!r}", field="--slo") from None
+        if not objectives[key] > 0 or objectives[key] == float("inf"):
+            raise CatalogError(f"{key} must be a positive number of milliseconds", field="--slo")
+    return objectives
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -60,6 +60,7 @@ class StreamResult:
     cached_tokens: int | None
     finish_reason: str | None
     prompt_token_ids: list[int] | None
+    sent_at: float = 0.0  # perf_counter() when the request was written: where the times above count from
 
 
 def new_http_client(max_in_flight: int = 64, timeout_s: float = DEFAULT_TIMEOUT_S) -> httpx.AsyncClient:
@@ -298,6 +299,7 @@ class _StreamState:
             cached_tokens=cached if isinstance(cached, int) else None,
             finish_reason=self.finish_reason,
             prompt_token_ids=self.prompt_token_ids,
+            sent_at=self.sent_at,
         )
 
 

@@ -30,8 +30,9 @@ from catalog.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptRow
 from catalog.suite import Suite
 from runner.attempt import Progress, Workload
 from runner.client import ClientError, new_http_client, stream_completion
+from runner.load_sweep import levels_path, run_load_sweep
 from runner.metrics_scrape import MetricsError
-from runner.plan import ArmPlan, ladder_command
+from runner.plan import LADDER_MAX_SEQS, ArmPlan, LoadOptions, flag_value, ladder_command
 from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
 
@@ -93,9 +94,11 @@ def run_ladders(
     max_model_len: int,
     progress: Progress,
     levels: Sequence[int] = CONCURRENCY_LEVELS,
+    load: LoadOptions | None = None,
 ) -> tuple[list[Ladder], ContextOutputs]:
     """Run the missing ladders of one arm on one fresh server; reuse finished ones. Returns the
-    ladders and the context ladder's outputs (recorded, or read back when it finished earlier)."""
+    ladders and the context ladder's outputs (recorded, or read back when it finished earlier).
+    A load sweep (runner/load_sweep.py) also keeps its finished levels for a resume."""
     done = {
         k: load_file(Ladder, ladder_path(run_dir, arm.id, k)) for k in kinds if ladder_path(run_dir, arm.id, k).exists()
     }
@@ -126,6 +129,20 @@ def run_ladders(
                     if kind == "concurrency":
                         ladder = asyncio.run(
                             _concurrency(server.base_url, arm, oracle_rows, workload, progress, levels)
+                        )
+                    elif kind == "load":
+                        max_num_seqs = int(flag_value(command.args, "--max-num-seqs") or LADDER_MAX_SEQS)
+                        ladder = asyncio.run(
+                            run_load_sweep(
+                                server.base_url,
+                                arm,
+                                oracle_rows,
+                                workload,
+                                load or LoadOptions(),
+                                max_num_seqs,
+                                levels_path(run_dir, arm.id),
+                                progress,
+                            )
                         )
                     else:
                         ladder, outputs = asyncio.run(

@@ -23,7 +23,7 @@ from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, 
 from runner.docker import PinnedImage
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
 from runner.ladders import run_ladders
-from runner.plan import ArmPlan, CampaignRequest, campaign_id, flag_value, plan_arms
+from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, CampaignRequest, LoadOptions, campaign_id, flag_value, plan_arms
 from runner.runtime import PASSED_ENV, DockerRuntime, LocalRuntime, Runtime
 
 DEMO_SLUG = "demo"
@@ -242,6 +242,7 @@ def run_campaign_ladders(
             max_model_len,
             progress,
             request.concurrency_levels,
+            request.load,
         )
         if arm.spec_depth == 0:
             oracle_context = outputs
@@ -310,7 +311,25 @@ def plan_request(catalog: Catalog, request: CampaignRequest, docker: bool, data:
         )
     lines = [f"{request.model} {request.variant} on {hardware.name}: {len(arms)} arm(s)"]
     lines += [f"{arm.id}: {arm.command.redacted().shell()}" for arm in arms]
+    if request.load is not None:
+        lines.append(load_summary(request.load))
     return lines
+
+
+def load_summary(load: LoadOptions) -> str:
+    """The load sweep's settings in one line, as `make measure` prints them before it starts."""
+    fractions = ", ".join(f"{f:g}" for f in LOAD_RATE_FRACTIONS)
+    rates = (
+        ", ".join(f"{r:g}" for r in load.rates_rps) + " req/s"
+        if load.rates_rps
+        else f"{fractions} x the last closed level's request rate"
+    )
+    slo = ", ".join(f"{k} <= {v:g}" for k, v in load.slo.model_dump(exclude_none=True).items()) or "none"
+    return (
+        f"load sweep: closed loop at {', '.join(map(str, load.users))} users, open loop at {rates}; "
+        f"{load.requests_per_level} requests per level, arrival seed {load.seed}, SLO {slo}, "
+        f"lag bound {load.lag_bound_ms:g} ms (p99)"
+    )
 
 
 def signing_key(catalog: Catalog, progress: Progress) -> HostKey:

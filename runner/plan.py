@@ -17,10 +17,11 @@ from catalog.canonical import canonical_sha256
 from catalog.compose import LaunchCommand, Selection, compose, configuration_selection, flag_groups, merge_args
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
+from catalog.load import LAG_BOUND_MS, LoadSweep, Slo
 from catalog.recipe import Recipe
 
 SPEC_FLAG = "--speculative-config"
-LadderKind = Literal["concurrency", "context"]
+LadderKind = Literal["concurrency", "context", "load"]
 
 # Fixed by the protocol, appended last so they win over anything a recipe says.
 PROTOCOL_ARGS = ["--no-enable-prefix-caching", "--enable-prompt-tokens-details"]
@@ -31,6 +32,58 @@ MAX_MODEL_LEN_FLAG = "--max-model-len"
 # Qwen3.5) and fails to start on a 24-32 GB card; the recipe guides' B60/B70 commands use 8192.
 # The strict suite needs prompt + 512 tokens, the context ladder up to 32K (it caps itself to this).
 DEFAULT_MAX_MODEL_LEN = 8192
+
+
+LOAD_USERS = [1, 2, 4, 8, 16, 32, 64]
+LOAD_REQUESTS_PER_LEVEL = 64
+LOAD_RATE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+
+
+class LoadOptions(StrictModel):
+    """The load sweep's settings (LADDERS=load); runner/load_sweep.py runs it."""
+
+    users: list[int] = Field(
+        default=LOAD_USERS, min_length=1, description="closed-loop levels: users sending back to back"
+    )
+    rates_rps: list[float] | None = Field(
+        default=None,
+        description="open-loop arrival rates (requests/s); none: LOAD_RATE_FRACTIONS of the highest "
+        "closed-loop level's measured request rate",
+    )
+    requests_per_level: int = Field(
+        default=LOAD_REQUESTS_PER_LEVEL, ge=1, le=4096, description="requests sent at every level"
+    )
+    seed: int = Field(default=1, description="seed of the open-loop Poisson arrival schedules")
+    slo: Slo = Field(default_factory=Slo, description="objectives goodput counts against")
+    lag_bound_ms: float = Field(
+        default=LAG_BOUND_MS, gt=0, description="p99 schedule lag beyond which a level is unusable"
+    )
+
+    @classmethod
+    def of_sweep(cls, sweep: LoadSweep) -> LoadOptions:
+        """The settings a recorded sweep ran with: a reproduction replays its levels and arrivals."""
+        return cls(
+            users=[level.users for level in sweep.levels if level.users is not None] or LOAD_USERS,
+            rates_rps=[level.rate_rps for level in sweep.levels if level.rate_rps is not None] or None,
+            requests_per_level=sweep.requests_per_level,
+            seed=sweep.seed,
+            slo=sweep.slo,
+            lag_bound_ms=sweep.lag_bound_ms,
+        )
+
+    @field_validator("users")
+    @classmethod
+    def _users_fit_the_ladder_server(cls, users: list[int]) -> list[int]:
+        if any(level < 1 or level > int(LADDER_MAX_SEQS) for level in users):
+            raise ValueError(f"load users must be between 1 and {LADDER_MAX_SEQS}")
+        return sorted(set(users))
+
+    @field_validator("rates_rps")
+    @classmethod
+    def _positive_rates(cls, rates: list[float] | None) -> list[float] | None:
+        if rates is not None and (not rates or any(rate <= 0 for rate in rates)):
+            raise ValueError("load rates must be positive requests per second")
+        return sorted(set(rates)) if rates is not None else None
 
 
 class CampaignRequest(StrictModel):
@@ -54,6 +107,8 @@ class CampaignRequest(StrictModel):
     # A measured configuration of the recipe's overlay (its env switches and speculative method);
     # None: the recipe's default features and speculative feature.
     configuration: Slug | None = None
+    # The load sweep's settings; None unless LADDERS has load (and then the defaults).
+    load: LoadOptions | None = None
 
     @field_validator("concurrency_levels")
     @classmethod
@@ -192,8 +247,9 @@ def campaign_id(request: CampaignRequest, arms: list[ArmPlan], suite_sha: str, r
     """Same request, same commands, same suite, same runtime (image digest and vLLM version, or the
     local install's version and package set): same campaign folder, so a rerun resumes; a new image
     is a new campaign, never mixed with attempts measured on the old one."""
+    # Without a load sweep the request hashes as it did before `load` existed: runs resume.
     plan = {
-        "request": request.model_dump(mode="json"),
+        "request": request.model_dump(mode="json", exclude={"load"} if request.load is None else None),
         "arms": [[a.id, a.command.argv(), sorted(a.command.env.items())] for a in arms],
         "suite": suite_sha,
         "runtime": runtime_key,

@@ -30,7 +30,7 @@ from catalog.packet import Arm, Packet
 from catalog.repository import Catalog
 from catalog.secrets import REDACTED
 from runner.measure import Places, RuntimeChoice, measure
-from runner.plan import ArmPlan, CampaignRequest, plan_arms
+from runner.plan import ArmPlan, CampaignRequest, LoadOptions, plan_arms
 from runner.progress import console_progress
 
 DEFAULT_SUITE = "strict-v1"
@@ -111,6 +111,7 @@ def plan_reproduction(packet: Packet, catalog: Catalog, started: datetime | None
         max_tokens=packet.workload.max_tokens,
         seed=packet.workload.seed if packet.workload.seed is not None else 1234,
         salt=f"reproduces {packet.id} at {moment.isoformat()}",
+        load=next((LoadOptions.of_sweep(ladder.load) for ladder in packet.ladders if ladder.load is not None), None),
     )
     source = f"data/models/{model.slug}.yaml"
     arms: list[ArmPlan] = []

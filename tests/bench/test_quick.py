@@ -75,6 +75,14 @@ def test_quick_benchmark_writes_results_and_report(tmp_path: Path) -> None:
         assert client.details["tokens_match_server_log"] is True
         agreement = by_id[f"agreement.c{level}"].figure("decode rate client / server")
         assert agreement.ours == pytest.approx(1.0, abs=0.2)
+    for level in ("closed", "open"):
+        load = by_id[f"load.{level}"]
+        lag = load.figure("schedule lag p99")
+        assert lag.ours is not None and lag.ours >= 0 and lag.target and lag.met is not None
+        cpu = load.figure("client CPU per request")
+        assert cpu.ours and cpu.peer and cpu.advantage == pytest.approx(cpu.peer / cpu.ours)
+        assert load.details["failed"] == {"ours": 0, "peer": 0}
+    assert by_id["load.closed"].figure("slot refill lag p99, server-seen").peer is not None
     packet = by_id["packet.demo"]
     size = packet.figure("file size")
     assert size.ours and size.target and size.met is not None
@@ -91,4 +99,5 @@ def test_quick_benchmark_writes_results_and_report(tmp_path: Path) -> None:
 
     report = docs_path.read_text()
     assert "# Performance" in report and "client.c64" in report and "## Targets" in report
+    assert "load.open" in report
     assert "tokens/s absorbed" in stdout  # the table was printed

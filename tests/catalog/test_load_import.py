@@ -27,7 +27,7 @@ def _read(path: Path) -> dict[str, Any]:
 def test_a_detailed_run_gives_the_tools_own_figures() -> None:
     data = _read(DETAILED)
     level = bench_level(data, DETAILED)
-    assert level.mode == "closed" and level.users == 1 and level.label == "1 users"
+    assert level.mode == "closed" and level.users == 1 and level.label == "1 user"
     assert level.aggregate_tok_s == pytest.approx(data["output_throughput"])
     assert level.ttft is not None and level.itl_ms is not None
     assert level.ttft.p50_ms == pytest.approx(data["median_ttft_ms"], abs=1e-3)

@@ -22,9 +22,27 @@ HEALTH_DEADLINE_S = 600.0
 # The campaign: the protocol's least completion (101 tokens: a 100-token decode window), which
 # every gate and row check applies to as to any other length.
 CAMPAIGN_MAX_TOKENS = 101
-# Both ladders, small: c1 and c2, and the one context depth (2K) the demo's 4096 tokens allow,
-# on one more fresh server per arm.
-CAMPAIGN_LADDERS = ("--ladders", "concurrency,context", "--concurrency", "1,2")
+# Every ladder, small, on one more fresh server per arm: c1 and c2; the one context depth (2K)
+# the demo's 4096 tokens allow; a load sweep of c1, c2, c4 and two open-loop rates, LOAD_REQUESTS
+# requests each (about 20 s per arm on an idle host).
+LOAD_USERS = (1, 2, 4)
+LOAD_RATES = (1.0, 2.0)
+LOAD_REQUESTS = 5
+LOAD_SLO = "ttft_ms=2000,tpot_ms=100"
+CAMPAIGN_LADDERS = (
+    "--ladders",
+    "concurrency,context,load",
+    "--concurrency",
+    "1,2",
+    "--load-users",
+    ",".join(map(str, LOAD_USERS)),
+    "--rates",
+    ",".join(f"{rate:g}" for rate in LOAD_RATES),
+    "--load-requests",
+    str(LOAD_REQUESTS),
+    "--slo",
+    LOAD_SLO,
+)
 CAMPAIGN_DEADLINE_S = 2100.0
 DEMO_MODEL_DEADLINE_S = 300.0
 

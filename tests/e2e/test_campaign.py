@@ -31,7 +31,15 @@ from catalog.packet_io import read_packet
 from catalog.repository import load_catalog
 from runner.ladders import context_outputs_path, load_context_outputs
 from tests.catalog import factories
-from tests.e2e.demo_campaign import CAMPAIGN_MAX_TOKENS, Campaign, CampaignRun, measure_argv
+from tests.e2e.demo_campaign import (
+    CAMPAIGN_MAX_TOKENS,
+    LOAD_RATES,
+    LOAD_REQUESTS,
+    LOAD_USERS,
+    Campaign,
+    CampaignRun,
+    measure_argv,
+)
 from tests.e2e.processes import Child
 
 # The shared campaign fixture waits for six servers started one after the other: on a loaded
@@ -119,7 +127,7 @@ def test_command_and_progress_are_shown(campaign: Campaign) -> None:
 def test_both_ladders_of_both_arms_are_recorded(campaign: Campaign) -> None:
     packet = _only_packet(campaign.packets)
     kinds = {(ladder.arm, ladder.kind): ladder for ladder in packet.ladders}
-    assert set(kinds) == {(arm.id, kind) for arm in packet.arms for kind in ("concurrency", "context")}
+    assert set(kinds) == {(arm.id, kind) for arm in packet.arms for kind in ("concurrency", "context", "load")}
     oracle, spec = (arm.id for arm in packet.arms)
     for arm_id in (oracle, spec):
         points = kinds[(arm_id, "concurrency")].concurrency
@@ -142,6 +150,44 @@ def test_both_ladders_of_both_arms_are_recorded(campaign: Campaign) -> None:
     assert "ladders: starting a server on port" in campaign.output
 
 
+def test_load_sweep_of_both_arms(campaign: Campaign) -> None:
+    """Closed loop at c1, c2, c4, then two open-loop rates, on each arm's ladder server: every level
+    holds its planned requests, each output compared with the oracle's (a divergence recorded
+    with its index, never averaged in), the schedule is the recorded seed's, goodput a share."""
+    packet = _only_packet(campaign.packets)
+    suite = [
+        p.id for p in load_catalog(REPO / "data", campaign.packets, allow_unsigned=True).suites["strict-v1"].prompts
+    ]
+    for arm in packet.arms:
+        (ladder,) = [ladder for ladder in packet.ladders if ladder.arm == arm.id and ladder.kind == "load"]
+        sweep = ladder.load
+        assert sweep is not None and sweep.requests_per_level == LOAD_REQUESTS
+        assert [(lv.mode, lv.users or lv.rate_rps) for lv in sweep.levels] == [
+            *(("closed", users) for users in LOAD_USERS),
+            *(("open", rate) for rate in LOAD_RATES),
+        ]
+        assert sweep.slo.ttft_ms == 2000 and sweep.slo.tpot_ms == 100
+        for level in sweep.levels:
+            assert [r.prompt_id for r in level.requests] == [suite[k % len(suite)] for k in range(LOAD_REQUESTS)]
+            assert level.failed == 0, [r.error for r in level.requests]
+            assert all(r.output_tokens == CAMPAIGN_MAX_TOKENS for r in level.requests)
+            # A TPOT needs two token times that differ: a client descheduled for a whole response (a
+            # loaded host) reads it in one go and records none, which the level's lag then shows.
+            assert level.per_user_tok_s is not None
+            assert all(r.identical_to_oracle is not None for r in level.requests)
+            assert all((r.first_divergence is None) == bool(r.identical_to_oracle) for r in level.requests)
+            assert 0.0 <= level.goodput(sweep.slo) <= 1.0
+            assert level.itl_ms is not None and level.client_cpu_s > 0 and level.aggregate_tok_s > 0
+            assert level.server is not None and level.server.peak_running is not None
+            print(f"\n[e2e] {arm.id} load {level.label}: {level.identical}/{len(level.requests)} identical, "
+                  f"lag p99 {level.lag.p99_ms:.1f} ms, goodput {level.goodput(sweep.slo):.0%}")  # fmt: skip
+        # greedy decoding on the CPU: one stream at a time is the oracle's output exactly
+        assert sweep.levels[0].all_identical
+        if arm.config.spec_depth:
+            assert any(level.server and level.server.spec_drafted_tokens for level in sweep.levels)
+    assert len(re.findall(r"load \d+ users: .* tok/s aggregate, .* identical to the oracle", campaign.output)) == 6
+
+
 def test_logs_are_kept_per_server(campaign: Campaign) -> None:
     logs = sorted(p.relative_to(campaign.runs).as_posix() for p in campaign.runs.rglob("server-*.log"))
     assert len(logs) == 4
@@ -153,7 +199,7 @@ def test_rerun_resumes_from_finished_attempts(
 ) -> None:
     output, seconds = _run(measure_argv(vllm_python, demo_model_dir, tmp_path / "packets", campaign.runs), "resume")
     assert len(re.findall(r"server [AB]: finished earlier, reusing", output)) == 4
-    assert len(re.findall(r"(concurrency|context) ladder: finished earlier, reusing", output)) == 4
+    assert len(re.findall(r"(concurrency|context|load) ladder: finished earlier, reusing", output)) == 6
     assert "starting on port" not in output and "starting a server" not in output
     resumed = _only_packet(tmp_path / "packets")
     original = _only_packet(campaign.packets)

@@ -12,7 +12,9 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +89,9 @@ class FakeServer:
         self.scripts: deque[Script] = deque()
         self.requests: list[dict[str, Any]] = []
         self.metrics_texts: deque[str] = deque()  # one per GET /metrics, the last one repeats
+        # When set, each request's script is made from its JSON body instead of popped from the queue.
+        self.responder: Callable[[dict[str, Any]], Script] | None = None
+        self.arrivals: list[float] = []  # perf_counter() of each POST's arrival (one clock per process)
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -127,12 +132,16 @@ class FakeServer:
             await self._runner.cleanup()
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        if not self.metrics_texts:
+            return web.Response(status=404, text="no /metrics here")
         text = self.metrics_texts.popleft() if len(self.metrics_texts) > 1 else self.metrics_texts[0]
         return web.Response(text=text, content_type="text/plain")
 
     async def _play(self, request: web.Request) -> web.StreamResponse:
-        self.requests.append(await request.json())
-        script = self.scripts.popleft()
+        self.arrivals.append(time.perf_counter())
+        body = await request.json()
+        self.requests.append(body)
+        script = self.responder(body) if self.responder is not None else self.scripts.popleft()
         if script.chat_reply is not None:
             return web.json_response(script.chat_reply, status=script.status)
         if script.status != 200:

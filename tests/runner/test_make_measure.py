@@ -20,6 +20,7 @@ VENV = Path(sys.executable).parents[1]
         (["MODEL=demo", "VARIANT=bad"], "unknown variant 'bad'"),
         (["MODEL=demo", "RUNTIME=Docker"], "invalid choice: 'Docker'"),
         (["MODEL=demo", "RUNTIME=docker"], "RUNTIME=docker, but neither the recipe nor cpu_generic names"),
+        (["MODEL=demo", "LADDERS=load", "SLO=itl_ms=50"], "--slo: unknown objective 'itl_ms'"),
     ],
 )
 def test_a_bad_request_fails_before_the_vllm_environment_is_installed(

@@ -1,0 +1,173 @@
+"""catalog.consistency_load: one test per refusal of a load sweep (a factory packet with a sweep,
+mutated, refused with its field and the values involved), a sound sweep accepted, and the loader
+naming file and field of the suite-order check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from catalog.consistency_load import load_prompt_problems
+from catalog.load import LoadLevel, LoadRequest, LoadSweep, poisson_offsets_ms
+from catalog.packet_io import write_packet
+from catalog.repository import load_catalog
+from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, sealed, strict_suite
+from tests.catalog.test_consistency import Draft, edited, edited_draft, found, load_problems, only, plain_ceiling
+
+PROMPTS = [p.id for p in strict_suite().prompts]
+REQUESTS = 3
+SEED = 7
+
+
+def rows(planned: list[float], tpot_ms: float = 25.0) -> list[LoadRequest]:
+    return [
+        LoadRequest(
+            prompt_id=PROMPTS[k % len(PROMPTS)],
+            planned_ms=due,
+            sent_ms=due + 0.2,
+            ttft_ms=80.0,
+            e2e_ms=80.0 + 99 * tpot_ms,
+            output_tokens=100,
+            tpot_ms=tpot_ms,
+            identical_to_oracle=True,
+        )
+        for k, due in enumerate(planned)
+    ]
+
+
+def closed(users: int) -> LoadLevel:
+    return LoadLevel(mode="closed", users=users, duration_s=9.0, client_cpu_s=0.1, requests=rows([0.0] * REQUESTS))
+
+
+def opened(rate: float) -> LoadLevel:
+    planned = poisson_offsets_ms(rate, REQUESTS, SEED)
+    return LoadLevel(mode="open", rate_rps=rate, duration_s=9.0, client_cpu_s=0.1, requests=rows(planned))
+
+
+def load_ladder(arm: str = ORACLE_ARM, levels: list[LoadLevel] | None = None) -> dict[str, Any]:
+    sweep = LoadSweep(seed=SEED, requests_per_level=REQUESTS, levels=levels or [closed(1), closed(2), opened(2.0)])
+    return {"arm": arm, "kind": "load", "load": sweep.model_dump(mode="json")}
+
+
+def with_sweep(change: Any = None, **kw: Any) -> Draft:
+    """The factory packet with one sound sweep, then `change` applied to that sweep's JSON form."""
+
+    def add(draft: Draft) -> None:
+        draft["ladders"] = [load_ladder()]
+        if change is not None:
+            change(draft["ladders"][0]["load"])
+
+    return edited_draft(add, **kw)
+
+
+def request(sweep: Draft, level: int, index: int) -> Draft:
+    result: Draft = sweep["levels"][level]["requests"][index]
+    return result
+
+
+def test_a_sound_sweep_passes() -> None:
+    packet = edited(lambda d: d.update(ladders=[load_ladder(ORACLE_ARM), load_ladder(SPEC_ARM)]))
+    assert found(packet) == {}
+    assert load_prompt_problems(packet, strict_suite()) == []
+
+
+def test_an_open_level_planned_off_its_schedule() -> None:
+    packet = sealed(with_sweep(lambda s: request(s, 2, 1).update(planned_ms=request(s, 2, 1)["planned_ms"] + 0.01)))
+    field, message = only(found(packet.packet))
+    assert field == "ladders[0].load.levels[2].requests[1].planned_ms"
+    expected = poisson_offsets_ms(2.0, REQUESTS, SEED)[1]
+    plans = f"but 2 req/s with seed {SEED} plans {expected:,.3f} ms: not the recorded schedule"
+    assert message == f"is {expected + 0.01:,.3f} ms, {plans}"
+
+
+def test_planned_times_of_another_seed() -> None:
+    packet = sealed(with_sweep(lambda s: s.update(seed=SEED + 1)))
+    assert set(found(packet.packet)) == {"ladders[0].load.levels[2].requests[0].planned_ms"}
+
+
+def test_more_output_tokens_than_the_workload_asked_for() -> None:
+    packet = sealed(with_sweep(lambda s: request(s, 1, 2).update(output_tokens=513)))
+    assert only(found(packet.packet)) == (
+        "ladders[0].load.levels[1].requests[2].output_tokens",
+        "513 output tokens exceed the workload's max_tokens 512",
+    )
+
+
+def test_closed_levels_out_of_order_or_repeated() -> None:
+    def swap(sweep: Draft) -> None:
+        levels = sweep["levels"]
+        levels[0], levels[1] = levels[1], levels[0]
+
+    assert only(found(sealed(with_sweep(swap)).packet)) == (
+        "ladders[0].load.levels[1].users",
+        "1 user after a level of 2: closed-loop levels ascend without repeats",
+    )
+    repeated = sealed(with_sweep(lambda s: s["levels"][1].update(users=1)))
+    assert set(found(repeated.packet)) == {"ladders[0].load.levels[1].users"}
+
+
+def test_a_closed_level_after_an_open_one() -> None:
+    packet = sealed(with_sweep(lambda s: s["levels"].append(s["levels"][0])))
+    problems = found(packet.packet)
+    assert problems["ladders[0].load.levels[3].mode"].startswith("a closed-loop level after an open-loop one")
+
+
+def test_an_open_rate_measured_twice() -> None:
+    packet = sealed(with_sweep(lambda s: s["levels"].append(s["levels"][2])))
+    assert only(found(packet.packet)) == (
+        "ladders[0].load.levels[3].rate_rps",
+        "2 req/s is measured twice in this sweep",
+    )
+
+
+def test_two_sweeps_of_one_arm() -> None:
+    packet = edited(lambda d: d.update(ladders=[load_ladder(), load_ladder()]))
+    assert only(found(packet)) == ("ladders[1]", f"arm {ORACLE_ARM!r} has a second load sweep (its first: ladders[0])")
+
+
+def test_a_per_request_decode_rate_over_the_physical_ceiling() -> None:
+    plain = plain_ceiling(edited(lambda d: None), 0)
+    fast = 1000.0 / (plain * 1.5 * 1.01)
+    packet = sealed(with_sweep(lambda s: request(s, 1, 1).update(tpot_ms=fast)))
+    field, message = only(found(packet.packet))
+    assert field == "ladders[0].load.levels[1].requests[1].tpot_ms"
+    assert message.startswith(f"decode rate {plain * 1.5 * 1.01:.3g} tok/s exceeds the physical ceiling {plain:.3g}")
+    within = sealed(with_sweep(lambda s: request(s, 1, 1).update(tpot_ms=1000.0 / (plain * 1.5 * 0.99))))
+    assert found(within.packet) == {}
+
+
+def test_a_speculative_arms_users_may_reach_depth_plus_one_times_the_ceiling() -> None:
+    plain = plain_ceiling(edited(lambda d: None), 1)
+    rate = plain * 3 * 1.5 * 0.99  # the factory's speculative arm has depth 2
+
+    def fast(draft: Draft) -> None:
+        ladder = load_ladder(SPEC_ARM)
+        ladder["load"]["levels"][0]["requests"][0]["tpot_ms"] = 1000.0 / rate
+        draft["ladders"] = [ladder]
+
+    assert found(edited(fast)) == {}
+
+
+def test_prompts_out_of_the_suites_order_or_outside_it() -> None:
+    def reorder(sweep: Draft) -> None:
+        request(sweep, 0, 1)["prompt_id"] = PROMPTS[2]
+        request(sweep, 2, 0)["prompt_id"] = "not-a-prompt"
+
+    packet = sealed(with_sweep(reorder)).packet
+    assert load_prompt_problems(packet, strict_suite()) == [
+        (
+            "ladders[0].load.levels[0].requests[1].prompt_id",
+            f"is {PROMPTS[2]!r}, but request 1 sends the suite's prompt {PROMPTS[1]!r}",
+        ),
+        ("ladders[0].load.levels[2].requests[0].prompt_id", "'not-a-prompt' is not a prompt of suite 'strict-v1'"),
+    ]
+
+
+def test_the_loader_names_file_and_field_of_the_prompt_order(tree: Path) -> None:
+    path = write_packet(sealed(with_sweep(lambda s: request(s, 1, 0).update(prompt_id=PROMPTS[5]))), tree / "packets")
+    located = [(e.file, e.field) for e in load_problems(tree)]
+    assert located == [(str(path), "ladders[0].load.levels[1].requests[0].prompt_id")]
+    ok = tree / "ok"
+    (ok / "packets").mkdir(parents=True)
+    write_packet(sealed(with_sweep()), ok / "packets")
+    assert len(load_catalog(tree / "data", ok / "packets").packets) == 1
