@@ -17,14 +17,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.local_browser import chromium, ensure_chromium  # noqa: E402
-from tests.adversarial.fakes import campaign  # noqa: E402, F401 - a fixture for every module
-from tests.adversarial.report import render_report  # noqa: E402
-from tests.adversarial.support import FAKE_VLLM, HERE, REPORT, TALLY, Tally  # noqa: E402
+from bench.local_browser import chromium, ensure_chromium
+from tests.adversarial.fakes import campaign  # noqa: F401 - a fixture for every module
+from tests.adversarial.report import render_report
+from tests.adversarial.support import FAKE_VLLM, HERE, REPO, REPORT, TALLY, Tally
 
 # ---- write docs/reliability.md only when the whole suite ran and passed ----
 

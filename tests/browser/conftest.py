@@ -5,19 +5,14 @@ scripts/ensure-chromium.sh when missing)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.local_browser import chromium, ensure_chromium, serve_folder  # noqa: E402
-from builder.cli import run  # noqa: E402
-from tests.builder.factory import write_catalog  # noqa: E402
+from bench.local_browser import chromium, ensure_chromium, serve_folder
+from builder.cli import run
+from tests.builder.factory import write_catalog
 
 
 @pytest.fixture(scope="session")

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from builder.cli import run  # noqa: E402
-from tests.builder.factory import write_catalog  # noqa: E402
+from builder.cli import run
+from tests.builder.factory import write_catalog
 
 FIXED_EPOCH = "1767225600"  # 2026-01-01
 
