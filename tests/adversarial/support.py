@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FAKE_VLLM = HERE / "fake_vllm"
 REPORT = REPO / "docs" / "reliability.md"
+REPORT_CHECK = "test_reliability_report.py"  # runs last; not one of the tests it counts
 
 
 def trusting_data(dest: Path) -> Path:
@@ -43,6 +44,31 @@ class Tally:
 
 
 TALLY = Tally()
+
+
+@dataclass
+class SuiteRun:
+    """This session's run of the suite (filled by conftest.py's hooks): which of its tests were
+    collected and how each ended, and whether -k or -m left some out."""
+
+    collected: set[str] = field(default_factory=set)
+    passed: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    xfailed: set[str] = field(default_factory=set)
+    deselected: bool = False
+
+    def incomplete(self) -> str | None:
+        """Why the counts are not the whole suite's, or None when they are."""
+        modules = {path.name for path in HERE.glob("test_*.py")} - {REPORT_CHECK}
+        ran = {nodeid.split("::")[0].rsplit("/", 1)[-1] for nodeid in self.collected}
+        if self.deselected or ran != modules:
+            return "only part of the suite was selected"
+        if self.failed or self.passed | self.xfailed != self.collected:
+            return "not every test of the suite passed"
+        return None
+
+
+RUN = SuiteRun()
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
