@@ -1,4 +1,4 @@
-"""Fixtures: one fixture catalog built once per session (most tests only read it)."""
+"""Fixtures reading the fixture catalog `built` once per session (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,6 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-
-from builder.cli import run
-from tests.builder.factory import write_catalog
-
-FIXED_EPOCH = "1767225600"  # 2026-01-01
-
-
-@pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("catalog")
-    data, packets = write_catalog(root)
-    out = root / "site"
-    assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +21,7 @@ def page(built: Path) -> Callable[[str], BeautifulSoup]:
 @pytest.fixture(scope="session")
 def api(built: Path) -> Callable[[str], dict[str, object]]:
     def load(relative: str) -> dict[str, object]:
-        return json.loads((built / relative).read_text(encoding="utf-8"))
+        loaded: dict[str, object] = json.loads((built / relative).read_text(encoding="utf-8"))
+        return loaded
 
     return load
