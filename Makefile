@@ -23,7 +23,7 @@ CONFIG ?=
 RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
 REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG))
 
-.PHONY: site test test-fast verify measure reproduce serve bench lint check vllm-env chromium clean
+.PHONY: site test test-fast reliability verify measure reproduce serve bench lint check vllm-env chromium clean
 
 $(SITE_STAMP): requirements/site.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,9 +58,14 @@ chromium:
 test: $(DEV_STAMP) vllm-env chromium
 	$(PY) -m pytest
 
-## The inner loop: every test but the real-vLLM and browser ones; installs neither.
+## The inner loop, under a minute: no real-vLLM, browser or slow (subprocess) test, few hypothesis
+## examples; installs neither vLLM nor Chromium.
 test-fast: $(DEV_STAMP)
-	$(PY) -m pytest -m "not e2e and not browser" -q
+	$(PY) -m pytest -m "not e2e and not browser and not slow" -q --hypothesis-profile=fast
+
+## Rewrite docs/reliability.md from a full run of the adversarial suite (a test fails when it is stale).
+reliability: $(DEV_STAMP) chromium
+	RELIABILITY_WRITE=1 $(PY) -m pytest tests/adversarial -q
 
 ## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3]
 ##   [LADDERS=concurrency,context] [RUNTIME=docker] [VLLM_PYTHON=...] [MODEL_DIR=...] [CONFIG=<overlay configuration>]
@@ -87,7 +92,7 @@ bench: $(DEV_STAMP) vllm-env
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy catalog builder runner
+	$(PY) -m mypy catalog builder runner bench tests
 
 clean:
 	rm -rf site runs

@@ -77,7 +77,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     broken = session.testsfailed and not options.continue_on_collection_errors  # nothing will run
     if not wanted or broken or options.collectonly or not vllm_python_path().exists():
         return
-    root = session.config._tmp_path_factory.mktemp("campaign")  # what tmp_path_factory returns
+    root = session.config._tmp_path_factory.mktemp("campaign")  # type: ignore[attr-defined]  # what tmp_path_factory returns
     _early_campaign = CampaignRun(vllm_python_path(), root, wanted=True)
 
 
