@@ -58,10 +58,10 @@ chromium:
 test: $(DEV_STAMP) vllm-env chromium
 	$(PY) -m pytest
 
-## The inner loop, under a minute: no real-vLLM, browser or slow (subprocess) test, few hypothesis
-## examples; installs neither vLLM nor Chromium.
+## The inner loop, about a minute on 2 idle cores: no real-vLLM, browser or slow (subprocess) test,
+## few hypothesis examples, one worker per core; installs neither vLLM nor Chromium.
 test-fast: $(DEV_STAMP)
-	$(PY) -m pytest -m "not e2e and not browser and not slow" -q --hypothesis-profile=fast
+	$(PY) -m pytest -m "not e2e and not browser and not slow" -q --hypothesis-profile=fast -n auto --dist loadfile
 
 ## Rewrite docs/reliability.md from a full run of the adversarial suite (a test fails when it is stale).
 reliability: $(DEV_STAMP) chromium
