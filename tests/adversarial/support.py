@@ -22,14 +22,11 @@ REPORT_CHECK = "test_reliability_report.py"  # runs last; not one of the tests i
 def trusting_data(dest: Path) -> Path:
     """A copy of data/ whose keys.yaml lists the project's keys and the test session's: the real
     committed packets and test-signed ones verify side by side. Returns `dest`."""
-    from tests.catalog.factories import test_key
+    from tests.catalog.factories import session_key_entries
 
     shutil.copytree(REPO / "data", dest, dirs_exist_ok=True)
-    entries = "".join(
-        test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
-    )
     keys = dest / "keys.yaml"
-    keys.write_text(keys.read_text(encoding="utf-8").rstrip("\n") + "\n" + entries, encoding="utf-8")
+    keys.write_text(keys.read_text(encoding="utf-8").rstrip("\n") + "\n" + session_key_entries(), encoding="utf-8")
     return dest
 
 

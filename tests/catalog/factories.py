@@ -60,11 +60,15 @@ def test_key(role: str = "measurer") -> HostKey:
     return host_key(role=role)
 
 
-def keys_yaml() -> str:
-    entries = [
+def session_key_entries() -> str:
+    """The keys.yaml entries of the session's measurer and importer test keys."""
+    return "".join(
         test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
-    ]
-    return "schema_version: 1\nkeys:\n" + "".join(entries)
+    )
+
+
+def keys_yaml() -> str:
+    return "schema_version: 1\nkeys:\n" + session_key_entries()
 
 
 def signed_data(dest: Path) -> Path:
