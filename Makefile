@@ -31,7 +31,7 @@ RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_D
 REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG)) $(LOAD_FLAGS)
 LOAD_FLAGS = $(if $(LOAD_USERS),--load-users $(LOAD_USERS)) $(if $(RATES),--rates $(RATES)) $(if $(LOAD_REQUESTS),--load-requests $(LOAD_REQUESTS)) $(if $(SLO),--slo $(SLO)) $(if $(LOAD_SEED),--load-seed $(LOAD_SEED))
 
-.PHONY: site test test-fast verify schema measure reproduce serve bench lint check vllm-env chromium clean
+.PHONY: site test test-fast reliability verify schema measure reproduce serve bench lint check vllm-env chromium clean
 
 $(SITE_STAMP): requirements/site.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,9 +70,14 @@ chromium:
 test: $(DEV_STAMP) vllm-env chromium
 	$(PY) -m pytest
 
-## The inner loop: every test but the real-vLLM and browser ones; installs neither.
+## The inner loop, about a minute on 2 idle cores: no real-vLLM, browser or slow (subprocess) test,
+## few hypothesis examples, one worker per core; installs neither vLLM nor Chromium.
 test-fast: $(DEV_STAMP)
-	$(PY) -m pytest -m "not e2e and not browser" -q
+	$(PY) -m pytest -m "not e2e and not browser and not slow" -q --hypothesis-profile=fast -n auto --dist loadfile
+
+## Rewrite docs/reliability.md from a full run of the adversarial suite (a test fails when it is stale).
+reliability: $(DEV_STAMP) chromium
+	RELIABILITY_WRITE=1 $(PY) -m pytest tests/adversarial -q
 
 ## Measure a model: make measure MODEL=qwen3.5-4b [VARIANT=w4a16] [HW=arc_pro_b70] [TP=1] [DEPTHS=0,3]
 ##   [LADDERS=concurrency,context,load] [LOAD_USERS=1,2,4] [RATES=0.5,1] [LOAD_REQUESTS=64] [SLO=ttft_ms=500]
@@ -100,7 +105,7 @@ bench: $(DEV_STAMP) vllm-env
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy catalog builder runner
+	$(PY) -m mypy catalog builder runner bench tests
 
 clean:
 	rm -rf site runs

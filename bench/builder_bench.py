@@ -7,7 +7,8 @@ no-op path through site/.catalog-build.json). The floor is `python -m bench.floo
 packet read and verified once with catalog.packet_io.read_packet (bytes, digest, signature),
 timed in its own process before and after the build (the mean of the two is the floor).
 First, the cost of one committed packet (bench/packet_cost.py): its size and the CPU time to
-read, hash-check and fully verify it.
+read, hash-check and fully verify it. Last, how long verify takes to refuse the costliest hostile
+files (bench/refusal_bench.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench import packet_cost
+from bench import packet_cost, refusal_bench
 from bench.catalog_gen import ensure_catalog
 from bench.common import OUT, Log, child_env, load_average, spawn_measured
 from bench.results import Benchmark, Figure
@@ -118,7 +119,8 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
             out.rename(BROWSER_SITE)  # kept for the browser benchmark
         else:
             shutil.rmtree(out, ignore_errors=True)  # gigabytes: do not keep
-    return packet + [_size_benchmark(m) for m in measured] + [_scaling_benchmark(measured)]
+    sized = [_size_benchmark(m) for m in measured] + [_scaling_benchmark(measured)]
+    return packet + sized + refusal_bench.run(quick, log)
 
 
 def _size_benchmark(m: dict[str, Any]) -> Benchmark:

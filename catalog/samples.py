@@ -126,7 +126,10 @@ def make_arm(
     tp: int = 1,
     spec_depth: int = 0,
     spec_method: str = "mtp",
+    config: Mapping[str, Any] | None = None,
+    withheld_reason: str | None = None,
 ) -> ArmParts:
+    """An arm's parts; `config` replaces fields of the default arm config (argv, env, ...)."""
     return ArmParts.model_validate(
         {
             "id": arm_id,
@@ -137,9 +140,11 @@ def make_arm(
                 "spec_depth": spec_depth,
                 "argv": ["vllm", "serve", "Qwen/Qwen3.5-9B", "--no-enable-prefix-caching", "--max-num-seqs", "1"],
                 "env": {},
+                **(config or {}),
             },
             "servers": servers,
             "gates": gates,
+            "withheld_reason": withheld_reason,
         }
     )
 

@@ -1,11 +1,18 @@
-"""Whole-suite settings: tests keep their caches to themselves."""
+"""Whole-suite settings and the fixtures every folder shares (tests/README.md lists them):
+`built`, the fixture catalog of tests/builder/factory.py built once per session,
+`repository_built`, the repository's own catalog built once, and `browser`, Debian's Chromium.
+Tests keep their caches and signing keys to themselves."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from bench.local_browser import chromium, ensure_chromium
+from tests import profiles  # noqa: F401 - registers the hypothesis profiles before --hypothesis-profile loads one
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -33,3 +40,42 @@ def private_config_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture catalog (tests/builder/factory.py) built once: its site/ folder, with data/ and
+    packets/ beside it. Read it; a test that changes files builds its own with write_catalog."""
+    from builder.cli import run
+    from tests.builder.factory import write_catalog
+
+    root = tmp_path_factory.mktemp("catalog")
+    data, packets = write_catalog(root)
+    out = root / "site"
+    assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def repository_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site the repository's own data/ and packets/ build, built once. Read only."""
+    from builder.cli import run
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path_factory.mktemp("repository") / "site"
+    assert run(["build", "--data", str(repo / "data"), "--packets", str(repo / "packets"), "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's Chromium driven by playwright (bench/local_browser.py). Missing, it skips the test
+    locally but fails it in CI (env CI set), as the real-vLLM tests do. Module-scoped: while
+    playwright lives, every later asyncio.run in this thread (the runner's client) fails."""
+    if not ensure_chromium():
+        message = "Debian's chromium is not installed (scripts/ensure-chromium.sh)"
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI must not skip the browser tests)")
+        pytest.skip(message)
+    with chromium() as launched:
+        yield launched

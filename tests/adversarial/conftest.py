@@ -1,10 +1,12 @@
-"""The adversarial suite's fixtures, and docs/reliability.md written from its counters.
+"""The adversarial suite's fixtures, and the record of its run that docs/reliability.md is
+rendered from.
 
 Each test records what it tried with `tally.add(area, attack, count)` once it has checked that
 every input survived (loaded, or refused with one line naming the file; no traceback, hang or
-write). When every test of the suite ran and passed (or is a known gap marked xfail, which the
-report lists), the session writes docs/reliability.md from the counts: deterministic (hypothesis
-runs derandomized), so a rerun leaves it unchanged.
+write). test_reliability_report.py, run after every other test of the suite, renders the report
+from the counts when the whole suite ran and passed (or is a known gap marked xfail, which the
+report lists) and checks docs/reliability.md against it; `make reliability` writes it. The counts
+are deterministic (hypothesis runs derandomized), so a rerun renders the same text.
 """
 
 from __future__ import annotations
@@ -17,49 +19,35 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from tests.adversarial.fakes import campaign  # noqa: F401 - a fixture for every module
+from tests.adversarial.support import FAKE_VLLM, HERE, REPO, REPORT_CHECK, RUN, TALLY, Tally
 
-from bench.local_browser import chromium, ensure_chromium  # noqa: E402
-from tests.adversarial.fakes import campaign  # noqa: E402, F401 - a fixture for every module
-from tests.adversarial.report import render_report  # noqa: E402
-from tests.adversarial.support import FAKE_VLLM, HERE, REPORT, TALLY, Tally  # noqa: E402
-
-# ---- write docs/reliability.md only when the whole suite ran and passed ----
-
-_state: dict[str, set[str]] = {"collected": set(), "passed": set(), "failed": set(), "xfailed": set()}
+# ---- the record of this session's run of the suite ----
 
 
-def _ours(item_path: str) -> bool:
-    return Path(item_path).resolve().is_relative_to(HERE)
+def _ours(item: pytest.Item) -> bool:
+    return item.path.resolve().is_relative_to(HERE) and item.path.name != REPORT_CHECK
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The report check runs after every test it counts (the order is otherwise kept)."""
+    items[:] = sorted(items, key=lambda item: item.path.name == REPORT_CHECK and item.path.parent == HERE)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    _state["collected"] = {item.nodeid for item in session.items if _ours(str(item.path))}
+    RUN.collected = {item.nodeid for item in session.items if _ours(item)}
+    RUN.deselected = bool(session.config.getoption("keyword") or session.config.getoption("markexpr"))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.nodeid not in _state["collected"]:
+    if report.nodeid not in RUN.collected:
         return
     if report.when == "call" and report.passed:
-        _state["passed"].add(report.nodeid)
+        RUN.passed.add(report.nodeid)
     elif report.when == "call" and report.skipped and hasattr(report, "wasxfail"):
-        _state["xfailed"].add(report.nodeid)  # a known gap, listed in the report as such
+        RUN.xfailed.add(report.nodeid)  # a known gap, listed in the report as such
     elif report.failed or report.skipped:
-        _state["failed"].add(report.nodeid)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    modules = {path.name for path in HERE.glob("test_*.py")}
-    ran = {nodeid.split("::")[0].rsplit("/", 1)[-1] for nodeid in _state["collected"]}
-    deselected = session.config.getoption("keyword") or session.config.getoption("markexpr")
-    complete = ran == modules and not deselected and not _state["failed"]
-    if complete and _state["passed"] | _state["xfailed"] == _state["collected"]:
-        gaps = sorted(nodeid.split("::", 1)[1] for nodeid in _state["xfailed"])
-        text = render_report(dict(TALLY.counts), len(_state["passed"]), gaps)
-        if not REPORT.exists() or REPORT.read_text() != text:
-            REPORT.write_text(text)
+        RUN.failed.add(report.nodeid)
 
 
 # ---- fixtures ----
@@ -108,13 +96,3 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if name.startswith("FAKE_VLLM_"):
             monkeypatch.delenv(name)
     yield
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    """Debian's Chromium, as tests/browser drives it. Module-scoped: the runner's asyncio.run
-    cannot start while playwright lives in this thread."""
-    if not ensure_chromium():
-        pytest.skip("Debian's chromium is not installed (scripts/ensure-chromium.sh)")
-    with chromium() as launched:
-        yield launched

@@ -16,19 +16,17 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FAKE_VLLM = HERE / "fake_vllm"
 REPORT = REPO / "docs" / "reliability.md"
+REPORT_CHECK = "test_reliability_report.py"  # runs last; not one of the tests it counts
 
 
 def trusting_data(dest: Path) -> Path:
     """A copy of data/ whose keys.yaml lists the project's keys and the test session's: the real
     committed packets and test-signed ones verify side by side. Returns `dest`."""
-    from tests.catalog.factories import test_key
+    from tests.catalog.factories import session_key_entries
 
     shutil.copytree(REPO / "data", dest, dirs_exist_ok=True)
-    entries = "".join(
-        test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
-    )
     keys = dest / "keys.yaml"
-    keys.write_text(keys.read_text(encoding="utf-8").rstrip("\n") + "\n" + entries, encoding="utf-8")
+    keys.write_text(keys.read_text(encoding="utf-8").rstrip("\n") + "\n" + session_key_entries(), encoding="utf-8")
     return dest
 
 
@@ -43,6 +41,31 @@ class Tally:
 
 
 TALLY = Tally()
+
+
+@dataclass
+class SuiteRun:
+    """This session's run of the suite (filled by conftest.py's hooks): which of its tests were
+    collected and how each ended, and whether -k or -m left some out."""
+
+    collected: set[str] = field(default_factory=set)
+    passed: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    xfailed: set[str] = field(default_factory=set)
+    deselected: bool = False
+
+    def incomplete(self) -> str | None:
+        """Why the counts are not the whole suite's, or None when they are."""
+        modules = {path.name for path in HERE.glob("test_*.py")} - {REPORT_CHECK}
+        ran = {nodeid.split("::")[0].rsplit("/", 1)[-1] for nodeid in self.collected}
+        if self.deselected or ran != modules:
+            return "only part of the suite was selected"
+        if self.failed or self.passed | self.xfailed != self.collected:
+            return "not every test of the suite passed"
+        return None
+
+
+RUN = SuiteRun()
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

@@ -70,7 +70,8 @@ def forger_key(root: Path, role: str) -> HostKey:
 
 
 def stored(root: Path, name: str) -> Document:
-    return json.loads((root / "packets" / f"{name}.json").read_bytes())
+    document: Document = json.loads((root / "packets" / f"{name}.json").read_bytes())
+    return document
 
 
 def remove(root: Path, name: str) -> None:
@@ -161,6 +162,7 @@ def _relabelled(root: Path) -> Document:
     return document
 
 
+@pytest.mark.slow
 def test_demo_relabelled_and_resealed_with_the_forgers_key(tree: Path, tally: Tally) -> None:
     document = _relabelled(tree)
     remove(tree, DEMO)
@@ -170,6 +172,7 @@ def test_demo_relabelled_and_resealed_with_the_forgers_key(tree: Path, tally: Ta
     tally.add("forgery", "demo packet relabelled as Qwen3.5 9B on an Arc Pro B70, re-sealed with an unknown key", 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MODES)
 @pytest.mark.parametrize("named", ["by its own digest", "as the original"])
 def test_demo_relabelled_beside_the_original_signature(
@@ -212,6 +215,7 @@ def _times_divided(document: Document, by: int) -> None:
                 server["ttft_ms"] = server_ttft_ms(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MODES)
 def test_token_times_divided_and_figures_rederived(tree: Path, options: tuple[str, ...], tally: Tally) -> None:
     document = stored(tree, DEMO)
@@ -307,6 +311,7 @@ TRUSTS_THE_TRANSCRIPTION = pytest.mark.xfail(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "options"),
     [
@@ -357,6 +362,7 @@ FIGURE_EDITS: dict[str, Callable[[Document], None]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MODES)
 @pytest.mark.parametrize("edit", list(FIGURE_EDITS))
 def test_invented_figures_resealed(tree: Path, edit: str, options: tuple[str, ...], tally: Tally) -> None:
@@ -367,6 +373,7 @@ def test_invented_figures_resealed(tree: Path, edit: str, options: tuple[str, ..
     tally.add("forgery", f"{edit}, re-sealed", 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MODES)
 @pytest.mark.parametrize("field", ["decode_tok_s", "ttft_ms"])
 def test_negative_server_figures_forged_byte_by_byte(
@@ -386,6 +393,7 @@ def test_negative_server_figures_forged_byte_by_byte(
 # ---- 5. one type changed in the file's bytes, no re-seal ----
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MODES)
 def test_a_false_spelled_as_a_string(tree: Path, options: tuple[str, ...], tally: Tally) -> None:
     """`"passed":false` -> `"passed":"false"`: the signature and name are left as they were."""
@@ -400,6 +408,7 @@ def test_a_false_spelled_as_a_string(tree: Path, options: tuple[str, ...], tally
 # ---- 6. reproductions that reproduce nothing ----
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MODES)
 def test_a_byte_copy_marked_as_a_reproduction(tree: Path, options: tuple[str, ...], tally: Tally) -> None:
     """The demo's own rows, token for token, claimed as an independent reproduction of it."""
@@ -409,6 +418,7 @@ def test_a_byte_copy_marked_as_a_reproduction(tree: Path, options: tuple[str, ..
     tally.add("forgery", "a byte copy of a packet marked as its reproduction", 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MODES)
 def test_a_reproduction_of_another_model(tree: Path, options: tuple[str, ...], tally: Tally) -> None:
     """A Qwen3.5 9B campaign claiming to reproduce the CPU demo."""
@@ -421,6 +431,7 @@ def test_a_reproduction_of_another_model(tree: Path, options: tuple[str, ...], t
 # ---- 7. no packets at all ----
 
 
+@pytest.mark.slow
 def test_a_missing_packets_folder_is_an_error(tree: Path, tally: Tally) -> None:
     """A typo in --packets must not publish an empty catalog over the real one."""
     missing = tree / "no-such-packets"

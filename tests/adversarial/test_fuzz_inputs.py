@@ -26,9 +26,10 @@ from catalog.repository import load_catalog
 from runner import cli as runner_cli
 from tests.adversarial.support import REPO, Tally, snapshot, trusting_data
 from tests.catalog.factories import measured_draft, sealed
+from tests.profiles import examples
 
 FUZZ = settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,  # other test sessions share these cores; pytest-timeout bounds a real hang
     derandomize=True,
     database=None,
@@ -198,17 +199,17 @@ def mutate_text(data: bytes, suffix: str, draw: Callable[[Any], Any], op: str) -
         return data[: draw(st.integers(0, max(len(data) - 1, 0)))]
     if op == "binary garbage":
         at_byte = draw(st.integers(0, len(data)))
-        return data[:at_byte] + draw(st.binary(min_size=1, max_size=64)) + data[at_byte:]
+        return data[:at_byte] + draw(st.binary(min_size=1, max_size=64)) + data[at_byte:]  # type: ignore[no-any-return]
     if op == "empty":
         return b""
     if op == "byte order mark":
-        return draw(st.sampled_from([b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"])) + data
+        return draw(st.sampled_from([b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"])) + data  # type: ignore[no-any-return]
     if op == "overflowing float":  # 1e999 reads as inf in both JSON and YAML
         numbers = list(NUMBER.finditer(data))
         if not numbers:
             return data
         hit = numbers[draw(st.integers(0, len(numbers) - 1))]
-        return data[: hit.start()] + draw(st.sampled_from([b"1e999", b"-1e999"])) + data[hit.end() :]
+        return data[: hit.start()] + draw(st.sampled_from([b"1e999", b"-1e999"])) + data[hit.end() :]  # type: ignore[no-any-return]
     lines = data.split(b"\n")
     index = draw(st.integers(0, len(lines) - 1))
     if op == "duplicate key":

@@ -24,6 +24,7 @@ from catalog.compose import LaunchCommand
 from catalog.layout import SIGNATURE_SUFFIX
 from tests.adversarial.hostile import MARK
 from tests.adversarial.support import Tally
+from tests.profiles import examples
 
 OUR_SCRIPTS = {"site.js", "charts.js"}
 DATA_SCRIPTS = {"application/json", "application/ld+json"}
@@ -52,7 +53,7 @@ def test_pages_hold_the_payload_only_as_text(hostile_site: Path, tally: Tally) -
     showing = 0
     for path in pages:
         soup = BeautifulSoup(path.read_text(), "lxml")
-        assert len(soup.find_all("title")) == 1 and soup.title.parent.name == "head", path
+        assert len(soup.find_all("title")) == 1 and soup.title.parent.name == "head", path  # type: ignore[union-attr]
         for element in soup.find_all(True):
             name = element.name
             assert name not in FOREIGN_ELEMENTS, (path, str(element)[:120])
@@ -65,10 +66,10 @@ def test_pages_hold_the_payload_only_as_text(hostile_site: Path, tally: Tally) -
                     assert MARK not in text, (path, name, attribute)
             if name == "script":
                 if element.get("src"):
-                    assert element["src"].rsplit("/", 1)[-1] in OUR_SCRIPTS, path
+                    assert element["src"].rsplit("/", 1)[-1] in OUR_SCRIPTS, path  # type: ignore[union-attr]
                 else:
                     assert element.get("type") in DATA_SCRIPTS, path
-                    json.loads(element.string)  # data, not code
+                    json.loads(element.string)  # type: ignore[arg-type]  # data, not code
         showing += MARK in soup.get_text()
     assert showing >= len(pages) // 2, f"only {showing} of {len(pages)} pages show the payload as text"
     tally.add("injection", "built pages parsed (no injected element or attribute)", len(pages))
@@ -123,7 +124,7 @@ def test_sitemap_is_only_urls(hostile_site: Path, tally: Tally) -> None:
 
 # ---- commands a reader copies ----
 
-SHELL_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)
+SHELL_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)  # type: ignore[arg-type]
 SPECIAL = {"IFS", "PATH", "HOME", "ENV", "PS1", "PS2", "PS4", "OPTIND", "OPTARG", "PPID", "PWD", "OLDPWD", "LINENO"}
 ENV_NAME = st.from_regex(r"\A[A-Za-z][A-Za-z0-9_]{0,12}\Z").filter(lambda name: name not in SPECIAL)
 HOME = "/home/reader"
@@ -145,7 +146,7 @@ def _as_the_shell_runs_it(text: str, names: list[str]) -> list[str]:
 
 
 @settings(
-    max_examples=100,
+    max_examples=examples(100),
     deadline=None,
     derandomize=True,
     database=None,
@@ -175,7 +176,7 @@ def test_copied_commands_run_exactly_what_they_show(args: list[str], env: dict[s
     docker = command.docker_argv()
     assert docker is not None and command.docker_shell() is not None
     empty = [f"{k}=" for k in names]  # docker passes them with -e, not to its own environment
-    assert _as_the_shell_runs_it(command.docker_shell(), names) == [expanded(w) for w in docker] + empty
+    assert _as_the_shell_runs_it(command.docker_shell(), names) == [expanded(w) for w in docker] + empty  # type: ignore[arg-type]
     _counted["commands"] += 3
 
 
@@ -203,7 +204,7 @@ def test_no_injected_script_runs_in_chromium(hostile_site: Path, browser, tally:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))  # type: ignore[func-returns-value]
     visited = interactions = 0
     with serve_folder(hostile_site) as base:
         for path in sorted(hostile_site.rglob("*.html")):

@@ -55,6 +55,7 @@ def leaks(folder: Path) -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_no_secret_leaves_the_machine(
     secret_campaign: Campaign, monkeypatch: pytest.MonkeyPatch, capsys, tally: Tally

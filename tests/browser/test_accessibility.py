@@ -52,11 +52,11 @@ def _draw_every_chart(page) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
-def test_no_serious_violation_on_any_kind_of_page(browser, base_url, site, width):  # type: ignore[no-untyped-def]
+def test_no_serious_violation_on_any_kind_of_page(browser, base_url, built, width):  # type: ignore[no-untyped-def]
     # on a phone the wide tables scroll sideways: a keyboard must be able to reach them
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
-    packet = sorted(p.relative_to(site).as_posix() for p in site.glob("packets/*/index.html"))[0]
+    packet = sorted(p.relative_to(built).as_posix() for p in built.glob("packets/*/index.html"))[0]
     problems = {}
     for path in [*PAGES, packet]:
         page.goto(base_url + path)

@@ -74,8 +74,8 @@ def test_index_filter_says_when_no_result_matches(page, base_url):  # type: igno
     assert page.problems == []
 
 
-def _expected(site, *, variant: str, hw: str, features: list[str], tp: int, depth: int):  # type: ignore[no-untyped-def]
-    catalog = load_catalog(site.parent / "data", site.parent / "packets")
+def _expected(built, *, variant: str, hw: str, features: list[str], tp: int, depth: int):  # type: ignore[no-untyped-def]
+    catalog = load_catalog(built.parent / "data", built.parent / "packets")
     recipe = catalog.recipes["fixture-7b"]
     command = compose(
         recipe, Selection(variant=variant, hardware=catalog.hardware[hw], features=features, tensor_parallel_size=tp)
@@ -94,7 +94,7 @@ def _listing(page) -> tuple[object, str]:  # type: ignore[no-untyped-def]
     return page.evaluate(LISTED), page.locator("[data-count]").text_content()
 
 
-def test_prerendered_filter_pages_show_what_the_script_shows(browser, base_url, site):  # type: ignore[no-untyped-def]
+def test_prerendered_filter_pages_show_what_the_script_shows(browser, base_url, built):  # type: ignore[no-untyped-def]
     static = browser.new_context(java_script_enabled=False)
     without = static.new_page()
     without.goto(base_url + "index.html")
@@ -122,7 +122,7 @@ def test_prerendered_filter_pages_show_what_the_script_shows(browser, base_url, 
     scripted.close()
 
 
-def test_builder_restores_its_choice_from_the_address(page, base_url, site):  # type: ignore[no-untyped-def]
+def test_builder_restores_its_choice_from_the_address(page, base_url, built):  # type: ignore[no-untyped-def]
     page.goto(base_url + RECIPE + "#variant=int4&hw=arc_pro_b70&features=spec_decoding&tp=2&depth=5")
     assert page.locator("input[name=variant][value=int4]").is_checked()
     assert page.locator("select[name=hardware]").input_value() == "arc_pro_b70"
@@ -130,7 +130,7 @@ def test_builder_restores_its_choice_from_the_address(page, base_url, site):  # 
     assert page.locator("select[name=depth]").input_value() == "5"
     assert page.locator("input[name=feature][value=spec_decoding]").is_checked()
     assert not page.locator("input[name=feature][value=tool_calling]").is_checked()
-    expected = _expected(site, variant="int4", hw="arc_pro_b70", features=["spec_decoding"], tp=2, depth=5)
+    expected = _expected(built, variant="int4", hw="arc_pro_b70", features=["spec_decoding"], tp=2, depth=5)
     shell = page.locator("#builder-shell").inner_text()
     assert shell == expected.shell_multiline()
     assert "--tensor-parallel-size 2" in shell and '"num_speculative_tokens":5' in shell
@@ -141,7 +141,7 @@ def test_builder_restores_its_choice_from_the_address(page, base_url, site):  # 
     assert "depth=2" in (page.locator("[data-builder-link]").get_attribute("href") or "")
     page.reload()
     assert page.locator("select[name=depth]").input_value() == "2"
-    expected = _expected(site, variant="int4", hw="arc_pro_b70", features=["spec_decoding"], tp=2, depth=2)
+    expected = _expected(built, variant="int4", hw="arc_pro_b70", features=["spec_decoding"], tp=2, depth=2)
     assert page.locator("#builder-shell").inner_text() == expected.shell_multiline()
     # without speculation the depth does not apply
     page.uncheck("input[name=feature][value=spec_decoding]")

@@ -28,8 +28,8 @@ KINDS = [
 ]
 
 
-def _every_page(site) -> list[str]:
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+def _every_page(built) -> list[str]:
+    return sorted(p.relative_to(built).as_posix() for p in built.rglob("*.html"))
 
 
 def _wait_for_charts(page) -> int:
@@ -111,8 +111,8 @@ def test_when_the_bundle_fails_the_tables_stay(browser, base_url):
     context.close()
 
 
-def test_no_page_scrolls_sideways_on_a_phone(browser, base_url, site):
-    pages = _every_page(site)
+def test_no_page_scrolls_sideways_on_a_phone(browser, base_url, built):
+    pages = _every_page(built)
     for kind in [*KINDS, "packets/"]:
         assert any(p.startswith(kind) for p in pages), kind
     context = browser.new_context(viewport=PHONE)
@@ -150,15 +150,15 @@ def test_no_chart_label_is_clipped_on_a_phone(browser, base_url):
     context.close()
 
 
-def test_family_page_works_from_file_url(page, site):
-    page.goto((site / FAMILY).as_uri())
+def test_family_page_works_from_file_url(page, built):
+    page.goto((built / FAMILY).as_uri())
     _wait_for_charts(page)
     assert page.problems == []
 
 
-def test_every_page_loads_without_console_errors(page, base_url, site):
-    for path in sorted(site.rglob("*.html")):
-        page.goto(base_url + path.relative_to(site).as_posix())
+def test_every_page_loads_without_console_errors(page, base_url, built):
+    for path in sorted(built.rglob("*.html")):
+        page.goto(base_url + path.relative_to(built).as_posix())
     assert page.problems == []
 
 
@@ -191,8 +191,8 @@ def test_index_filter_from_a_shared_link(page, base_url):
     assert page.locator("[data-family-list] > li:not([hidden]) h2").all_inner_texts() == ["Fixture 7B"]
 
 
-def test_command_builder_follows_python_composition(page, base_url, site):
-    catalog = load_catalog(site.parent / "data", site.parent / "packets")
+def test_command_builder_follows_python_composition(page, base_url, built):
+    catalog = load_catalog(built.parent / "data", built.parent / "packets")
     recipe = catalog.recipes["fixture-7b"]
     page.goto(base_url + "recipes/fixture-7b/index.html")
     page.check("input[name=variant][value=int4]")

@@ -1,6 +1,6 @@
-"""A small fixture catalog for builder tests: recipes written here, packets sealed with
-catalog.packet_io.seal (signed with the test session's keys, tests/catalog/factories.py) from
-the rows and servers of catalog.samples (every figure computed by catalog.metrics), so
+"""The fixture catalog (built once per session as the `built` fixture, tests/conftest.py):
+recipes written here, packets sealed by tests/catalog/factories.py's seal_parts (signed with the
+test session's keys) from the rows, servers and arms of catalog.samples (every figure computed by catalog.metrics), so
 load_catalog accepts them exactly as it accepts the runner's. The data dir's keys.yaml lists the
 test keys; `signed=False` writes packets without a signature (a local build's)."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 from catalog.metrics import compare_rows
 from catalog.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
-from catalog.packet_io import Sealed, seal, write_packet
-from catalog.samples import ORACLE_ARM, SPEC_ARM, make_load_sweep, published_arm, published_parts, with_load
+from catalog.packet_io import write_packet
+from catalog.samples import ORACLE_ARM, SPEC_ARM, make_arm, make_load_sweep, published_arm, published_parts, with_load
 from catalog.samples import measured_parts as sample_measured_parts
-from tests.catalog.factories import canary_set, key_for, keys_yaml, make_rows, make_server, strict_suite
+from tests.catalog.factories import canary_set, keys_yaml, make_rows, make_server, seal_parts, strict_suite
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,52 +100,38 @@ def rows(ms_per_token: float, *, diverge: set[int] = frozenset(), ttft: float = 
     return make_rows(ms_per_token=ms_per_token, diverge=dict.fromkeys(diverge, 50), ttft_ms=ttft)
 
 
-def server(label: str, prompt_rows: list[PromptRow]) -> ServerRun:
-    return make_server(label, prompt_rows)
+ARM_CONFIG = {
+    "draft_head": None,
+    "graph_capture": "none (--enforce-eager)",
+    "argv": [
+        "vllm",
+        "serve",
+        "fixture/Fixture-7B-w4a16",
+        "--max-num-seqs",
+        "1",
+        "--speculative-config",
+        '{"method": "ngram"}',
+    ],
+    "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+}
 
 
 def arm(arm_id: str, label: str, *, tp: int, depth: int, servers: list[ServerRun], gates: list[GateResult]) -> ArmParts:
-    """An arm's parts; `seal` derives its state (withheld when a gate failed)."""
+    """An n-gram arm of the fixture model; `seal` derives its state (withheld when a gate failed)."""
     failed = any(not g.passed for g in gates)
-    return ArmParts.model_validate(
-        {
-            "id": arm_id,
-            "label": label,
-            "config": {
-                "tensor_parallel_size": tp,
-                "spec_method": "ngram" if depth else None,
-                "spec_depth": depth,
-                "draft_head": None,
-                "graph_capture": "none (--enforce-eager)",
-                "argv": [
-                    "vllm",
-                    "serve",
-                    "fixture/Fixture-7B-w4a16",
-                    "--max-num-seqs",
-                    "1",
-                    "--speculative-config",
-                    '{"method": "ngram"}',
-                ],
-                "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
-            },
-            "servers": servers,
-            "gates": gates,
-            "withheld_reason": "speculative output differs from the oracle" if failed else None,
-        }
-    )
-
-
-def sign(parts: PacketParts, *, signed: bool = True) -> Sealed:
-    """Seal with the test key of the packet's role (measurer or importer), or unsigned."""
-    return seal(parts, key_for(parts.provenance.kind) if signed else None)
+    reason = "speculative output differs from the oracle" if failed else None
+    return make_arm(
+        arm_id, label, servers=servers, gates=gates, tp=tp, spec_depth=depth, spec_method="ngram",
+        config=ARM_CONFIG, withheld_reason=reason,
+    )  # fmt: skip
 
 
 def measured_packet(*, signed: bool = True) -> Packet:
-    return sign(measured_parts(), signed=signed).packet
+    return seal_parts(measured_parts(), signed=signed).packet
 
 
 def imported_packet(*, signed: bool = True) -> Packet:
-    return sign(imported_parts(), signed=signed).packet
+    return seal_parts(imported_parts(), signed=signed).packet
 
 
 def measured_parts() -> PacketParts:
@@ -161,7 +147,7 @@ def measured_parts() -> PacketParts:
             "1 card, no speculation",
             tp=1,
             depth=0,
-            servers=[server("A", base_a), server("B", base_b)],
+            servers=[make_server("A", base_a), make_server("B", base_b)],
             gates=[compare_rows("G1", "server B", base_a, base_b)],
         ),
         arm(
@@ -169,7 +155,7 @@ def measured_parts() -> PacketParts:
             "1 card, ngram depth 3",
             tp=1,
             depth=3,
-            servers=[server("A", fast_a), server("B", fast_b)],
+            servers=[make_server("A", fast_a), make_server("B", fast_b)],
             gates=[
                 compare_rows("G2", "server B", fast_a, fast_b),
                 compare_rows("G3", "tp1-base", fast_a, base_a, server="A"),
@@ -181,7 +167,7 @@ def measured_parts() -> PacketParts:
             "1 card, ngram depth 5",
             tp=1,
             depth=5,
-            servers=[server("A", bad_a), server("B", bad_b)],
+            servers=[make_server("A", bad_a), make_server("B", bad_b)],
             gates=[
                 compare_rows("G2", "server B", bad_a, bad_b),
                 compare_rows("G3", "tp1-base", bad_a, base_a, server="A"),
@@ -193,7 +179,7 @@ def measured_parts() -> PacketParts:
             "2 cards, no speculation",
             tp=2,
             depth=0,
-            servers=[server("A", two_a), server("B", two_b)],
+            servers=[make_server("A", two_a), make_server("B", two_b)],
             gates=[compare_rows("G1", "server B", two_a, two_b)],
         ),
     ]
@@ -350,10 +336,10 @@ def write_catalog(
         (data / "models" / "empty-1b.yaml").write_text(EMPTY_RECIPE, encoding="utf-8")
     packet_dir.mkdir()
     if packets:
-        write_packet(sign(measured_parts(), signed=signed), packet_dir)
-        write_packet(sign(imported_parts(), signed=signed), packet_dir)
+        write_packet(seal_parts(measured_parts(), signed=signed), packet_dir)
+        write_packet(seal_parts(imported_parts(), signed=signed), packet_dir)
     if load:
         shutil.copy(REPO / "data" / "models" / f"{LOAD_FAMILY}.yaml", data / "models")
-        write_packet(sign(load_parts(), signed=signed), packet_dir)
-        write_packet(sign(screened_load_parts(), signed=signed), packet_dir)
+        write_packet(seal_parts(load_parts(), signed=signed), packet_dir)
+        write_packet(seal_parts(screened_load_parts(), signed=signed), packet_dir)
     return data, packet_dir

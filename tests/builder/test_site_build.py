@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -47,6 +46,7 @@ def test_two_builds_are_byte_identical(tmp_path, catalog, monkeypatch):
     assert [k for k in one if one[k] != two[k]] == []
 
 
+@pytest.mark.slow
 def test_build_in_a_fresh_process_is_identical(tmp_path, catalog, monkeypatch):
     """Hash seeds and import order differ between processes; the output must not."""
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
@@ -104,9 +104,7 @@ def test_rebuild_with_nothing_changed_touches_nothing(tmp_path, catalog):
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
     inode = (out / "index.html").stat().st_ino
-    started = time.perf_counter()
-    assert _build(*catalog, out) == 0
-    assert time.perf_counter() - started < 5
+    assert _build(*catalog, out) == 0  # how fast: bench/builder_bench.py's no-op figure
     assert (out / "index.html").stat().st_ino == inode
 
 
@@ -143,7 +141,7 @@ def test_failure_while_writing_leaves_the_old_site(tmp_path, catalog, monkeypatc
     recipe = data / "models" / "empty-1b.yaml"
     recipe.write_text(recipe.read_text().replace("A family nobody has measured", "Changed"))
     calls = {"n": 0}
-    real_write = output.write_file
+    real_write = output.write_file  # type: ignore[attr-defined]
 
     def failing_write(path: Path, content: bytes | str) -> None:
         calls["n"] += 1
@@ -202,7 +200,7 @@ def test_source_date_epoch_sets_the_build_date(tmp_path, catalog, monkeypatch):
 
     def shown(folder: Path) -> str:
         soup = BeautifulSoup((folder / "index.html").read_text(), "lxml")
-        return soup.select_one("footer time")["datetime"]
+        return soup.select_one("footer time")["datetime"]  # type: ignore[index, return-value]
 
     # without the variable: the newest date the inputs carry (the measured packet's created day)
     assert shown(tmp_path / "default") == "2026-05-06"
@@ -215,6 +213,7 @@ def test_bad_source_date_epoch_is_a_user_error(tmp_path, catalog, monkeypatch):
         _build(*catalog, tmp_path / "site")
 
 
+@pytest.mark.slow
 def test_cli_prints_catalog_errors_without_traceback(tmp_path, catalog):
     data, packets = catalog
     (data / "models" / "broken.yaml").write_text("meta: [unclosed\n")

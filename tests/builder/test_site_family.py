@@ -214,11 +214,12 @@ def test_plotly_bundle_copied_once_never_inlined(built):
 def test_single_measured_cell_matrix(tmp_path: Path):
     from builder.cli import run
     from catalog.packet_io import write_packet
-    from tests.builder.factory import measured_parts, sign, write_catalog
+    from tests.builder.factory import measured_parts, write_catalog
+    from tests.catalog.factories import seal_parts
 
     data, packets = write_catalog(tmp_path, packets=False, empty_family=False)
     parts = measured_parts()
-    write_packet(sign(parts.model_copy(update={"arms": parts.arms[:1], "ladders": []})), packets)
+    write_packet(seal_parts(parts.model_copy(update={"arms": parts.arms[:1], "ladders": []})), packets)
     assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(tmp_path / "site")]) == 0
     from bs4 import BeautifulSoup
 

@@ -45,6 +45,7 @@ def catalog(tmp_path: Path) -> tuple[Path, Path]:
 # ---- 1. a missing input folder is an error naming it, never an empty catalog ----
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("missing", ["packets", "data", "data/models", "data/suites", "data/hardware.yaml"])
 def test_build_refuses_a_missing_input(tmp_path, catalog, missing):
     data, packets = catalog
@@ -57,6 +58,7 @@ def test_build_refuses_a_missing_input(tmp_path, catalog, missing):
     assert (out / ".catalog-build.json").read_bytes() == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["--packets", "--data"])
 def test_build_refuses_a_mistyped_folder(tmp_path, catalog, option):
     data, packets = catalog
@@ -66,12 +68,14 @@ def test_build_refuses_a_mistyped_folder(tmp_path, catalog, option):
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.slow
 def test_an_input_that_is_a_file_not_a_folder_is_refused(tmp_path, catalog):
     data, _ = catalog
     (tmp_path / "packets.txt").write_text("not a folder")
     _one_line_error(_build(data, tmp_path / "packets.txt", tmp_path / "site"), "packets.txt", "not a folder")
 
 
+@pytest.mark.slow
 def test_verify_refuses_a_missing_packets_folder(tmp_path, catalog):
     data, _ = catalog
     result = _cli("--data", str(data), "--packets", str(tmp_path / "gone"), module="catalog.verify")
@@ -79,6 +83,7 @@ def test_verify_refuses_a_missing_packets_folder(tmp_path, catalog):
     assert "verified" not in result.stdout
 
 
+@pytest.mark.slow
 def test_an_empty_packets_folder_is_still_a_catalog(tmp_path):
     data, packets = write_catalog(tmp_path, packets=False)
     assert not any(packets.iterdir())
@@ -132,16 +137,18 @@ def test_chart_labels_are_escaped_for_plotly():
 def _hostile_labels(tmp_path: Path) -> tuple[Path, Path]:
     """The fixture catalog with every arm label of the measured packet a link (re-sealed)."""
     from catalog.packet_io import write_packet
-    from tests.builder.factory import imported_parts, measured_parts, sign
+    from tests.builder.factory import imported_parts, measured_parts
+    from tests.catalog.factories import seal_parts
 
     data, packets = write_catalog(tmp_path, packets=False)
     parts = measured_parts()
     arms = [arm.model_copy(update={"label": f"{EVIL_LINK} {arm.label}"}) for arm in parts.arms]
-    write_packet(sign(parts.model_copy(update={"arms": arms})), packets)
-    write_packet(sign(imported_parts()), packets)
+    write_packet(seal_parts(parts.model_copy(update={"arms": arms})), packets)
+    write_packet(seal_parts(imported_parts()), packets)
     return data, packets
 
 
+@pytest.mark.slow
 def test_no_figure_in_the_built_site_carries_markup(tmp_path):
     out = tmp_path / "site"
     result = _build(*_hostile_labels(tmp_path), out)
@@ -173,6 +180,7 @@ def _folder(path: Path) -> None:
     (path / "inside.txt").write_text("a folder named like a packet")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [_fifo, _dangling_link, _folder], ids=["fifo", "dangling-link", "folder"])
 @pytest.mark.parametrize("where", ["packets/odd.json", "data/models/odd.yaml", "data/suites/odd.json"])
 def test_an_entry_the_full_build_refuses_defeats_the_fast_path(tmp_path, catalog, make, where):
@@ -188,6 +196,7 @@ def test_an_entry_the_full_build_refuses_defeats_the_fast_path(tmp_path, catalog
     assert "Traceback" not in incremental.stderr
 
 
+@pytest.mark.slow
 def test_a_deleted_empty_packets_folder_is_not_up_to_date(tmp_path):
     """An empty folder and a missing one once hashed alike; the missing one must fail."""
     data, packets = write_catalog(tmp_path, packets=False)
@@ -197,6 +206,7 @@ def test_a_deleted_empty_packets_folder_is_not_up_to_date(tmp_path):
     _one_line_error(_build(data, packets, out), str(packets), "no such folder")
 
 
+@pytest.mark.slow
 def test_a_link_to_a_good_packet_is_built_every_time_not_trusted(tmp_path, catalog):
     """A link is never vouched for by a fingerprint: the build runs (and succeeds) each time."""
     data, packets = catalog
@@ -218,12 +228,14 @@ def _packets_in(out: Path) -> list[str]:
     return sorted(p.name for p in (out / "packets").glob("*.json") if not is_signature(p))
 
 
+@pytest.mark.slow
 def test_the_manifest_records_the_packet_count(tmp_path, catalog):
     out = tmp_path / "site"
     assert _build(*catalog, out).returncode == 0
     assert json.loads((out / ".catalog-build.json").read_text())["packets"] == 2 == len(_packets_in(out))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("manifest", ["with-count", "older-without-count", "none"])
 def test_a_build_dropping_most_packets_refuses(tmp_path, catalog, manifest):
     data, packets = catalog
@@ -246,6 +258,7 @@ def test_a_build_dropping_most_packets_refuses(tmp_path, catalog, manifest):
     assert _packets_in(out) == []
 
 
+@pytest.mark.slow
 def test_losing_half_the_packets_is_still_allowed(tmp_path, catalog):
     data, packets = catalog
     out = tmp_path / "site"
@@ -352,6 +365,7 @@ def _killed_at(point: str, data: Path, packets: Path, out: Path, flag: Path) -> 
         process.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("point", "expected"), [("writing", "old"), ("before-swap", "old"), ("after-exchange", "new")])
 def test_sigkill_while_publishing_leaves_a_whole_site(tmp_path, two_sites, point, expected):
     data, packets, out, hashes = two_sites
@@ -364,6 +378,7 @@ def test_sigkill_while_publishing_leaves_a_whole_site(tmp_path, two_sites, point
     assert _whole_site(out) == hashes["new"]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_swap_without_renameat2_is_repaired_by_the_next_build(tmp_path, two_sites):
     """Without renameat2 the old site is renamed aside before the new one moves in: killed
     between the two, `site` is briefly missing, its whole old copy beside it, put back next build."""
@@ -378,6 +393,7 @@ def test_sigkill_mid_swap_without_renameat2_is_repaired_by_the_next_build(tmp_pa
     assert _whole_site(out) == hashes["new"]
 
 
+@pytest.mark.slow
 def test_sigkill_at_any_delay_leaves_a_whole_site(tmp_path, two_sites):
     """Kills at delays spread over a whole build, the inputs changed before each: whichever
     instant the kill lands on, the site is whole, and the next build removes the leftovers."""
@@ -400,6 +416,7 @@ def test_sigkill_at_any_delay_leaves_a_whole_site(tmp_path, two_sites):
     assert _whole_site(out) in valid
 
 
+@pytest.mark.slow
 def test_a_symlinked_output_is_followed_and_kept_a_link(tmp_path, two_sites):
     data, packets, out, hashes = two_sites
     link = tmp_path / "published"
@@ -414,16 +431,19 @@ def test_a_symlinked_output_is_followed_and_kept_a_link(tmp_path, two_sites):
 # ---- 6. the system refusing a read or a write: one line naming the path, exit 1, no traceback ----
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("out", ["/proc/catalog-site", "/proc/self/catalog-site", "/sys/kernel/catalog-site"])
 def test_an_output_the_system_will_not_write_is_one_line(tmp_path, catalog, out):
     """Root writes through file modes, so an unwritable output is one under /proc or /sys."""
-    _one_line_error(_build(*catalog, Path(out)), out, "cannot write the site")
+    _one_line_error(_build(*catalog, Path(out)), out, "cannot write the site")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_special_folder_as_output_is_refused_in_one_line(catalog):
-    _one_line_error(_build(*catalog, Path("/proc/self")), "/proc/self", "refusing to replace")
+    _one_line_error(_build(*catalog, Path("/proc/self")), "/proc/self", "refusing to replace")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("make", "reason"),
     [(_fifo, "not a regular file"), (_dangling_link, "cannot read: No such file or directory")],
@@ -437,6 +457,7 @@ def test_an_input_that_cannot_be_read_is_one_line(tmp_path, catalog, make, reaso
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
 def test_a_packet_without_read_permission_is_one_line(tmp_path, catalog):
     data, packets = catalog

@@ -5,28 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from bs4 import BeautifulSoup
-
-from builder.cli import run
 
 REPO = Path(__file__).resolve().parents[2]
 W4A16 = "qwen3.5-9b-w4a16-57d22098"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("real") / "site"
-    assert run(["build", "--data", str(REPO / "data"), "--packets", str(REPO / "packets"), "--out", str(out)]) == 0
-    return out
 
 
 def _soup(site: Path, relative: str) -> BeautifulSoup:
     return BeautifulSoup((site / relative).read_text(), "lxml")
 
 
-def test_an_imported_arm_shows_the_command_its_configuration_composes(site: Path) -> None:
-    soup = _soup(site, f"packets/{W4A16}/index.html")
+def test_an_imported_arm_shows_the_command_its_configuration_composes(repository_built: Path) -> None:
+    soup = _soup(repository_built, f"packets/{W4A16}/index.html")
     arm = soup.select_one("#arm-tp1-mtp3-int4-head")
     assert arm is not None
     text = " ".join(arm.get_text(" ").split())  # a glossary <abbr> (TP) is its own text node
@@ -36,26 +26,26 @@ def test_an_imported_arm_shows_the_command_its_configuration_composes(site: Path
     assert "Not recorded: imported results" not in text
 
 
-def test_the_recipe_page_offers_the_overlay_variant_and_configurations(site: Path) -> None:
-    soup = _soup(site, "recipes/qwen3.5-9b/index.html")
+def test_the_recipe_page_offers_the_overlay_variant_and_configurations(repository_built: Path) -> None:
+    soup = _soup(repository_built, "recipes/qwen3.5-9b/index.html")
     section = soup.select_one("#configurations")
     assert section is not None
     text = section.get_text(" ")
     assert "W4A16, MTP depth 3, draft INT4 head, one B70" in text and "VLLM_XPU_DRAFT_LM_HEAD_INT4=1" in text
     assert soup.select_one(f'#configurations a[href$="packets/{W4A16}/index.html"]') is not None
-    assert "RedHatAI/Qwen3.5-9B-quantized.w4a16" in soup.select_one("#variants").get_text(" ")
+    assert "RedHatAI/Qwen3.5-9B-quantized.w4a16" in soup.select_one("#variants").get_text(" ")  # type: ignore[union-attr]
 
 
-def test_the_measure_lines_name_the_configuration_the_imported_arms_ran(site: Path) -> None:
+def test_the_measure_lines_name_the_configuration_the_imported_arms_ran(repository_built: Path) -> None:
     """A `make measure` line without CONFIG= would serve the recipe's default draft head, not the
     INT4 head the packet's speculative arms ran; the line names their overlay configuration."""
-    soup = _soup(site, f"packets/{W4A16}/index.html")
+    soup = _soup(repository_built, f"packets/{W4A16}/index.html")
     lines = [pre.get_text() for pre in soup.select('pre[id^="measure-"]')]
     assert lines == [
         "make measure MODEL=qwen3.5-9b VARIANT=w4a16 HW=arc_pro_b70 TP=1 DEPTHS=0,3 "
         "CONFIG=b70-w4a16-mtp3-int4-head RUNTIME=docker"
     ]
-    fp8 = _soup(site, "packets/qwen3.5-9b-fp8-dynamic-c4b87b99/index.html")
+    fp8 = _soup(repository_built, "packets/qwen3.5-9b-fp8-dynamic-c4b87b99/index.html")
     assert [pre.get_text() for pre in fp8.select('pre[id^="measure-"]')] == [
         "make measure MODEL=qwen3.5-9b VARIANT=fp8 HW=arc_pro_b70 TP=1 DEPTHS=0,3,4 "
         "CONFIG=b70-fp8-mtp3-int4-head RUNTIME=docker",

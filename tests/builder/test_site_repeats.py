@@ -11,7 +11,8 @@ from bs4 import BeautifulSoup
 from builder.cli import run
 from catalog.packet import Packet
 from catalog.packet_io import write_packet
-from tests.builder.factory import repeat_parts, sign, write_catalog
+from tests.builder.factory import repeat_parts, write_catalog
+from tests.catalog.factories import seal_parts
 
 REPEATS = 9
 FAMILY = "models/fixture-7b/index.html"
@@ -21,7 +22,7 @@ FAMILY = "models/fixture-7b/index.html"
 def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[BeautifulSoup, list[Packet], Path]:
     root = tmp_path_factory.mktemp("repeats")
     data, packets_dir = write_catalog(root, empty_family=False)
-    repeats = [sign(repeat_parts(i)) for i in range(REPEATS)]
+    repeats = [seal_parts(repeat_parts(i)) for i in range(REPEATS)]
     for sealed in repeats:
         write_packet(sealed, packets_dir)
     out = root / "site"
@@ -31,7 +32,7 @@ def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[BeautifulSoup, l
 
 def _cell(soup: BeautifulSoup, row: str, col: str) -> BeautifulSoup:
     matrix = soup.select_one("section.matrix#matrix-depth-tp-arc_pro_b70-w4a16")
-    return matrix.select_one(f'td[data-row="{row}"][data-col="{col}"]')
+    return matrix.select_one(f'td[data-row="{row}"][data-col="{col}"]')  # type: ignore[return-value, union-attr]
 
 
 def test_every_packet_stays_listed_and_linked(repeated):
@@ -52,7 +53,7 @@ def test_a_cell_shows_one_result_per_state_and_counts_the_repeats(repeated):
     soup, _, _ = repeated
     measured = _cell(soup, "NGRAM3", "TP1")
     assert len(measured.select(".entry.state-measured")) == 1
-    assert measured.select_one("a.more").get_text(strip=True) == f"+{REPEATS} repeats"
+    assert measured.select_one("a.more").get_text(strip=True) == f"+{REPEATS} repeats"  # type: ignore[union-attr]
     withheld = _cell(soup, "NGRAM5", "TP1")
     # the withheld repeats are not hidden behind anything: one withheld entry, never a value slot
     assert len(withheld.select(".entry.state-withheld")) == 1

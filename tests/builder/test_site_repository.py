@@ -4,46 +4,36 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from pathlib import Path
 
-import pytest
 from bs4 import BeautifulSoup
 
-from builder.cli import run
 from builder.format import fmt
 from catalog.repository import load_catalog
 from catalog.selection import headline
 from tests.builder.factory import REPO
 
 
-@pytest.fixture(scope="module")
-def repo_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("repo") / "site"
-    assert run(["build", "--data", str(REPO / "data"), "--packets", str(REPO / "packets"), "--out", str(out)]) == 0
-    return out
-
-
-def test_every_family_hero_follows_the_rule(repo_site):
+def test_every_family_hero_follows_the_rule(repository_built):
     catalog = load_catalog(REPO / "data", REPO / "packets")
     for slug in catalog.recipes:
-        soup = BeautifulSoup((repo_site / f"models/{slug}/index.html").read_text(), "lxml")
+        soup = BeautifulSoup((repository_built / f"models/{slug}/index.html").read_text(), "lxml")
         lead = headline(catalog.packets_of(slug), list(catalog.packets.values()))
         value = soup.select_one(".headline-value data.num")
         if lead is None:
             assert value is None and soup.select_one("#hero .gap") is not None
         else:
-            assert value["value"] == fmt(lead.decode_tok_s)
+            assert value["value"] == fmt(lead.decode_tok_s)  # type: ignore[index]
 
 
-def test_withheld_results_never_look_measured(repo_site):
-    for path in repo_site.glob("models/*/index.html"):
+def test_withheld_results_never_look_measured(repository_built):
+    for path in repository_built.glob("models/*/index.html"):
         soup = BeautifulSoup(path.read_text(), "lxml")
         for entry in soup.select(".entry.state-withheld"):
             assert entry.select_one(".cell-value") is None
             assert entry.select_one(".badge-withheld") is not None
 
 
-def test_page_numbers_are_in_the_api(repo_site):
+def test_page_numbers_are_in_the_api(repository_built):
     def numbers(value: object) -> set[Decimal]:
         if isinstance(value, bool):
             return set()
@@ -52,8 +42,8 @@ def test_page_numbers_are_in_the_api(repo_site):
         items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
         return set().union(*(numbers(v) for v in items)) if items else set()
 
-    for path in repo_site.glob("models/*/index.html"):
+    for path in repository_built.glob("models/*/index.html"):
         slug = path.parent.name
-        on_page = {Decimal(d["value"]) for d in BeautifulSoup(path.read_text(), "lxml").select("data.num")}
-        api = json.loads((repo_site / f"api/models/{slug}.json").read_text())
+        on_page = {Decimal(d["value"]) for d in BeautifulSoup(path.read_text(), "lxml").select("data.num")}  # type: ignore[arg-type]
+        api = json.loads((repository_built / f"api/models/{slug}.json").read_text())
         assert on_page <= numbers(api), (slug, sorted(on_page - numbers(api)))

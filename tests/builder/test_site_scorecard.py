@@ -31,7 +31,7 @@ def test_untested_cells_take_an_estimate_labelled_estimated():
     assert estimated, "untested cells were estimated"
     for cell in estimated:
         (entry,) = cell.entries
-        assert entry.state_label == "Estimated" and entry.value.text == "42.13"
+        assert entry.state_label == "Estimated" and entry.value.text == "42.13"  # type: ignore[union-attr]
         assert entry.detail.startswith("not measured")
         assert entry.href == "packets/p-1/index.html#arm-tp1-base"
     # only untested cells are estimated, and they stay listed as untested

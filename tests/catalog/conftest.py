@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # `from tests.catalog.factories import ...` under any pytest invocation
-    sys.path.insert(0, str(REPO))
 
 
 @pytest.fixture

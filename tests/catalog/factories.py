@@ -1,5 +1,6 @@
-"""Test packets: catalog.samples builds the typed parts; this module seals them with the test
-session's throwaway keys and offers the dict forms tests edit before sealing (as a forger would).
+"""Test packets: catalog.samples builds the typed parts (the one packet factory); this module
+seals them with the test session's throwaway keys (`seal_parts`) and offers the dict forms tests
+edit before sealing (as a forger would).
 
 `measured_draft()` is the unsealed JSON-form dict (to edit), `seal_draft(draft)` seals an edited
 one, `measured_packet()` is a sealed Packet; `published_draft()` builds packets without rows.
@@ -59,11 +60,15 @@ def test_key(role: str = "measurer") -> HostKey:
     return host_key(role=role)
 
 
-def keys_yaml() -> str:
-    entries = [
+def session_key_entries() -> str:
+    """The keys.yaml entries of the session's measurer and importer test keys."""
+    return "".join(
         test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
-    ]
-    return "schema_version: 1\nkeys:\n" + "".join(entries)
+    )
+
+
+def keys_yaml() -> str:
+    return "schema_version: 1\nkeys:\n" + session_key_entries()
 
 
 def signed_data(dest: Path) -> Path:
@@ -77,12 +82,17 @@ def key_for(provenance: str) -> HostKey:
     return test_key("measurer" if provenance == "measured" else "importer")
 
 
+def seal_parts(parts: PacketParts, *, signed: bool = True) -> Sealed:
+    """Seal with the test key of the packet's role (measurer or importer), or unsigned (a local
+    build's packet)."""
+    return seal(parts, key_for(parts.provenance.kind) if signed else None)
+
+
 def sealed(draft: dict[str, Any], *, signed: bool = True) -> Sealed:
     """Seal a JSON-form dict, sealed before or not: stored states are dropped and derived again."""
     body = {k: v for k, v in draft.items() if k not in (*UNSEALED, "id", "sha256")}
     body["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in draft["arms"]]
-    parts = PacketParts.model_validate(body)
-    return seal(parts, key_for(parts.provenance.kind) if signed else None)
+    return seal_parts(PacketParts.model_validate(body), signed=signed)
 
 
 def seal_draft(draft: dict[str, Any], *, signed: bool = True) -> Packet:

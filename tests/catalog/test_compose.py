@@ -89,7 +89,7 @@ def test_the_guide_has_three_launch_commands() -> None:
 
 
 # base_args are part of every composed command; the guide's hand-written commands leave them out.
-BASE = {"--trust-remote-code": []}
+BASE: dict[str, list[str]] = {"--trust-remote-code": []}
 
 
 def test_guide_single_gpu_bf16() -> None:

@@ -682,6 +682,7 @@ END_TO_END: list[tuple[str, Callable[[Path], Sealed], str, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "make", "field", "text"), END_TO_END, ids=[case[0] for case in END_TO_END])
 def test_verify_refuses_an_inconsistent_packet(
     tree: Path, name: str, make: Callable[[Path], Sealed], field: str, text: str

@@ -279,7 +279,7 @@ def test_data_recipes_load(slug: str) -> None:
 
 def test_9b_recipe_details() -> None:
     recipe = load_file(Recipe, RECIPE_9B)
-    assert recipe.meta.date_added.isoformat() == "2026-04-22"
+    assert recipe.meta.date_added is not None and recipe.meta.date_added.isoformat() == "2026-04-22"
     assert list(recipe.variants) == ["default", "fp8"]
     assert recipe.variant_model_id("default") == "Qwen/Qwen3.5-9B"
     assert recipe.variant_model_id("fp8") == "RedHatAI/Qwen3.5-9B-FP8-dynamic"

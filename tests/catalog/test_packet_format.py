@@ -24,7 +24,7 @@ from catalog.errors import CatalogError, CatalogErrors
 from catalog.keys import KeyRing, load_keys
 from catalog.migrate import migrate
 from catalog.packet import ArmParts, CanaryResult, GateResult, PacketParts, PromptRow, ServerRun, State
-from catalog.packet_io import (
+from catalog.packet_io import (  # type: ignore[attr-defined]
     MIGRATE_HINT,
     Sealed,
     packet_bytes,

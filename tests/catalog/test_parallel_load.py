@@ -46,7 +46,7 @@ def test_parallel_read_gives_what_a_sequential_read_gives(tmp_path, monkeypatch)
     assert sequential[1] and any("broken-copy.json: id: file name should be" in e for e in sequential[1])
 
     spawned: list[int] = []
-    real_pool = repository.ProcessPoolExecutor
+    real_pool = repository.ProcessPoolExecutor  # type: ignore[attr-defined]
 
     def counting_pool(max_workers: int) -> object:
         spawned.append(max_workers)

@@ -715,6 +715,7 @@ def test_failing_load_writes_nothing(tree: Path) -> None:
 # --- the command line -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_success(tree: Path) -> None:
     put(tree, measured())
     before = snapshot(tree)
@@ -729,6 +730,7 @@ def test_cli_success(tree: Path) -> None:
     assert snapshot(tree) == before
 
 
+@pytest.mark.slow
 def test_cli_strict_fails_on_data_warnings(tree: Path) -> None:
     put(tree, sealed(published_draft([published_arm("tp1-mtp0", [50.0])])))
     catalog = load(tree)
@@ -742,6 +744,7 @@ def test_cli_strict_fails_on_data_warnings(tree: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_cli_failure_is_one_plain_line_per_problem(tree: Path) -> None:
     tampered = put(tree, measured(title="tampered"))
     edit_packet(tampered, lambda d: d.update(title="changed"))
@@ -749,7 +752,7 @@ def test_cli_failure_is_one_plain_line_per_problem(tree: Path) -> None:
     renamed.rename(renamed.with_name("renamed.json"))
     no_rows = sealed_with(
         tree,
-        lambda d: [
+        lambda d: [  # type: ignore[arg-type]
             s.update(rows=[], decode_tok_s=None, ttft_ms=None, cache_zero=None) for s in d["arms"][0]["servers"]
         ],
         spec=False,
@@ -782,6 +785,7 @@ def test_cli_failure_is_one_plain_line_per_problem(tree: Path) -> None:
     assert snapshot(tree) == before
 
 
+@pytest.mark.slow
 def test_cli_without_any_data(tmp_path: Path) -> None:
     result = run_verify(tmp_path)
     assert result.returncode == 1

@@ -16,20 +16,15 @@ vLLM environment is a broken pipeline, not a reason to pass.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from runner.server import VllmServer, find_free_port, vllm_serve_argv  # noqa: E402
-from tests.e2e.demo_campaign import HEALTH_DEADLINE_S, CampaignRun, vllm_python_path  # noqa: E402
-from tests.e2e.processes import TAG_VAR, new_tag, stop_all  # noqa: E402
+from runner.server import VllmServer, find_free_port, vllm_serve_argv
+from tests.e2e.demo_campaign import HEALTH_DEADLINE_S, CampaignRun, vllm_python_path
+from tests.e2e.processes import TAG_VAR, new_tag, stop_all
 
 HERE = Path(__file__).resolve().parent
 
@@ -82,7 +77,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     broken = session.testsfailed and not options.continue_on_collection_errors  # nothing will run
     if not wanted or broken or options.collectonly or not vllm_python_path().exists():
         return
-    root = session.config._tmp_path_factory.mktemp("campaign")  # what tmp_path_factory returns
+    root = session.config._tmp_path_factory.mktemp("campaign")  # type: ignore[attr-defined]  # what tmp_path_factory returns
     _early_campaign = CampaignRun(vllm_python_path(), root, wanted=True)
 
 

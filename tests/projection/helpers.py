@@ -8,9 +8,8 @@ from typing import Any
 
 from catalog.hardware import Figure, Hardware, Interconnect
 from catalog.packet import Packet, PacketParts
-from catalog.packet_io import seal
 from catalog.repository import Catalog, load_catalog
-from tests.catalog.factories import test_key
+from tests.catalog.factories import seal_parts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,4 +98,4 @@ def imported_packet(
         "workload": {"suite_id": "test", "max_tokens": 512},
         "arms": arms,
     }
-    return seal(PacketParts.model_validate(parts), test_key("importer")).packet
+    return seal_parts(PacketParts.model_validate(parts)).packet

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from catalog.projection import project_arm
@@ -9,7 +11,7 @@ from catalog.repository import Catalog
 from tests.projection.helpers import arm, imported_packet
 
 
-def _inputs(projection) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _inputs(projection) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return {i.name: i for i in projection.inputs}
 
 

@@ -11,6 +11,7 @@ from catalog.projection.cells import Cell
 from catalog.projection.facts import resolve_architecture
 from catalog.projection.precision import FP8_DYNAMIC, W4A16, QuantScheme
 from catalog.projection.project import project_cell
+from tests.profiles import examples
 from tests.projection.helpers import arm, hardware, imported_packet, repo_catalog
 
 
@@ -54,7 +55,7 @@ schemes = st.sampled_from([FP8_DYNAMIC, W4A16])
 slugs = st.sampled_from(["qwen3.5-9b", "qwen3.5-4b"])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(bandwidths, bandwidths, depths, schemes, slugs)
 def test_more_bandwidth_higher_ceiling(a: float, b: float, depth: int, scheme: QuantScheme, slug: str) -> None:
     low, high = sorted((a, b))
@@ -64,7 +65,7 @@ def test_more_bandwidth_higher_ceiling(a: float, b: float, depth: int, scheme: Q
         )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(min_value=1, max_value=200_000), st.integers(min_value=1, max_value=200_000), depths, slugs)
 def test_longer_context_lower_ceiling(a: int, b: int, depth: int, slug: str) -> None:
     short, long = sorted((a, b))
@@ -72,7 +73,7 @@ def test_longer_context_lower_ceiling(a: int, b: int, depth: int, slug: str) -> 
         assert _ceiling(prompt=long, depth=depth, slug=slug) < _ceiling(prompt=short, depth=depth, slug=slug)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(min_value=1, max_value=7), depths, st.floats(min_value=10, max_value=1000), slugs)
 def test_more_cards_higher_ceiling(cards: int, depth: int, bandwidth: float, slug: str) -> None:
     """On cards of up to 1 TB/s (GDDR cards joined by PCIe) the bytes saved outweigh the collectives."""
@@ -81,7 +82,7 @@ def test_more_cards_higher_ceiling(cards: int, depth: int, bandwidth: float, slu
     )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(min_value=1, max_value=7), depths, bandwidths, slugs)
 def test_more_cards_higher_ceiling_without_collective_latency(
     cards: int, depth: int, bandwidth: float, slug: str

@@ -198,6 +198,5 @@ def test_corrected_page_says_identity_not_published(corrected_catalog: tuple[Pat
             assert not re.search(r"\d+/\d+", entry.get_text(" "))
 
 
-def test_committed_pages_show_only_sourced_numbers(tmp_path: Path) -> None:
-    site = _build(ROOT / "data", ROOT / "packets", tmp_path / "site")
-    assert _sourced_problems(site, ROOT / "packets", ROOT / "data") == []
+def test_committed_pages_show_only_sourced_numbers(repository_built: Path) -> None:
+    assert _sourced_problems(repository_built, ROOT / "packets", ROOT / "data") == []

@@ -123,6 +123,7 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
         os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_docker_campaign_pins_names_stops_and_removes_every_container(
     box: Box, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -158,14 +159,15 @@ def test_a_docker_campaign_pins_names_stops_and_removes_every_container(
     assert runtime["image"] == IMAGE and runtime["image_digest"] == DIGEST and runtime["image_pinned"] == pinned
     assert runtime["version"] == "0.32.0"
     (arm,) = packet["arms"]  # type: ignore[misc]
-    config = arm["config"]
+    config = arm["config"]  # type: ignore[has-type]
     assert config["passed_env"] == ["HF_TOKEN"]
     assert config["max_model_len"] == 4096 and config["max_model_len_source"] == "recipe"
     assert config["launch_argv"][:3] == ["docker", "run", "--rm"] and pinned in config["launch_argv"]
     assert config["argv"][:3] == ["vllm", "serve", "local/demo-qwen3-tiny"]
-    assert {server["server_version"] for server in arm["servers"]} == {"0.32.0+xpu"}
+    assert {server["server_version"] for server in arm["servers"]} == {"0.32.0+xpu"}  # type: ignore[has-type]
 
 
+@pytest.mark.slow
 def test_a_container_that_ignores_sigterm_is_killed_and_removed(
     box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,6 +177,7 @@ def test_a_container_that_ignores_sigterm_is_killed_and_removed(
     assert box.containers() == [] and box.live() == []
 
 
+@pytest.mark.slow
 def test_leftover_containers_are_swept_and_a_card_held_by_another_container_is_refused(
     box: Box, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -193,6 +196,7 @@ def test_leftover_containers_are_swept_and_a_card_held_by_another_container_is_r
         leftover.kill()
 
 
+@pytest.mark.slow
 def test_a_container_outlives_a_killed_docker_client_until_stopped_by_name(box: Box, tmp_path: Path) -> None:
     """The fault the names exist for: SIGKILL reaches the `docker run` client, not the container."""
     from catalog.compose import LaunchCommand

@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 VENV = Path(sys.executable).parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize(
     ("args", "message"),

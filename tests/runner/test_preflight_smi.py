@@ -90,6 +90,7 @@ def test_memory_held_by_an_unseen_process_is_a_busy_card(box) -> None:  # type: 
     assert "12288 MiB in use by a process this user cannot see" in error.message
 
 
+@pytest.mark.slow
 def test_a_process_holding_the_render_node_makes_the_card_busy(box) -> None:  # type: ignore[no-untyped-def]
     node = box("b70")
     holder = subprocess.Popen(

@@ -35,6 +35,7 @@ def python_argv(code: str, port: int) -> list[str]:
     return [sys.executable, "-c", code, str(port), "--port", str(port)]
 
 
+@pytest.mark.slow
 def test_ready_server_reports_models_and_teardown_kills_the_whole_group(tmp_path: Path) -> None:
     port = find_free_port()
     server = VllmServer(python_argv(FAKE_VLLM, port), port=port, run_dir=tmp_path, stop_grace_s=1.0)
@@ -53,6 +54,7 @@ def test_ready_server_reports_models_and_teardown_kills_the_whole_group(tmp_path
     assert server.env_overrides["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "compile-cache" / "inductor")
 
 
+@pytest.mark.slow
 def test_early_exit_raises_with_exit_code_and_log_tail(tmp_path: Path) -> None:
     port = find_free_port()
     code = "import sys; print('CUDA? no: fatal config error', flush=True); sys.exit(3)"
@@ -63,6 +65,7 @@ def test_early_exit_raises_with_exit_code_and_log_tail(tmp_path: Path) -> None:
     assert any("fatal config error" in note for note in caught.value.__notes__)
 
 
+@pytest.mark.slow
 def test_lost_port_race_is_named(tmp_path: Path) -> None:
     port = find_free_port()
     code = "import sys; print('OSError: [Errno 98] Address already in use', flush=True); sys.exit(1)"
@@ -70,6 +73,7 @@ def test_lost_port_race_is_named(tmp_path: Path) -> None:
         VllmServer(python_argv(code, port), port=port, run_dir=tmp_path).start()
 
 
+@pytest.mark.slow
 def test_missed_health_deadline_raises_and_leaves_nothing_running(tmp_path: Path) -> None:
     port = find_free_port()
     server = VllmServer(
@@ -87,6 +91,7 @@ def test_port_in_argv_must_match(tmp_path: Path) -> None:
         VllmServer(["x", "--port=1"], port=2, run_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_busy_port_is_refused_before_starting(tmp_path: Path) -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
@@ -97,6 +102,7 @@ def test_busy_port_is_refused_before_starting(tmp_path: Path) -> None:
             VllmServer(python_argv("pass", port), port=port, run_dir=tmp_path).start()
 
 
+@pytest.mark.slow
 def test_non_empty_compile_cache_is_refused(tmp_path: Path) -> None:
     (tmp_path / "compile-cache").mkdir()
     (tmp_path / "compile-cache" / "stale").write_text("old kernels")

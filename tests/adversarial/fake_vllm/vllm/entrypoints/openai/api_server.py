@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 N_TOKENS = 120
 PIDS = os.environ.get("FAKE_VLLM_PIDS")
@@ -148,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
-    def _stream(self, body: dict) -> None:
+    def _stream(self, body: dict[str, Any]) -> None:
         with LOCK:
             STATE["completions"] += 1
             number = STATE["completions"]
@@ -200,7 +201,7 @@ def main() -> None:
     if ignore:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:
-        signal.signal(signal.SIGTERM, lambda *_: (child.terminate(), sys.exit(0)))
+        signal.signal(signal.SIGTERM, lambda *_: (child.terminate(), sys.exit(0)))  # type: ignore[func-returns-value]
     if FAULT == "exit_on_start":
         print("ERROR: fake engine failed to allocate KV cache", flush=True)
         child.terminate()
