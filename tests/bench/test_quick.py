@@ -75,8 +75,8 @@ def test_quick_benchmark_writes_results_and_report(tmp_path: Path) -> None:
         assert client.details["tokens_match_server_log"] is True
         agreement = by_id[f"agreement.c{level}"].figure("decode rate client / server")
         assert agreement.ours == pytest.approx(1.0, abs=0.2)
-    for level in ("closed", "open"):
-        load = by_id[f"load.{level}"]
+    for loop in ("closed", "open"):
+        load = by_id[f"load.{loop}"]
         lag = load.figure("schedule lag p99")
         assert lag.ours is not None and lag.ours >= 0 and lag.target and lag.met is not None
         cpu = load.figure("client CPU per request")

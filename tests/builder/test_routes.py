@@ -19,9 +19,10 @@ from builder.cli import run
 from catalog.layout import SIGNATURE_SUFFIX, is_signature
 from catalog.packet_io import write_packet
 from catalog.repository import Catalog, load_catalog
-from tests.builder.conftest import FIXED_EPOCH, REPO
 from tests.catalog.factories import measured_draft, sealed, signed_data
 
+REPO = Path(__file__).resolve().parents[2]
+FIXED_EPOCH = "1767225600"  # 2026-01-01: two builds of one catalog differ only where their inputs do
 DATA, PACKETS = REPO / "data", REPO / "packets"
 COMMITTED = sorted(p.name.removesuffix(".json") for p in PACKETS.glob("*.json") if not is_signature(p))
 # Where a page names another file: (tag, attribute).
@@ -107,10 +108,10 @@ def test_a_relative_link_leads_back_to_its_route(catalog: Catalog) -> None:
 
 
 def internal_links(soup: BeautifulSoup) -> list[str]:
-    links = [el[attr] for tag, attr in LINKING for el in soup.find_all(tag, attrs={attr: True})]
-    links = [str(link) for link in links if not urlsplit(str(link)).scheme]
+    found = [str(el[attr]) for tag, attr in LINKING for el in soup.find_all(tag, attrs={attr: True})]
+    links = [link for link in found if not urlsplit(link).scheme]
     for script in soup.find_all("script", type="application/ld+json"):
-        for download in json.loads(script.string).get("distribution", []):
+        for download in json.loads(script.string or "{}").get("distribution", []):
             links.append(download["contentUrl"])
     return links
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -56,10 +57,11 @@ def _sweep(packet: Packet, arm: str) -> LoadSweep:
     return ladder.load
 
 
-def _figure(page: BeautifulSoup, chart_id: str) -> dict[str, list[dict[str, object]]]:
+def _figure(page: BeautifulSoup, chart_id: str) -> dict[str, list[dict[str, Any]]]:
     script = page.select_one(f"#chart-{chart_id} script#chart-data-{chart_id}")
     assert script is not None, chart_id
-    return json.loads(script.string or "")
+    figure: dict[str, list[dict[str, Any]]] = json.loads(script.string or "")
+    return figure
 
 
 def _series(packet: Packet, arm: str) -> str:

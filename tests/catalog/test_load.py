@@ -123,7 +123,7 @@ def test_divergence_names_the_first_request_that_differs() -> None:
 )
 def test_incoherent_requests_are_refused(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
-        request(**fields)
+        request(**fields)  # type: ignore[arg-type]
 
 
 def test_a_level_has_one_mode() -> None:

@@ -21,7 +21,8 @@ DEFAULT = FIXTURES / "default-run.json"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
 
 
 def test_a_detailed_run_gives_the_tools_own_figures() -> None:

@@ -81,7 +81,7 @@ def _allowed(packet_files: list[Path], recipe: Recipe) -> set[Decimal]:
     the builder shows them, plus the recipe's own figures."""
     import json
 
-    from builder.format import rounded
+    from catalog.numbers import rounded
 
     raw: list[float] = [float(recipe.model.context_length)]
     raw += [float(v.vram_minimum_gb) for v in recipe.variants.values()]
