@@ -31,6 +31,11 @@ def parser() -> argparse.ArgumentParser:
         help="a local build: admit packets without a known signature, marked 'unsigned, local' on every page",
     )
     build.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="verify every packet from scratch, trusting no summary cached by an earlier build (CI)",
+    )
+    build.add_argument(
         "--allow-shrink",
         action="store_true",
         help="publish even when the new site holds fewer than half the packets of the current one",
@@ -93,6 +98,7 @@ def run(argv: list[str] | None = None) -> int:
         templates=options.templates,
         base_url=options.base_url,
         allow_unsigned=options.allow_unsigned,
+        use_cache=not options.no_cache,
     )
     hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
     files: dict[str, bytes | Copy] = {

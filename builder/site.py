@@ -174,9 +174,15 @@ def asset_files(assets: Path) -> dict[str, bytes | Path]:
 
 
 def build_files(
-    data: Path, packets: Path, *, templates: Path = TEMPLATES, base_url: str = "", allow_unsigned: bool = False
+    data: Path,
+    packets: Path,
+    *,
+    templates: Path = TEMPLATES,
+    base_url: str = "",
+    allow_unsigned: bool = False,
+    use_cache: bool = False,
 ) -> BuildResult:
-    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned)
+    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
     ctx = SiteContext(catalog, build_date(catalog), base_url)
     families = family_views(ctx)
     found = pages(ctx, families)

@@ -16,6 +16,11 @@ def run() -> int:
     parser.add_argument(
         "--allow-unsigned", action="store_true", help="admit packets with no signature (a local catalog only)"
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="accepted for symmetry with the builder: verify never trusts the summary cache",
+    )
     options = parser.parse_args()
     catalog = load_catalog(options.data, options.packets, allow_unsigned=options.allow_unsigned)
     print(

@@ -90,7 +90,7 @@ def _row(row: PromptRow) -> RowView:
         decode_tok_s=opt_num(decode_rate(row.token_times_us)),
         finish_reason=row.finish_reason or "—",
         cached_tokens=opt_num(row.cached_tokens, 0),
-        token_preview=preview + (" …" if len(row.token_ids) > TOKEN_PREVIEW else ""),
+        token_preview=preview + (" …" if row.completion_tokens > TOKEN_PREVIEW else ""),
     )
 
 
