@@ -157,3 +157,24 @@ def test_the_builder_uses_the_cache_unless_told_not_to(catalog_dirs, cache_home,
     one = {p.relative_to(tmp_path / "one"): p.read_bytes() for p in (tmp_path / "one").rglob("*") if p.is_file()}
     two = {p.relative_to(tmp_path / "two"): p.read_bytes() for p in (tmp_path / "two").rglob("*") if p.is_file()}
     assert one == two
+
+
+def test_a_reproduction_and_its_original_are_held_whole(tree, cache_home):
+    """Their checks and grade compare whole token arrays; every other packet is a summary."""
+    from catalog.packet_io import write_packet
+    from tests.catalog.factories import measured_draft, sealed
+
+    original = sealed(measured_draft(spec=False))
+    again = measured_draft(spec=False, title="again", ms_per_token=20.5)
+    again["identity"]["host"]["boot_id"] = "another-boot"
+    again["reproduces"] = original.packet.id
+    other = sealed(measured_draft(spec=False, title="another campaign", ms_per_token=21.5))
+    for made in (original, sealed(again), other):
+        write_packet(made, tree / "packets")
+    whole = load_catalog(tree / "data", tree / "packets")
+    for _ in range(2):  # verified, then from the cache
+        held = load_catalog(tree / "data", tree / "packets", summaries=True, use_cache=True)
+        for packet_id, packet in held.packets.items():
+            expected = whole.packets[packet_id]
+            assert packet == (expected if packet_id != other.packet.id else summarize(expected))
+        assert held.packets[other.packet.id] != whole.packets[other.packet.id]
