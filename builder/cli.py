@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder import stamp
 from catalog.errors import CatalogError, exit_on_catalog_error
+
+if TYPE_CHECKING:
+    from builder.site import BuildResult
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -22,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--packets", type=Path, default=Path("packets"), help="packets folder (default: packets)")
     build.add_argument("--out", type=Path, default=Path("site"), help="output folder (default: site)")
     build.add_argument("--templates", type=Path, default=TEMPLATES, help=argparse.SUPPRESS)
+    build.add_argument("--timings", type=Path, help=argparse.SUPPRESS)  # CPU per page kind, as JSON (bench)
     build.add_argument("--base-url", default="", help="absolute URL the site is published at (sitemap, og:url)")
     build.add_argument("--check", action="store_true", help="write nothing; fail if the output folder is stale")
     build.add_argument("--strict", action="store_true", help="fail on any warning")
@@ -89,8 +96,7 @@ def run(argv: list[str] | None = None) -> int:
             print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
             return 0
 
-    from builder.output import Copy
-    from builder.site import build_files, check_output_folder, check_paths, differences, publish
+    from builder.site import build_files
 
     result = build_files(
         options.data,
@@ -100,6 +106,21 @@ def run(argv: list[str] | None = None) -> int:
         allow_unsigned=options.allow_unsigned,
         use_cache=not options.no_cache,
     )
+    if options.timings is not None:
+        options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    try:
+        return _finish(options, result, inputs, known, started)
+    finally:
+        if result.scratch is not None:
+            shutil.rmtree(result.scratch, ignore_errors=True)
+
+
+def _finish(
+    options: argparse.Namespace, result: BuildResult, inputs: stamp.Inputs, known: stamp.Fingerprints, started: float
+) -> int:
+    from builder.output import Copy
+    from builder.site import check_output_folder, check_paths, differences, publish
+
     hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
         relative: Copy(content, hashes[relative]) if isinstance(content, Path) else content

@@ -6,14 +6,19 @@ Everything is rendered into memory (path -> bytes) before a single byte is writt
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 
 from builder.api import family_api, models_api
 from builder.output import check_output_folder, differences, publish, safe_target
-from builder.render import TEMPLATES, make_environment, render_page
+from builder.pages import Page, PageCosts, render_pages
+from builder.render import TEMPLATES
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
@@ -24,6 +29,7 @@ from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
 from catalog.layout import SIGNATURE_SUFFIX, signature_path
+from catalog.packet import Packet
 from catalog.repository import Catalog, load_catalog
 
 ASSETS = TEMPLATES / "assets"
@@ -33,18 +39,14 @@ PLOTLY_BUNDLE = "assets/vendor/plotly-basic.min.js"
 
 
 @dataclass(frozen=True)
-class Page:
-    path: str
-    template: str
-    context: dict[str, object] = field(default_factory=dict)
-    title: str = ""
-    description: str = ""
-
-
-@dataclass(frozen=True)
 class BuildResult:
+    """`files`: bytes, or a file to copy verbatim (a packet; a page a worker rendered into
+    `scratch`, which the caller removes once the site is published)."""
+
     files: dict[str, bytes | Path]
     warnings: list[str]
+    costs: PageCosts = field(default_factory=PageCosts)
+    scratch: Path | None = None
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -60,6 +62,10 @@ def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
     dates = [r.meta.date_updated for r in catalog.recipes.values()]
     dates += [p.created.date() for p in catalog.packets.values() if p.created]
     return max(dates, default=date(1970, 1, 1))
+
+
+def _packet_context(packet: Packet, ctx: SiteContext) -> dict[str, object]:
+    return {"view": packet_view(packet, ctx)}  # built where the page is rendered: a worker
 
 
 def family_views(ctx: SiteContext) -> list[FamilyView]:
@@ -118,7 +124,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 f"packets/{packet_id}/index.html",
                 "packet.html",
-                {"view": packet_view(packet, ctx)},
+                partial(_packet_context, packet, ctx),
                 packet.title,
                 f"Evidence packet {packet_id}",
             )
@@ -134,26 +140,6 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             )
         )
     return found
-
-
-def render_pages(found: list[Page], ctx: SiteContext, templates: Path) -> dict[str, bytes]:
-    env = make_environment(templates)
-    site = {"build_date": ctx.build_date.isoformat(), "base_url": ctx.base_url}
-    return {
-        page.path: render_page(
-            env,
-            page.template,
-            page.path,
-            {
-                **page.context,
-                "site": site,
-                "title": page.title,
-                "description": page.description,
-                "canonical": ctx.absolute(page.path),
-            },
-        )
-        for page in found
-    }
 
 
 def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes | Path]:
@@ -184,13 +170,24 @@ def build_files(
 ) -> BuildResult:
     catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
     ctx = SiteContext(catalog, build_date(catalog), base_url)
+    costs = PageCosts()
+    started = time.process_time()
     families = family_views(ctx)
+    costs.add("family", time.process_time() - started, pages=0)  # the family views, shared with index and API
     found = pages(ctx, families)
-    files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates)}
+    scratch = Path(tempfile.mkdtemp(prefix="catalog-pages-"))
+    try:
+        files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates, scratch, costs)}
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / "assets"))
     files["sitemap.xml"] = sitemap([p.path for p in found if p.path != "404.html"], ctx)
-    return BuildResult(dict(sorted(files.items())), ctx.warnings)
+    if not any(isinstance(p, Path) and p.is_relative_to(scratch) for p in files.values()):
+        shutil.rmtree(scratch, ignore_errors=True)
+        return BuildResult(dict(sorted(files.items())), ctx.warnings, costs)
+    return BuildResult(dict(sorted(files.items())), ctx.warnings, costs, scratch)
 
 
 def check_paths(files: Mapping[str, object], out: Path) -> None:
@@ -198,4 +195,4 @@ def check_paths(files: Mapping[str, object], out: Path) -> None:
         safe_target(out, relative)
 
 
-__all__ = ["BuildResult", "build_files", "check_output_folder", "check_paths", "differences", "publish"]
+__all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "check_paths", "differences", "publish"]
