@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,9 +97,11 @@ def run(argv: list[str] | None = None) -> int:
             print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
             return 0
 
+    from builder.output import check_output_folder, scratch_folder
     from builder.site import build_files
 
-    result = build_files(
+    build = partial(
+        build_files,
         options.data,
         options.packets,
         templates=options.templates,
@@ -106,24 +109,32 @@ def run(argv: list[str] | None = None) -> int:
         allow_unsigned=options.allow_unsigned,
         use_cache=not options.no_cache,
     )
-    if options.timings is not None:
-        options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    try:
-        return _finish(options, result, inputs, known, started)
-    finally:
-        if result.scratch is not None:
-            shutil.rmtree(result.scratch, ignore_errors=True)
+    if options.check:  # writes nothing beside the site: pages rendered by workers go to a temporary folder
+        result = build()
+        try:
+            return _finish(options, result, inputs, known, started)
+        finally:
+            if result.scratch is not None:
+                shutil.rmtree(result.scratch, ignore_errors=True)
+    check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
+    with scratch_folder(options.out) as scratch:
+        return _finish(options, build(scratch=scratch), inputs, known, started)
 
 
 def _finish(
     options: argparse.Namespace, result: BuildResult, inputs: stamp.Inputs, known: stamp.Fingerprints, started: float
 ) -> int:
     from builder.output import Copy
-    from builder.site import check_output_folder, check_paths, differences, publish
+    from builder.site import check_paths, differences, publish
 
+    if options.timings is not None:
+        options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    own = result.rendered_in
     hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
-        relative: Copy(content, hashes[relative]) if isinstance(content, Path) else content
+        relative: Copy(content, hashes[relative], own is not None and content.is_relative_to(own))
+        if isinstance(content, Path)
+        else content
         for relative, content in result.files.items()
     }
     files[stamp.MANIFEST] = stamp.manifest(inputs.sha256, hashes, result.warnings)
@@ -140,7 +151,6 @@ def _finish(
         return 1 if failed_strict else 0
     if failed_strict:
         return 1
-    check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
     check_paths(files, options.out)
     changed = publish(files, options.out, digest=known.sha256)

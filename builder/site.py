@@ -47,6 +47,7 @@ class BuildResult:
     warnings: list[str]
     costs: PageCosts = field(default_factory=PageCosts)
     scratch: Path | None = None
+    rendered_in: Path | None = None  # the folder whose files are this build's own pages (movable)
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -167,7 +168,11 @@ def build_files(
     base_url: str = "",
     allow_unsigned: bool = False,
     use_cache: bool = False,
+    scratch: Path | None = None,
 ) -> BuildResult:
+    """Load, view and render everything. Pages rendered by workers are files in `scratch` (the
+    caller's folder), or in a temporary folder of their own (`BuildResult.scratch`) when none is
+    given, which the caller removes."""
     catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
     ctx = SiteContext(catalog, build_date(catalog), base_url)
     costs = PageCosts()
@@ -175,19 +180,21 @@ def build_files(
     families = family_views(ctx)
     costs.add("family", time.process_time() - started, pages=0)  # the family views, shared with index and API
     found = pages(ctx, families)
-    scratch = Path(tempfile.mkdtemp(prefix="catalog-pages-"))
+    own = scratch is None
+    folder = Path(tempfile.mkdtemp(prefix="catalog-pages-")) if scratch is None else scratch
     try:
-        files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates, scratch, costs)}
+        files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates, folder, costs)}
     except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if own:
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / "assets"))
     files["sitemap.xml"] = sitemap([p.path for p in found if p.path != "404.html"], ctx)
-    if not any(isinstance(p, Path) and p.is_relative_to(scratch) for p in files.values()):
-        shutil.rmtree(scratch, ignore_errors=True)
+    if own and not any(isinstance(p, Path) and p.is_relative_to(folder) for p in files.values()):
+        shutil.rmtree(folder, ignore_errors=True)
         return BuildResult(dict(sorted(files.items())), ctx.warnings, costs)
-    return BuildResult(dict(sorted(files.items())), ctx.warnings, costs, scratch)
+    return BuildResult(dict(sorted(files.items())), ctx.warnings, costs, folder if own else None, folder)
 
 
 def check_paths(files: Mapping[str, object], out: Path) -> None:

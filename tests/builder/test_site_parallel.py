@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import pages
+from builder import output, pages
 from builder.cli import run
 from builder.site import build_files
 from tests.builder.factory import write_catalog
@@ -40,14 +40,14 @@ def test_a_parallel_build_publishes_the_same_site_and_leaves_no_scratch(tmp_path
     argv = ["build", "--data", str(data), "--packets", str(packets)]
     assert run([*argv, "--out", str(tmp_path / "one")]) == 0
     monkeypatch.setattr(pages, "PAGES_PER_WORKER", 1)
-    scratch_root = tmp_path / "tmp"
-    scratch_root.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch_root))
-    monkeypatch.setattr("tempfile.tempdir", None)
-    timings = tmp_path / "timings.json"
-    assert run([*argv, "--out", str(tmp_path / "two"), "--timings", str(timings)]) == 0
+    moved: list[str] = []
+    real_replace = output.os.replace
+    monkeypatch.setattr(output.os, "replace", lambda a, b: (moved.append(str(b)), real_replace(a, b))[1])
+    assert run([*argv, "--out", str(tmp_path / "two")]) == 0
     assert _snapshot(tmp_path / "one") == _snapshot(tmp_path / "two")
-    assert list(scratch_root.iterdir()) == []
+    pages_moved = [m for m in moved if m.endswith(".html")]  # renamed into the new site, not copied
+    assert len(pages_moved) == len(list((tmp_path / "two").rglob("*.html")))
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # the scratch folder is gone
     assert run([*argv, "--out", str(tmp_path / "two"), "--check"]) == 0
 
 
