@@ -89,7 +89,8 @@ def load_catalog(
     keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
-    recipes = _load_recipes(data_dir / "models", found)
+    cache = SummaryCache.for_run(data_dir / "keys.yaml", allow_unsigned) if summaries and use_cache else None
+    recipes = _load_recipes(data_dir / "models", found, cache)
     _load_overlays(data_dir / "overlays", recipes, hardware, found)
     suites, canary_sets = _load_suites(data_dir / "suites", found)
     # A data file already in error is not reported again through every packet that names it.
@@ -101,7 +102,6 @@ def load_catalog(
     entries = sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []
     packet_files = [path for path in entries if not is_signature(path)]
     _check_signatures_have_packets(entries, found)
-    cache = SummaryCache.for_run(data_dir / "keys.yaml", allow_unsigned) if summaries and use_cache else None
     verified = read_packets(packet_files, keys, allow_unsigned, cache, summaries=summaries)
     for path, (packet, problems) in zip(packet_files, verified, strict=True):
         found.errors.extend(problems)
@@ -182,7 +182,7 @@ def read_summary(
         except CatalogError as error:
             return None, [error]
         summary = cache.get(key)
-        if summary is not None:
+        if isinstance(summary, Packet):
             return summary, []
     packet, problems = read_verified(path, keys, allow_unsigned)
     if packet is None:
@@ -230,11 +230,12 @@ def read_packets(
         yield from pool.map(read, paths, chunksize=2)
 
 
-def _load_recipes(directory: Path, found: _Collector) -> dict[str, Recipe]:
+def _load_recipes(directory: Path, found: _Collector, cache: SummaryCache | None = None) -> dict[str, Recipe]:
     recipes: dict[str, Recipe] = {}
     origin: dict[str, Path] = {}
+    load = cache.load_model if cache is not None else load_file
     for path in sorted(directory.glob("*.yaml")):
-        recipe = found.attempt(lambda path=path: load_file(Recipe, path))  # type: ignore[misc]
+        recipe = found.attempt(lambda path=path: load(Recipe, path))  # type: ignore[misc]
         if recipe is None:
             continue
         slug = recipe.meta.slug

@@ -26,10 +26,15 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from catalog.canonical import sha256_hex
+from catalog.errors import CatalogError
 from catalog.layout import signature_path
+from catalog.loading import ModelT, load_file
 from catalog.metrics import MIN_COMPLETION_TOKENS
 from catalog.packet import Packet, PromptRow
+from catalog.packet_io import read_bytes
 
 KEPT_TOKENS = MIN_COMPLETION_TOKENS  # tokens 0..100: TTFT, the decode window, the id preview
 CATALOG_SOURCE = Path(__file__).resolve().parent
@@ -103,17 +108,32 @@ class SummaryCache:
         line = f"{self.context}\0{path.name}\0{sha256_hex(data)}\0{signed}"
         return hashlib.sha256(line.encode()).hexdigest()
 
+    def load_model(self, model: type[ModelT], path: Path) -> ModelT:
+        """`load_file`, once per content: a data file's validated model (a recipe: YAML parsing is
+        most of its cost) kept under the sha256 of its bytes; a file in error is never kept."""
+        try:
+            data = read_bytes(path)  # refuses a FIFO, which would block
+        except CatalogError:
+            return load_file(model, path)  # which names the problem
+        key = hashlib.sha256(f"{self.context}\0{model.__qualname__}\0{sha256_hex(data)}".encode()).hexdigest()
+        found = self.get(key)
+        if isinstance(found, model):
+            return found
+        loaded = load_file(model, path)
+        self.put(key, loaded)
+        return loaded
+
     def _file(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.pickle"
 
-    def get(self, key: str) -> Packet | None:
+    def get(self, key: str) -> BaseModel | None:
         try:
             found = pickle.loads(self._file(key).read_bytes())  # noqa: S301 - the user's own cache
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             return None
-        return found if isinstance(found, Packet) else None
+        return found if isinstance(found, BaseModel) else None
 
-    def put(self, key: str, summary: Packet) -> None:
+    def put(self, key: str, summary: BaseModel) -> None:
         """Store atomically; a cache that cannot be written only makes the next build slower."""
         target = self._file(key)
         try:

@@ -70,7 +70,8 @@ def test_a_second_load_verifies_nothing_and_gives_the_same_catalog(catalog_dirs,
     verified = _count_verifications(monkeypatch)
     first = load_catalog(data, packets, summaries=True, use_cache=True)
     assert sorted(verified) == _packet_files(packets)
-    assert len(list(cache_home.rglob("*.pickle"))) == len(first.packets)
+    recipes = len(list((data / "models").glob("*.yaml")))
+    assert len(list(cache_home.rglob("*.pickle"))) == len(first.packets) + recipes
     verified.clear()
     second = load_catalog(data, packets, summaries=True, use_cache=True)
     assert verified == []
@@ -126,7 +127,8 @@ def test_a_packet_with_problems_is_never_cached_and_still_fails(catalog_dirs, ca
     for _ in range(2):
         with pytest.raises(CatalogError):
             load_catalog(data, packets, summaries=True, use_cache=True)
-    assert len(list(cache_home.rglob("*.pickle"))) == len(_packet_files(packets)) - 1
+    recipes = len(list((data / "models").glob("*.yaml")))
+    assert len(list(cache_home.rglob("*.pickle"))) == len(_packet_files(packets)) - 1 + recipes
 
 
 def test_a_corrupt_cache_entry_is_verified_again(catalog_dirs, cache_home, monkeypatch):
@@ -178,3 +180,27 @@ def test_a_reproduction_and_its_original_are_held_whole(tree, cache_home):
             expected = whole.packets[packet_id]
             assert packet == (expected if packet_id != other.packet.id else summarize(expected))
         assert held.packets[other.packet.id] != whole.packets[other.packet.id]
+
+
+def test_recipes_are_parsed_once_per_content(catalog_dirs, cache_home, monkeypatch):
+    from catalog import summary as summary_module
+
+    data, packets = catalog_dirs
+    parsed: list[Path] = []
+    real = summary_module.load_file
+
+    def counting(model: type, path: Path) -> object:
+        parsed.append(path)
+        return real(model, path)
+
+    monkeypatch.setattr(summary_module, "load_file", counting)
+    first = load_catalog(data, packets, summaries=True, use_cache=True)
+    recipes = sorted((data / "models").glob("*.yaml"))
+    assert sorted(parsed) == recipes
+    parsed.clear()
+    assert load_catalog(data, packets, summaries=True, use_cache=True).recipes == first.recipes
+    assert parsed == []
+    edited = recipes[0]
+    edited.write_text(edited.read_text().replace("meta:", "meta:  # edited", 1), encoding="utf-8")
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    assert parsed == [edited]
