@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import partial
@@ -29,7 +29,6 @@ from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
 from catalog.layout import SIGNATURE_SUFFIX, signature_path
-from catalog.packet import Packet
 from catalog.repository import Catalog, load_catalog
 
 ASSETS = TEMPLATES / "assets"
@@ -65,8 +64,17 @@ def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
     return max(dates, default=date(1970, 1, 1))
 
 
-def _packet_context(packet: Packet, ctx: SiteContext) -> dict[str, object]:
-    return {"view": packet_view(packet, ctx)}  # built where the page is rendered: a worker
+def _view(make: Callable[..., object], *args: object) -> dict[str, object]:
+    """A page's view, built where the page is rendered (a worker), so its cost is the page's."""
+    return {"view": make(*args)}
+
+
+def _hardware_cards(ctx: SiteContext) -> dict[str, object]:
+    return {"cards": [hardware_view(h, ctx) for h in sorted(ctx.catalog.hardware.values(), key=lambda h: h.name)]}
+
+
+def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
+    return {"view": view, "jsonld": family_jsonld(view, ctx)}
 
 
 def family_views(ctx: SiteContext) -> list[FamilyView]:
@@ -80,21 +88,21 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
         Page(
             "index.html",
             "index.html",
-            {"view": index_view(families, hardware)},
+            partial(_view, index_view, families, hardware),
             "Choose a model",
             "Honest LLM serving performance: every number from a sealed evidence packet.",
         ),
         Page(
             "methodology/index.html",
             "methodology.html",
-            {"view": methodology_view()},
+            partial(_view, methodology_view),
             "Methodology",
             "How every number is measured, gated, graded and chosen.",
         ),
         Page(
             "hardware/index.html",
             "hardware_index.html",
-            {"cards": [hardware_view(h, ctx) for h in sorted(hardware.values(), key=lambda h: h.name)]},
+            partial(_hardware_cards, ctx),
             "Hardware",
             "Cards, memory and bandwidth, each figure with its source.",
         ),
@@ -105,7 +113,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 f"models/{view.slug}/index.html",
                 "family.html",
-                {"view": view, "jsonld": family_jsonld(view, ctx)},
+                partial(_family_context, view, ctx),
                 view.title,
                 view.description,
             )
@@ -115,7 +123,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 f"recipes/{slug}/index.html",
                 "recipe.html",
-                {"view": recipe_view(recipe, ctx)},
+                partial(_view, recipe_view, recipe, ctx),
                 f"{recipe.meta.title} recipe",
                 recipe.meta.description,
             )
@@ -125,7 +133,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 f"packets/{packet_id}/index.html",
                 "packet.html",
-                partial(_packet_context, packet, ctx),
+                partial(_view, packet_view, packet, ctx),
                 packet.title,
                 f"Evidence packet {packet_id}",
             )
@@ -135,7 +143,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 f"hardware/{hw_id}/index.html",
                 "hardware.html",
-                {"view": hardware_view(hw, ctx)},
+                partial(_view, hardware_view, hw, ctx),
                 hw.name,
                 f"{hw.name}: specs and results",
             )

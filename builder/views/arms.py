@@ -80,7 +80,7 @@ class LadderView:
 
 
 def _row(row: PromptRow) -> RowView:
-    preview = " ".join(str(t) for t in row.token_ids[:TOKEN_PREVIEW])
+    preview = " ".join(map(str, row.token_ids[:TOKEN_PREVIEW]))
     return RowView(
         prompt_id=row.prompt_id,
         class_id=row.class_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from markupsafe import Markup, escape
 
@@ -81,9 +81,14 @@ def defined(text: object) -> Markup:
     """Escape `text` and wrap each glossary term in it in an `<abbr>` with its definition."""
     if hasattr(text, "__html__"):  # already markup (a formatted number, a rendered macro)
         return Markup(text.__html__())  # noqa: S704 - it renders itself safely
+    return _defined_text(str(text))
+
+
+@lru_cache(maxsize=8192)
+def _defined_text(source: str) -> Markup:
+    """The same labels recur on every page: each is marked up once per process."""
     out: list[str] = []
     last = 0
-    source = str(text)
     for match in _pattern().finditer(source):
         out.append(str(escape(source[last : match.start()])))
         term = INLINE[match.group(1)]
