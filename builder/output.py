@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder import routes
 from builder.stamp import file_sha256
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -58,7 +59,7 @@ def check_output_folder(out: Path, protected: Iterable[Path]) -> None:
             raise CatalogError(f"refusing to build into {out}: it contains {path}")
     if resolved.exists() and not resolved.is_dir():
         raise CatalogError(f"output {out} exists and is not a folder")
-    if resolved.is_dir() and any(resolved.iterdir()) and not (resolved / "index.html").is_file():
+    if resolved.is_dir() and any(resolved.iterdir()) and not (resolved / routes.INDEX).is_file():
         raise CatalogError(f"refusing to replace {out}: it is not empty and does not look like a built site")
 
 
@@ -215,7 +216,7 @@ def clean_leftovers(out: Path) -> None:
     ):
         if not _abandoned(leftover):
             continue
-        if OLD in leftover.name and not os.path.lexists(out) and (leftover / "index.html").is_file():
+        if OLD in leftover.name and not os.path.lexists(out) and (leftover / routes.INDEX).is_file():
             os.rename(leftover, out)
         else:
             shutil.rmtree(leftover, ignore_errors=True)

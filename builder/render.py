@@ -11,6 +11,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
 
+from builder import routes
 from builder.views.glossary import defined
 from builder.views.results import STATE_MEANINGS
 
@@ -37,17 +38,10 @@ def json_text(text: str) -> Markup:
     return Markup(escape_json(text))  # noqa: S704 - escaped above
 
 
-def relative_root(page_path: str) -> str:
-    """`models/x/index.html` -> `../../`: the prefix from a page back to the site root."""
-    return "../" * page_path.count("/")
-
-
 @pass_context
 def url(context: Context, target: str) -> str:
-    """A site-root-relative path made relative to the page being rendered (works from file://)."""
-    if target.startswith(("http://", "https://", "#", "mailto:")):
-        return target
-    return str(context["root"]) + target
+    """A route made relative to the page being rendered (works from file://)."""
+    return routes.relative(str(context["page_path"]), target)
 
 
 def make_environment(templates: Path = TEMPLATES) -> Environment:
@@ -60,6 +54,7 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
         keep_trailing_newline=True,
     )
     env.globals["url"] = url
+    env.globals["routes"] = routes
     env.filters["json_script"] = json_script
     env.filters["json_text"] = json_text
     env.filters["defined"] = defined
@@ -68,5 +63,5 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
 
 
 def render_page(env: Environment, template: str, path: str, context: Mapping[str, Any]) -> bytes:
-    html = env.get_template(template).render({**context, "root": relative_root(path), "page_path": path})
+    html = env.get_template(template).render({**context, "page_path": path})
     return html.encode("utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from xml.sax.saxutils import escape
 
+from builder import routes
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView
 
@@ -24,13 +25,14 @@ def family_jsonld(view: FamilyView, ctx: SiteContext) -> dict[str, Any]:
             {
                 "@type": "DataDownload",
                 "encodingFormat": "application/json",
-                "contentUrl": ctx.absolute(view.api_href) or f"../../{view.api_href}",
+                "contentUrl": ctx.absolute(view.api_href)
+                or routes.relative(routes.family_page(view.slug), view.api_href),
             }
         ],
     }
     if view.provider:
         data["creator"] = {"@type": "Organization", "name": view.provider}
-    url = ctx.absolute(f"models/{view.slug}/")
+    url = ctx.absolute(routes.family_folder(view.slug))
     if url:
         data["url"] = url
     return data

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from functools import partial
 from pathlib import Path
 
+from builder import routes
 from builder.api import family_api, models_api
 from builder.output import check_output_folder, differences, publish, safe_target
 from builder.pages import Page, PageCosts, render_pages
@@ -28,13 +29,10 @@ from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
-from catalog.layout import SIGNATURE_SUFFIX, signature_path
+from catalog.layout import signature_path
 from catalog.repository import Catalog, load_catalog
 
 ASSETS = TEMPLATES / "assets"
-# The partial Plotly bundle (scatter and bar), vendored with its version and hash in
-# templates/assets/vendor/README.md: a quarter of the full bundle the Python package ships.
-PLOTLY_BUNDLE = "assets/vendor/plotly-basic.min.js"
 
 
 @dataclass(frozen=True)
@@ -86,32 +84,32 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
     hardware = catalog.hardware
     found = [
         Page(
-            "index.html",
+            routes.INDEX,
             "index.html",
             partial(_view, index_view, families, hardware),
             "Choose a model",
             "Honest LLM serving performance: every number from a sealed evidence packet.",
         ),
         Page(
-            "methodology/index.html",
+            routes.METHODOLOGY,
             "methodology.html",
             partial(_view, methodology_view),
             "Methodology",
             "How every number is measured, gated, graded and chosen.",
         ),
         Page(
-            "hardware/index.html",
+            routes.HARDWARE_INDEX,
             "hardware_index.html",
             partial(_hardware_cards, ctx),
             "Hardware",
             "Cards, memory and bandwidth, each figure with its source.",
         ),
-        Page("404.html", "404.html", {}, "Not found", "This page does not exist."),
+        Page(routes.NOT_FOUND, "404.html", {}, "Not found", "This page does not exist."),
     ]
     for view in families:
         found.append(
             Page(
-                f"models/{view.slug}/index.html",
+                routes.family_page(view.slug),
                 "family.html",
                 partial(_family_context, view, ctx),
                 view.title,
@@ -121,7 +119,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
     for slug, recipe in sorted(catalog.recipes.items()):
         found.append(
             Page(
-                f"recipes/{slug}/index.html",
+                routes.recipe_page(slug),
                 "recipe.html",
                 partial(_view, recipe_view, recipe, ctx),
                 f"{recipe.meta.title} recipe",
@@ -131,7 +129,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
     for packet_id, packet in sorted(catalog.packets.items()):
         found.append(
             Page(
-                f"packets/{packet_id}/index.html",
+                routes.packet_page(packet_id),
                 "packet.html",
                 partial(_view, packet_view, packet, ctx),
                 packet.title,
@@ -141,7 +139,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
     for hw_id, hw in sorted(hardware.items()):
         found.append(
             Page(
-                f"hardware/{hw_id}/index.html",
+                routes.hardware_page(hw_id),
                 "hardware.html",
                 partial(_view, hardware_view, hw, ctx),
                 hw.name,
@@ -153,18 +151,18 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
 
 def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes | Path]:
     stamp = ctx.build_date.isoformat()
-    files: dict[str, bytes | Path] = {"api/models.json": models_api(index_view(families, ctx.catalog.hardware), stamp)}
-    files.update({f"api/models/{v.slug}.json": family_api(v, stamp) for v in families})
+    files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(index_view(families, ctx.catalog.hardware), stamp)}
+    files.update({routes.family_api(v.slug): family_api(v, stamp) for v in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
-        files[f"packets/{packet_id}.json"] = path  # copied verbatim: the bytes the digest covers
+        files[routes.packet_json(packet_id)] = path  # copied verbatim: the bytes the digest covers
         if ctx.catalog.packets[packet_id].signed:
-            files[f"packets/{packet_id}{SIGNATURE_SUFFIX}"] = signature_path(path)
+            files[routes.packet_signature(packet_id)] = signature_path(path)
     return files
 
 
 def asset_files(assets: Path) -> dict[str, bytes | Path]:
     return {
-        f"assets/{p.relative_to(assets).as_posix()}": p.read_bytes() for p in sorted(assets.rglob("*")) if p.is_file()
+        routes.asset(p.relative_to(assets).as_posix()): p.read_bytes() for p in sorted(assets.rglob("*")) if p.is_file()
     }
 
 
@@ -197,8 +195,8 @@ def build_files(
             shutil.rmtree(folder, ignore_errors=True)
         raise
     files.update(data_files(ctx, families))
-    files.update(asset_files(templates / "assets"))
-    files["sitemap.xml"] = sitemap([p.path for p in found if p.path != "404.html"], ctx)
+    files.update(asset_files(templates / routes.ASSETS_FOLDER))
+    files[routes.SITEMAP] = sitemap([p.path for p in found if p.path != routes.NOT_FOUND], ctx)
     if own and not any(isinstance(p, Path) and p.is_relative_to(folder) for p in files.values()):
         shutil.rmtree(folder, ignore_errors=True)
         return BuildResult(dict(sorted(files.items())), ctx.warnings, costs)

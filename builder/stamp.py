@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from catalog.layout import SIGNATURE_SUFFIX
+from builder import routes
 
-MANIFEST = ".catalog-build.json"
+MANIFEST = routes.BUILD_MANIFEST
 SOURCE = Path(__file__).resolve().parent.parent
 LIBRARIES = ("jinja2", "markupsafe", "markdown-it-py", "plotly", "pydantic", "pyyaml")
 RACY_NS = 1_000_000_000
@@ -200,11 +200,7 @@ def input_hash(
 
 def packet_count(relatives: Iterable[str]) -> int:
     """How many packets a site's files publish (each as packets/<id>.json, beside its signature)."""
-    return sum(
-        1
-        for r in relatives
-        if r.startswith("packets/") and r.endswith(".json") and r.count("/") == 1 and not r.endswith(SIGNATURE_SUFFIX)
-    )
+    return sum(1 for r in relatives if routes.is_packet_json(r))
 
 
 def manifest(inputs: str, file_hashes: dict[str, str], warnings: list[str]) -> bytes:
@@ -225,8 +221,10 @@ def published_packets(out: Path) -> int:
         count = recorded.get("packets")
         return count if isinstance(count, int) else packet_count(recorded["files"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        folder = out / "packets"
-        return packet_count(f"packets/{p.name}" for p in folder.glob("*.json")) if folder.is_dir() else 0
+        folder = out / routes.PACKETS_FOLDER
+        if not folder.is_dir():
+            return 0
+        return packet_count(f"{routes.PACKETS_FOLDER}/{p.name}" for p in folder.glob("*.json"))
 
 
 def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | None:

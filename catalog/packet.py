@@ -19,6 +19,7 @@ from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_se
 
 from catalog.arrays import UInt32Array
 from catalog.base import EnvName, FieldError, Sha256, Slug, StrictModel
+from catalog.load import LoadSweep
 from catalog.secrets import REDACTED, is_secret_env, redact_argv
 
 SCHEMA_VERSION = 2
@@ -432,11 +433,23 @@ class ContextPoint(StrictModel):
     identical_to_oracle: bool | None = None
 
 
-class Ladder(StrictModel):
+class Ladder(_Additions):
+    """One ladder of one arm, on its own fresh server: concurrency (users released together),
+    context depth, or a load sweep (catalog/load.py)."""
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"load"})
+
     arm: Slug
-    kind: Literal["concurrency", "context"]
+    kind: Literal["concurrency", "context", "load"]
     concurrency: list[ConcurrencyPoint] = []
     context: list[ContextPoint] = []
+    load: LoadSweep | None = None
+
+    @model_validator(mode="after")
+    def _load_matches_kind(self) -> Ladder:
+        if (self.kind == "load") != (self.load is not None):
+            raise FieldError("a load ladder carries its sweep in `load`, and only a load ladder does", "load")
+        return self
 
 
 class PacketBody(StrictModel):

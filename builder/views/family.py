@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from builder import routes
 from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, SiteContext
@@ -20,7 +21,6 @@ from builder.views.results import (
     gate_words,
     label_key,
     ladder_sources,
-    packet_href,
     representatives,
 )
 from builder.views.scorecard import Matrix, matrices
@@ -191,7 +191,7 @@ def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
         high=num(max(values)),
         ttft_ms=opt_num(arm.ttft_ms, unit="ms"),
         packet_id=packet.id,
-        href=packet_href(packet.id, arm.id),
+        href=routes.packet_page(packet.id, arm.id),
         arm_label=arm.label,
         quant_label=packet.identity.model.quantization_label,
         runtime_label=packet.identity.runtime.label,
@@ -267,7 +267,7 @@ def _card(packet: Packet, ctx: SiteContext, featured: bool) -> PacketCard:
     source = packet.provenance.source
     return PacketCard(
         id=packet.id,
-        href=packet_href(packet.id),
+        href=routes.packet_page(packet.id),
         title=packet.title,
         state=packet.state.value,
         state_label=STATE_LABELS[packet.state.value],
@@ -374,8 +374,8 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         quantizations=sorted({r.quant_label for r in results}),
         spec_methods=sorted({r.method or "none" for r in results}),
         newest=max(dates) if dates else "",
-        recipe_href=f"recipes/{slug}/index.html",
-        api_href=f"api/models/{slug}.json",
+        recipe_href=routes.recipe_page(slug),
+        api_href=routes.family_api(slug),
         picks=picks,
         pick_for=pick_for,
     )

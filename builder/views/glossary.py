@@ -20,7 +20,7 @@ from catalog.grade import GRADE_MEANING
 class Term:
     term: str  # as pages write it
     short: str  # one sentence: the tooltip
-    anchor: str  # methodology/index.html#<anchor>
+    anchor: str  # routes.methodology_section(anchor) on the methodology page
     inline: bool  # wrapped wherever it appears; words a badge or unit already defines are not
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from builder import routes
 from builder.format import Num, num, opt_num
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.results import STATE_LABELS, arm_results
@@ -69,7 +70,7 @@ def hardware_view(hw: Hardware, ctx: SiteContext) -> HardwareView:
         recipe = catalog.recipes.get(slug)
         rows.append(
             ResultRow(
-                family=Link(recipe.meta.title if recipe else slug, f"models/{slug}/index.html"),
+                family=Link(recipe.meta.title if recipe else slug, routes.family_page(slug)),
                 packet=Link(r.packet.id, r.href),
                 arm=r.arm.label,
                 quantization=r.quant_label,
@@ -97,5 +98,5 @@ def hardware_view(hw: Hardware, ctx: SiteContext) -> HardwareView:
         notes=hw.notes,
         results=rows,
         recipes=[Fact(catalog.recipes[slug].meta.title, status) for slug, status in listed],
-        recipe_links=[Link(catalog.recipes[slug].meta.title, f"recipes/{slug}/index.html") for slug, _ in listed],
+        recipe_links=[Link(catalog.recipes[slug].meta.title, routes.recipe_page(slug)) for slug, _ in listed],
     )

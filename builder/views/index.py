@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from builder import routes
 from builder.format import Num
 from builder.views.family import FamilyView, ResultPick
 from builder.views.results import STATE_LABELS, STATE_RANK, label_key
@@ -74,7 +75,7 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
     fit = next((s for s in view.signals if s.title == "Card fit"), None)
     return FamilyCard(
         slug=view.slug,
-        href=f"models/{view.slug}/index.html",
+        href=routes.family_page(view.slug),
         title=view.title,
         provider=view.provider,
         description=view.description,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from builder import routes
 from builder.charts import Chart, Point, chart
 from builder.format import tokens_label
-from builder.views.results import ArmResult, packet_href, short_depth
+from builder.views.results import ArmResult, short_depth
 from builder.views.scorecard import family_method
 from catalog.packet import Arm, Ladder, Packet
 
@@ -138,7 +139,7 @@ def _ladder_point(
         ttft_ms=ttft_ms,
         state=arm.state.value,
         note=note,
-        href=packet_href(packet.id, arm.id),
+        href=routes.packet_page(packet.id, arm.id),
         evidence=f"{packet.id} · {arm.label}",
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from builder import routes
 from builder.format import num
 from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
@@ -13,7 +14,6 @@ from builder.views.results import STATE_LABELS
 from catalog.compose import LaunchCommand, compose_arm
 from catalog.errors import CatalogError
 from catalog.grade import GRADE_MEANING, evidence_grade, limitations
-from catalog.layout import SIGNATURE_SUFFIX
 from catalog.packet import Arm, Packet
 from catalog.recipe import Recipe
 
@@ -239,11 +239,9 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     grade = evidence_grade(packet, reproductions)
     arm = lead_arm(packet, reproductions)
     related = (
-        [Link(f"reproduces {packet.reproduces}", f"packets/{packet.reproduces}/index.html")]
-        if packet.reproduces
-        else []
+        [Link(f"reproduces {packet.reproduces}", routes.packet_page(packet.reproduces))] if packet.reproduces else []
     )
-    related += [Link(f"reproduced by {p.id}", f"packets/{p.id}/index.html") for p in reproductions]
+    related += [Link(f"reproduced by {p.id}", routes.packet_page(p.id)) for p in reproductions]
     slug = packet.identity.model.slug
     recipe = ctx.catalog.recipes.get(slug)
     for a in packet.arms:
@@ -269,9 +267,9 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         ladders=ladder_views(packet),
         rerun=rerun(packet, ctx),
         related=related,
-        family=Link(recipe.meta.title if recipe else slug, f"models/{slug}/index.html"),
-        raw_href=f"packets/{packet.id}.json",
+        family=Link(recipe.meta.title if recipe else slug, routes.family_page(slug)),
+        raw_href=routes.packet_json(packet.id),
         unsigned=not packet.signed,
         signature=signature_line(packet, ctx),
-        signature_href=f"packets/{packet.id}{SIGNATURE_SUFFIX}" if packet.signed else None,
+        signature_href=routes.packet_signature(packet.id) if packet.signed else None,
     )

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from builder import routes
 from builder.format import Num, num, opt_num
 from builder.views.common import Fact
-from builder.views.results import STATE_LABELS, ArmResult, packet_href
+from builder.views.results import STATE_LABELS, ArmResult
 from catalog.errors import CatalogError
 from catalog.hardware import Hardware
 from catalog.packet import Arm, Packet
@@ -103,7 +104,7 @@ def _row(result: ArmResult, projection: Any) -> ProjectionRow:
     grade = projection.optimisation_grade
     return ProjectionRow(
         arm=f"{result.quant_label} · {result.arm.label}",
-        href=packet_href(result.packet.id, result.arm.id),
+        href=routes.packet_page(result.packet.id, result.arm.id),
         state=result.state,
         state_label=STATE_LABELS[result.state],
         measured=opt_num(projection.measured_tok_s, 2, "tok/s") if result.published else None,

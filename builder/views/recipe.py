@@ -19,6 +19,7 @@ from itertools import pairwise, product
 
 from markupsafe import Markup
 
+from builder import routes
 from builder.format import Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
@@ -121,7 +122,7 @@ def _hardware_options(recipe: Recipe, known: dict[str, Hardware]) -> tuple[list[
     unknown = []
     for hw_id, status in recipe.meta.hardware.items():
         if hw_id in known:
-            options.append(HardwareOption(hw_id, known[hw_id].name, status, f"hardware/{hw_id}/index.html"))
+            options.append(HardwareOption(hw_id, known[hw_id].name, status, routes.hardware_page(hw_id)))
         else:
             unknown.append(Fact(hw_id, status, "not in data/hardware.yaml: no command is composed for it"))
     return options, unknown
@@ -302,7 +303,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         defaults=defaults,
         commands=commands,
         every_subset=every,
-        family_href=f"models/{recipe.meta.slug}/index.html",
+        family_href=routes.family_page(recipe.meta.slug),
         tp_sizes=list(TP_SIZES),
         depths=list(DEPTHS) if recipe_depths or any_depth else [],
         default_depth=recipe_depths[0] if recipe_depths else None,
@@ -332,7 +333,7 @@ def _configurations(recipe: Recipe, ctx: SiteContext, digests: dict[str, str]) -
     for name, config in recipe.configurations.items():
         card = ctx.catalog.hardware[config.hardware]
         command = compose_configuration(recipe, name, card).redacted()
-        packets = [Link(p, f"packets/{p}/index.html") for p in config.packets if p in ctx.catalog.packets]
+        packets = [Link(p, routes.packet_page(p)) for p in config.packets if p in ctx.catalog.packets]
         views.append(
             ConfigurationView(
                 name,

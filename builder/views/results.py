@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from builder import routes
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
 from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
@@ -19,10 +20,6 @@ _BY_RANK = sorted(State, key=lambda state: state.rank)
 STATE_LABELS = {**{s.value: s.label for s in _BY_RANK}, UNTESTED: "Untested"}
 STATE_MEANINGS = {**{s.value: s.meaning for s in _BY_RANK}, UNTESTED: "no packet covers this combination"}
 STATE_RANK = [*(s.value for s in _BY_RANK), UNTESTED]
-
-
-def packet_href(packet_id: str, arm_id: str | None = None) -> str:
-    return f"packets/{packet_id}/index.html" + (f"#arm-{arm_id}" if arm_id else "")
 
 
 def label_key(label: str) -> str:
@@ -145,7 +142,7 @@ class ArmResult:
 
     @property
     def href(self) -> str:
-        return packet_href(self.packet.id, self.arm.id)
+        return routes.packet_page(self.packet.id, self.arm.id)
 
     @property
     def series_head(self) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from builder import routes
 from builder.format import Num, num, opt_num
 from builder.views.projection import Estimator
 from builder.views.results import (
@@ -19,7 +20,6 @@ from builder.views.results import (
     ArmResult,
     best_state,
     label_key,
-    packet_href,
     representatives,
     short_depth,
 )
@@ -119,7 +119,7 @@ def estimated_entry(estimate: Any, tp: int, depth: int) -> CellEntry | None:
         struck=None,
         reason=None,
         detail=f"not measured: ceiling × utilisation of {len(estimate.basis)} published arm(s)",
-        href=packet_href(basis.packet_id, basis.arm_id),
+        href=routes.packet_page(basis.packet_id, basis.arm_id),
         packet_id=basis.packet_id,
         arm_id=basis.arm_id,
         tp=tp,

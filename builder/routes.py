@@ -1,0 +1,127 @@
+"""Every output path of the site and every href between its pages: the one place a URL is spelled.
+
+A route is a path relative to the site root (`models/<slug>/index.html`), never absolute and
+never with `..`; a page links to it through `relative`, so the site works from `file://` and
+under any prefix. Templates reach these through the `routes` Jinja global (`url(routes.INDEX)`)
+or through hrefs their views carry.
+
+Stdlib only (like `builder.stamp`, which counts packets with it before the heavy imports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from catalog.layout import SIGNATURE_SUFFIX
+
+INDEX = "index.html"
+NOT_FOUND = "404.html"
+SITEMAP = "sitemap.xml"
+METHODOLOGY = "methodology/index.html"
+HARDWARE_INDEX = "hardware/index.html"
+MODELS_API = "api/models.json"
+# The no-op rebuild's record of inputs and outputs (builder/stamp.py); not a page.
+BUILD_MANIFEST = ".catalog-build.json"
+
+PACKETS_FOLDER = "packets"
+ASSETS_FOLDER = "assets"
+STYLESHEET = "assets/style.css"
+FAVICON = "assets/favicon.svg"
+SITE_SCRIPT = "assets/site.js"
+CHARTS_SCRIPT = "assets/charts.js"
+# The partial Plotly bundle (scatter and bar), vendored with its version and hash in
+# templates/assets/vendor/README.md: a quarter of the full bundle the Python package ships.
+PLOTLY_BUNDLE = "assets/vendor/plotly-basic.min.js"
+
+_EXTERNAL = ("http://", "https://", "#", "mailto:")
+
+
+def family_page(slug: str) -> str:
+    return f"models/{slug}/index.html"
+
+
+def family_folder(slug: str) -> str:
+    """The family page's address as a folder (`models/<slug>/`), the form JSON-LD names."""
+    return f"models/{slug}/"
+
+
+def family_api(slug: str) -> str:
+    return f"api/models/{slug}.json"
+
+
+def recipe_page(slug: str) -> str:
+    return f"recipes/{slug}/index.html"
+
+
+def packet_page(packet_id: str, arm_id: str | None = None) -> str:
+    """The packet page, or one arm's section of it."""
+    return f"{PACKETS_FOLDER}/{packet_id}/index.html" + (f"#arm-{arm_id}" if arm_id else "")
+
+
+def packet_json(packet_id: str) -> str:
+    """The packet file, published byte for byte."""
+    return f"{PACKETS_FOLDER}/{packet_id}.json"
+
+
+def packet_signature(packet_id: str) -> str:
+    """The packet's DSSE envelope, beside its file."""
+    return f"{PACKETS_FOLDER}/{packet_id}{SIGNATURE_SUFFIX}"
+
+
+def is_packet_json(path: str) -> bool:
+    """Whether a site path is a published packet file (not its signature, not its page)."""
+    folder, _, name = path.partition("/")
+    is_file_name = "/" not in name and name.endswith(".json")
+    return folder == PACKETS_FOLDER and is_file_name and not name.endswith(SIGNATURE_SUFFIX)
+
+
+def hardware_page(hardware_id: str) -> str:
+    return f"hardware/{hardware_id}/index.html"
+
+
+def methodology_section(anchor: str) -> str:
+    """A section or glossary term of the methodology page (`#words`, `#term-tok-s`)."""
+    return f"{METHODOLOGY}#{anchor}"
+
+
+def asset(relative: str) -> str:
+    """A file of templates/assets, by its path inside that folder."""
+    return f"{ASSETS_FOLDER}/{relative}"
+
+
+def relative_root(page_path: str) -> str:
+    """`models/x/index.html` -> `../../`: the prefix from a page back to the site root."""
+    return "../" * page_path.count("/")
+
+
+def relative(page_path: str, target: str) -> str:
+    """`target` (a route) as the page at `page_path` links to it; external links and in-page
+    anchors pass through unchanged."""
+    if target.startswith(_EXTERNAL):
+        return target
+    return relative_root(page_path) + target
+
+
+def pages_affected_by(
+    packet_id: str, model_slug: str, hardware_ids: Iterable[str], *, reproduces: str | None = None
+) -> set[str]:
+    """The output paths a new or changed packet can change: its own page, file and signature; its
+    family's page, recipe page (overlay configurations list packets; docker commands pin the image
+    digest the newest packet recorded) and family API; the index, the models API and the sitemap;
+    the page of each card it ran on; and the page of the packet it reproduces (its grade and
+    "reproduced by" link). Every other file is independent of the packet."""
+    affected = {
+        packet_page(packet_id),
+        packet_json(packet_id),
+        packet_signature(packet_id),
+        family_page(model_slug),
+        recipe_page(model_slug),
+        family_api(model_slug),
+        INDEX,
+        MODELS_API,
+        SITEMAP,
+    }
+    affected.update(hardware_page(h) for h in hardware_ids)
+    if reproduces:
+        affected.add(packet_page(reproduces))
+    return affected

@@ -1,0 +1,153 @@
+"""The load sweep's arithmetic against hand-computed cases, and the rules its models enforce."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from pydantic import ValidationError
+
+from catalog.load import LoadLevel, LoadRequest, LoadSweep, Percentiles, Slo, percentile, poisson_offsets_ms
+from catalog.packet import Ladder
+
+
+def request(prompt: str = "p1", **fields: object) -> LoadRequest:
+    values: dict[str, object] = {"planned_ms": 0.0, "sent_ms": 0.0, "ttft_ms": 100.0, "e2e_ms": 400.0}
+    values |= {"output_tokens": 16, "tpot_ms": 20.0, "identical_to_oracle": True}
+    values |= fields
+    return LoadRequest(prompt_id=prompt, **values)  # type: ignore[arg-type]
+
+
+def closed(requests: list[LoadRequest], users: int = 2, duration_s: float = 2.0) -> LoadLevel:
+    return LoadLevel(mode="closed", users=users, duration_s=duration_s, client_cpu_s=0.1, requests=requests)
+
+
+def test_percentile_interpolates_between_closest_ranks() -> None:
+    values = [4.0, 1.0, 3.0, 2.0]
+    assert percentile(values, 0) == 1.0
+    assert percentile(values, 50) == pytest.approx(2.5)  # rank 1.5
+    assert percentile(values, 90) == pytest.approx(3.7)  # rank 2.7
+    assert percentile(values, 99) == pytest.approx(3.97)  # rank 2.97
+    assert percentile(values, 100) == 4.0
+    assert percentile([7.0], 99) == 7.0
+
+
+def test_percentile_refuses_nothing_and_out_of_range() -> None:
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    with pytest.raises(ValueError):
+        percentile([1.0], 101)
+
+
+def test_poisson_schedule_is_cumulative_exponential_gaps_of_the_seed() -> None:
+    draw = random.Random(11)
+    gaps = [-math.log(1.0 - draw.random()) / 4.0 * 1000.0 for _ in range(3)]
+    expected = [round(sum(gaps[: i + 1]), 3) for i in range(3)]
+    assert poisson_offsets_ms(4.0, 3, 11) == pytest.approx(expected, abs=1e-3)
+    assert poisson_offsets_ms(4.0, 3, 11) == poisson_offsets_ms(4.0, 3, 11)
+    assert poisson_offsets_ms(4.0, 3, 12) != poisson_offsets_ms(4.0, 3, 11)
+
+
+def test_poisson_schedule_mean_rate_is_the_rate() -> None:
+    offsets = poisson_offsets_ms(5.0, 5000, 1)
+    assert 5000 / (offsets[-1] / 1000.0) == pytest.approx(5.0, rel=0.05)
+
+
+def test_level_figures_from_its_rows() -> None:
+    level = closed(
+        [
+            request(ttft_ms=100.0, e2e_ms=400.0, tpot_ms=20.0, output_tokens=16),
+            request(ttft_ms=300.0, e2e_ms=900.0, tpot_ms=40.0, output_tokens=16),
+            request(
+                error="connection reset",
+                ttft_ms=None,
+                e2e_ms=None,
+                tpot_ms=None,
+                output_tokens=0,
+                identical_to_oracle=None,
+            ),
+        ]
+    )
+    assert level.output_tokens == 32
+    assert level.aggregate_tok_s == 16.0
+    assert level.per_user_tok_s == pytest.approx((50.0 + 25.0) / 2)
+    assert level.failed == 1
+    assert level.ttft == Percentiles(p50_ms=200.0, p90_ms=280.0, p99_ms=298.0)
+    assert level.identical == 2
+    assert not level.all_identical  # a failed request is not an identical output
+
+
+def test_goodput_counts_planned_requests_meeting_every_slo() -> None:
+    level = closed(
+        [
+            request(ttft_ms=100.0, tpot_ms=20.0, e2e_ms=400.0),  # meets all
+            request(ttft_ms=600.0, tpot_ms=20.0, e2e_ms=900.0),  # ttft too slow
+            request(ttft_ms=100.0, tpot_ms=60.0, e2e_ms=1000.0),  # tpot too slow
+            request(error="timeout", ttft_ms=None, e2e_ms=None, tpot_ms=None, identical_to_oracle=None),
+        ]
+    )
+    assert level.goodput(Slo(ttft_ms=500, tpot_ms=50)) == 0.25
+    assert level.goodput(Slo(ttft_ms=500)) == 0.5
+    assert level.goodput(Slo()) == 0.75  # no objective: every completed request counts
+
+
+def test_a_request_without_a_figure_the_slo_names_misses_it() -> None:
+    level = closed([request(tpot_ms=None, output_tokens=1)])
+    assert level.goodput(Slo(tpot_ms=50)) == 0.0
+    assert level.goodput(Slo(ttft_ms=500)) == 1.0
+
+
+def test_schedule_lag_marks_a_level_unusable() -> None:
+    on_time = closed([request(planned_ms=10.0, sent_ms=10.5), request(planned_ms=20.0, sent_ms=21.0)])
+    late = closed([request(planned_ms=10.0, sent_ms=10.5), request(planned_ms=20.0, sent_ms=60.0)])
+    assert on_time.usable(10.0)
+    assert not late.usable(10.0)
+    assert late.lag.p99_ms == pytest.approx(0.5 + (40.0 - 0.5) * 0.99)
+
+
+def test_divergence_names_the_first_request_that_differs() -> None:
+    level = closed([request(), request("p2", identical_to_oracle=False, first_divergence=7)])
+    assert level.first_divergence is not None and level.first_divergence.prompt_id == "p2"
+    assert level.first_divergence.first_divergence == 7
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"planned_ms": 50.0, "sent_ms": 10.0}, "sent before it was due"),
+        ({"ttft_ms": None}, "completed request needs ttft_ms"),
+        ({"ttft_ms": 500.0, "e2e_ms": 400.0}, "ends before its first token"),
+        ({"first_divergence": 3}, "divergence needs identical_to_oracle false"),
+    ],
+)
+def test_incoherent_requests_are_refused(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        request(**fields)
+
+
+def test_a_level_has_one_mode() -> None:
+    with pytest.raises(ValidationError, match="rate_rps"):
+        LoadLevel(mode="open", users=4, duration_s=1, client_cpu_s=0, requests=[request()])
+    with pytest.raises(ValidationError, match="users"):
+        LoadLevel(mode="closed", rate_rps=2.0, duration_s=1, client_cpu_s=0, requests=[request()])
+
+
+def test_every_level_holds_the_planned_request_count() -> None:
+    with pytest.raises(ValidationError, match="requests_per_level"):
+        LoadSweep(seed=1, requests_per_level=3, levels=[closed([request(), request()])])
+
+
+def test_a_load_ladder_carries_its_sweep_and_round_trips() -> None:
+    sweep = LoadSweep(seed=1, requests_per_level=1, slo=Slo(ttft_ms=500), levels=[closed([request()], users=1)])
+    ladder = Ladder(arm="tp1-mtp0", kind="load", load=sweep)
+    assert Ladder.model_validate(ladder.model_dump(mode="json")) == ladder
+    with pytest.raises(ValidationError, match="load"):
+        Ladder(arm="tp1-mtp0", kind="load")
+    with pytest.raises(ValidationError, match="load"):
+        Ladder(arm="tp1-mtp0", kind="concurrency", load=sweep)
+
+
+def test_older_ladders_keep_their_bytes() -> None:
+    dumped = Ladder(arm="tp1-mtp0", kind="concurrency").model_dump(mode="json")
+    assert "load" not in dumped
