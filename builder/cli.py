@@ -44,6 +44,11 @@ def parser() -> argparse.ArgumentParser:
         help="verify every packet from scratch, trusting no summary cached by an earlier build (CI)",
     )
     build.add_argument(
+        "--full",
+        action="store_true",
+        help="render every page, even those no new packet affects (the default keeps them from the current site)",
+    )
+    build.add_argument(
         "--allow-shrink",
         action="store_true",
         help="publish even when the new site holds fewer than half the packets of the current one",
@@ -97,7 +102,8 @@ def run(argv: list[str] | None = None) -> int:
             print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
             return 0
 
-    from builder.output import check_output_folder, scratch_folder
+    from builder.incremental import Previous
+    from builder.output import check_output_folder, real_output, scratch_folder
     from builder.site import build_files
 
     build = partial(
@@ -117,8 +123,14 @@ def run(argv: list[str] | None = None) -> int:
             if result.scratch is not None:
                 shutil.rmtree(result.scratch, ignore_errors=True)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
+    previous = None
+    if not options.full and not inputs.irregular:
+        current_site = stamp.intact(real_output(options.out), known)
+        previous = Previous.from_manifest(real_output(options.out), current_site) if current_site else None
     with scratch_folder(options.out) as scratch:
-        return _finish(options, build(scratch=scratch), inputs, known, started)
+        return _finish(
+            options, build(scratch=scratch, previous=previous, context=inputs.context), inputs, known, started
+        )
 
 
 def _finish(
@@ -137,7 +149,14 @@ def _finish(
         else content
         for relative, content in result.files.items()
     }
-    files[stamp.MANIFEST] = stamp.manifest(inputs.sha256, hashes, result.warnings)
+    files[stamp.MANIFEST] = stamp.manifest(
+        inputs.sha256,
+        hashes,
+        result.warnings,
+        context=inputs.context,
+        build_date=result.build_date,
+        page_warnings=result.page_warnings,
+    )
     failed_strict = _report(result.warnings, options.strict)
     if options.check:
         stale = differences(files, options.out, digest=known.sha256)

@@ -3,8 +3,9 @@ packet page's view built in the worker that renders it, each page written to a s
 by its worker (so no process holds every page at once), with the CPU each kind of page cost.
 
 Workers are forked after the catalog is loaded: they share it, nothing is pickled but page
-indices on the way in and (path, warnings, cost) on the way out. Warnings are merged in page
-order, so the log is the same whichever process rendered which page.
+indices on the way in and (path, warnings, cost) on the way out. Each page's own warnings are
+returned, for the caller to merge in page order: the log is the same whichever process rendered
+which page, and a page kept from the previous site (builder/incremental.py) says its recorded ones.
 """
 
 from __future__ import annotations
@@ -81,10 +82,24 @@ def _render(job: _Job, index: int) -> Rendered:
     if job.env is None:
         job.env = make_environment(job.templates)
     page = job.pages[index]
-    known = len(job.ctx.warnings)
-    view = page.context() if callable(page.context) else page.context
     ctx = job.ctx
-    body = render_page(
+    shared, ctx.warnings = ctx.warnings, []  # this page's own warnings, whatever was said before
+    try:
+        body = _body(job, page, ctx)
+    finally:
+        warnings, ctx.warnings = ctx.warnings, shared
+    if job.scratch is None:
+        return index, body, warnings, time.process_time() - started
+    target = job.scratch / page.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(body)  # a scratch copy: publish moves it into the new site
+    return index, None, warnings, time.process_time() - started
+
+
+def _body(job: _Job, page: Page, ctx: SiteContext) -> bytes:
+    assert job.env is not None
+    view = page.context() if callable(page.context) else page.context
+    return render_page(
         job.env,
         page.template,
         page.path,
@@ -96,13 +111,6 @@ def _render(job: _Job, index: int) -> Rendered:
             "canonical": ctx.absolute(page.path),
         },
     )
-    warnings = ctx.warnings[known:]
-    if job.scratch is None:
-        return index, body, warnings, time.process_time() - started
-    target = job.scratch / page.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(body)  # a scratch copy: publish copies it into the new site and checks its hash
-    return index, None, warnings, time.process_time() - started
 
 
 def _render_chunk(indices: list[int]) -> list[Rendered]:
@@ -128,16 +136,18 @@ def _in_workers(job: _Job, workers: int) -> Iterator[Rendered]:
 
 def render_pages(
     found: list[Page], ctx: SiteContext, templates: Path, scratch: Path, costs: PageCosts
-) -> dict[str, bytes | Path]:
-    """Every page, in order: its bytes (one process) or the scratch file its worker wrote."""
+) -> tuple[dict[str, bytes | Path], dict[str, list[str]]]:
+    """Every page, in order: its bytes (one process) or the scratch file its worker wrote; and
+    the warnings each page's view gave (the caller merges them in page order)."""
     workers = _workers(len(found))
     job = _Job(found, ctx, templates, scratch if workers >= 2 else None)
     results = _in_workers(job, workers) if workers >= 2 else (_render(job, i) for i in range(len(found)))
     files: dict[str, bytes | Path] = {}
+    said: dict[str, list[str]] = {}
     for index, body, warnings, seconds in results:
         page = found[index]
-        for warning in warnings:
-            ctx.warn(warning)
+        if warnings:
+            said[page.path] = warnings
         costs.add(page.kind, seconds)
         files[page.path] = body if body is not None else scratch / page.path
-    return files
+    return files, said

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from builder import routes
 from builder.api import family_api, models_api
+from builder.incremental import Previous, pages_to_render
 from builder.output import check_output_folder, differences, publish, safe_target
 from builder.pages import Page, PageCosts, render_pages
 from builder.render import TEMPLATES
@@ -45,6 +46,8 @@ class BuildResult:
     costs: PageCosts = field(default_factory=PageCosts)
     scratch: Path | None = None
     rendered_in: Path | None = None  # the folder whose files are this build's own pages (movable)
+    build_date: str = ""
+    page_warnings: dict[str, list[str]] = field(default_factory=dict)  # recorded for incremental rebuilds
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -175,10 +178,13 @@ def build_files(
     allow_unsigned: bool = False,
     use_cache: bool = False,
     scratch: Path | None = None,
+    previous: Previous | None = None,
+    context: str = "",
 ) -> BuildResult:
     """Load, view and render everything. Pages rendered by workers are files in `scratch` (the
     caller's folder), or in a temporary folder of their own (`BuildResult.scratch`) when none is
-    given, which the caller removes."""
+    given, which the caller removes. With `previous` (the site being replaced) and this build's
+    `context` (stamp.Inputs.context), pages no new packet affects are kept from it (incremental.py)."""
     catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
     ctx = SiteContext(catalog, build_date(catalog), base_url)
     costs = PageCosts()
@@ -186,21 +192,55 @@ def build_files(
     families = family_views(ctx)
     costs.add("family", time.process_time() - started, pages=0)  # the family views, shared with index and API
     found = pages(ctx, families)
+    render_only = pages_to_render(previous, context, ctx)
+    kept: dict[str, bytes | Path] = {}
+    if render_only is not None and previous is not None:
+        kept = {p.path: previous.out / p.path for p in found if p.path not in render_only and p.path in previous.files}
+        found_to_render = [p for p in found if p.path not in kept]
+    else:
+        found_to_render = found
     own = scratch is None
     folder = Path(tempfile.mkdtemp(prefix="catalog-pages-")) if scratch is None else scratch
     try:
-        files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates, folder, costs)}
+        rendered, said = render_pages(found_to_render, ctx, templates, folder, costs)
     except BaseException:
         if own:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+    page_warnings: dict[str, list[str]] = {}
+    for page in found:  # each page's warnings in page order; a kept page's as the site recorded them
+        source = previous.page_warnings if previous is not None and page.path in kept else said
+        page_warnings[page.path] = source.get(page.path, [])
+        for warning in page_warnings[page.path]:
+            ctx.warn(warning)
+    files: dict[str, bytes | Path] = {**kept, **rendered}
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / routes.ASSETS_FOLDER))
     files[routes.SITEMAP] = sitemap([p.path for p in found if p.path != routes.NOT_FOUND], ctx)
     if own and not any(isinstance(p, Path) and p.is_relative_to(folder) for p in files.values()):
         shutil.rmtree(folder, ignore_errors=True)
-        return BuildResult(dict(sorted(files.items())), ctx.warnings, costs)
-    return BuildResult(dict(sorted(files.items())), ctx.warnings, costs, folder if own else None, folder)
+        return BuildResult(
+            dict(sorted(files.items())),
+            ctx.warnings,
+            costs,
+            None,
+            None,
+            ctx.build_date.isoformat(),
+            said_by(page_warnings),
+        )
+    return BuildResult(
+        dict(sorted(files.items())),
+        ctx.warnings,
+        costs,
+        folder if own else None,
+        folder,
+        ctx.build_date.isoformat(),
+        said_by(page_warnings),
+    )
+
+
+def said_by(page_warnings: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {path: said for path, said in sorted(page_warnings.items()) if said}
 
 
 def check_paths(files: Mapping[str, object], out: Path) -> None:
