@@ -159,8 +159,11 @@ def scratch_folder(out: Path) -> Iterator[Path]:
     them in); locked while this build lives, so a concurrent build's clean_leftovers spares it and
     a killed build's is removed like a staging folder."""
     out = real_output(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}pages-", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}pages-", dir=out.parent))
+    except OSError as error:  # a read-only or special file system, no space, no permission
+        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
     try:
         with _locked(scratch):
             yield scratch
