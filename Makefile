@@ -49,7 +49,7 @@ site: $(SITE_STAMP)
 
 ## Fail when site/ is stale, or on any warning.
 check: $(SITE_STAMP)
-	$(PY) -m builder build --check --strict
+	$(PY) -m builder build --check --strict --no-cache
 
 ## Re-validate every data file and re-compute every packet hash.
 verify: $(SITE_STAMP)

@@ -14,14 +14,13 @@ spaced as numbers). A chart with nothing to draw is `empty` (the page shows a on
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-
-import plotly.graph_objects as go
-import plotly.io as pio
+from typing import Any
 
 from builder.format import Num, fmt, num, opt_num
 
@@ -129,10 +128,10 @@ def _hover(point: Point, y_title: str) -> str:
     return "<br>".join(_text(part) for part in parts)
 
 
-def _published_trace(series: str, points: Sequence[Point], colour: str, y_title: str) -> go.Scatter:
+def _published_trace(series: str, points: Sequence[Point], colour: str, y_title: str) -> Figure:
     centres = [_r(p.centre or 0) for p in points]
     if all(p.state == "estimated" for p in points):
-        return go.Scatter(
+        return _scatter(
             name=_legend(series),
             x=[p.x for p in points],
             y=centres,
@@ -144,7 +143,7 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
         )
     plus = [_r(max(p.values) - c) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     minus = [_r(c - min(p.values)) if p.values else 0 for p, c in zip(points, centres, strict=True)]
-    return go.Scatter(
+    return _scatter(
         name=_legend(series),
         x=[p.x for p in points],
         y=centres,
@@ -157,9 +156,9 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
     )
 
 
-def _flagged_trace(flag: str, points: Sequence[Point], colour: str, y_title: str) -> go.Scatter:
+def _flagged_trace(flag: str, points: Sequence[Point], colour: str, y_title: str) -> Figure:
     """Published points drawn apart: hollow, labelled, never joined to a line."""
-    return go.Scatter(
+    return _scatter(
         name=_legend(flag),
         x=[p.x for p in points],
         y=[_r(p.centre or 0) for p in points],
@@ -191,8 +190,8 @@ def _shifted(points: Sequence[Point], all_x: Sequence[float], published_x: set[f
     return out
 
 
-def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> go.Scatter:
-    return go.Scatter(
+def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> Figure:
+    return _scatter(
         name="withheld (not published)",
         x=x,
         y=[_r(p.centre or 0) for p in points],
@@ -207,16 +206,16 @@ def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> go
     )
 
 
-def _height(traces: Sequence[go.Scatter]) -> int:
+def _height(traces: Sequence[Figure]) -> int:
     """380 px, taller when the legend needs it: on a phone every entry takes its own row(s), and
     Plotly shrinks the plot to fit its legend only down to a point, then clips it."""
-    lines = sum(str(t.name).count("<br>") + 1 for t in traces)
+    lines = sum(str(t["name"]).count("<br>") + 1 for t in traces)
     return max(CHART_HEIGHT, LEGEND_ROOM + LEGEND_LINE * lines + LEGEND_GAP * len(traces))
 
 
 def _figure(
     points: Sequence[Point], x_title: str, y_title: str, x_log: bool, *, x_ticks: bool = True, y_log: bool = False
-) -> go.Figure:
+) -> Figure:
     traces = []
     series = list(dict.fromkeys(p.series for p in points if p.drawn_as_measured))
     for index, name in enumerate(series):
@@ -232,10 +231,8 @@ def _figure(
         mine = [p for p in points if p.flag == flag and p.centre is not None and p.state != "withheld"]
         traces.append(_flagged_trace(flag, mine, mine[0].flag_colour, y_title))
     ticks = sorted({(p.x, p.x_label) for p in points}) if x_ticks else []
-    # One constructor call: update_layout on a figure that already has traces re-checks every
-    # key path against them, eight times the cost of the whole chart.
-    layout = go.Layout(
-        template="none",
+    layout = _sorted(
+        template=NO_TEMPLATE,
         height=_height(traces),
         margin={"l": 60, "r": 20, "t": 24, "b": 96},
         font={"family": FONT, "size": 13, "color": "#1f2937"},
@@ -259,7 +256,31 @@ def _figure(
             "zeroline": False,
         },
     )
-    return go.Figure(data=traces, layout=layout)
+    return {"data": traces, "layout": layout}
+
+
+# The figure JSON is built directly: the Plotly constructors validated every property on every
+# chart, most of a family page's time. The form is the one plotly.io.to_json writes (properties
+# in name order, a trace's type last, "<", ">" and "/" escaped); tests/builder/test_charts_json.py
+# holds it to plotly's own output, validation on, for every chart of a catalog.
+Figure = dict[str, Any]
+NO_TEMPLATE: Figure = {"data": {"scatter": [{"type": "scatter"}]}}  # plotly's template "none", expanded
+_JSON_SWAPS = (("<", "\\u003c"), (">", "\\u003e"), ("/", "\\u002f"))
+
+
+def _sorted(**properties: Any) -> Figure:
+    return {k: _sorted(**v) if isinstance(v, dict) else v for k, v in sorted(properties.items())}
+
+
+def _scatter(**properties: Any) -> Figure:
+    return {**_sorted(**properties), "type": "scatter"}
+
+
+def figure_json(figure: Figure) -> str:
+    text = json.dumps(figure, separators=(",", ":"), allow_nan=False)
+    for unsafe, safe in _JSON_SWAPS:
+        text = text.replace(unsafe, safe)
+    return text
 
 
 def _row(point: Point) -> TableRow:
@@ -331,7 +352,7 @@ def chart(
         subtitle=subtitle,
         x_title=x_title,
         y_title=y_title,
-        figure_json=pio.to_json(figure, validate=True, pretty=False, engine="json"),
+        figure_json=figure_json(figure),
         rows=[_row(p) for p in sorted(points, key=lambda p: (p.series, p.x))],
         notes=notes,
         drawn=(x_title, y_title, *drawn),

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import shutil
 import sys
 import time
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder import TEMPLATES, stamp
 from catalog.errors import CatalogError, exit_on_catalog_error
 from catalog.lint import report
+
+if TYPE_CHECKING:
+    from builder.site import BuildResult
 
 
 def parser() -> argparse.ArgumentParser:
@@ -21,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--packets", type=Path, default=Path("packets"), help="packets folder (default: packets)")
     build.add_argument("--out", type=Path, default=Path("site"), help="output folder (default: site)")
     build.add_argument("--templates", type=Path, default=TEMPLATES, help=argparse.SUPPRESS)
+    build.add_argument("--timings", type=Path, help=argparse.SUPPRESS)  # CPU per page kind, as JSON (bench)
     build.add_argument("--base-url", default="", help="absolute URL the site is published at (sitemap, og:url)")
     build.add_argument("--check", action="store_true", help="write nothing; fail if the output folder is stale")
     build.add_argument("--strict", action="store_true", help="fail on any warning")
@@ -28,6 +36,16 @@ def parser() -> argparse.ArgumentParser:
         "--allow-unsigned",
         action="store_true",
         help="a local build: admit packets without a known signature, marked 'unsigned, local' on every page",
+    )
+    build.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="verify every packet from scratch, trusting no summary cached by an earlier build (CI)",
+    )
+    build.add_argument(
+        "--full",
+        action="store_true",
+        help="render every page, even those no new packet affects (the default keeps them from the current site)",
     )
     build.add_argument(
         "--allow-shrink",
@@ -73,22 +91,61 @@ def run(argv: list[str] | None = None) -> int:
             print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
             return 0
 
-    from builder.output import Copy
-    from builder.site import build_files, check_output_folder, check_paths, differences, publish
+    from builder.incremental import Previous
+    from builder.output import check_output_folder, real_output, scratch_folder
+    from builder.site import build_files
 
-    result = build_files(
+    build = partial(
+        build_files,
         options.data,
         options.packets,
         templates=options.templates,
         base_url=options.base_url,
         allow_unsigned=options.allow_unsigned,
+        use_cache=not options.no_cache,
     )
+    if options.check:  # writes nothing beside the site: pages rendered by workers go to a temporary folder
+        result = build()
+        try:
+            return _finish(options, result, inputs, known, started)
+        finally:
+            if result.scratch is not None:
+                shutil.rmtree(result.scratch, ignore_errors=True)
+    check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
+    previous = None
+    if not options.full and not inputs.irregular:
+        current_site = stamp.intact(real_output(options.out), known)
+        previous = Previous.from_manifest(real_output(options.out), current_site) if current_site else None
+    with scratch_folder(options.out) as scratch:
+        return _finish(
+            options, build(scratch=scratch, previous=previous, context=inputs.context), inputs, known, started
+        )
+
+
+def _finish(
+    options: argparse.Namespace, result: BuildResult, inputs: stamp.Inputs, known: stamp.Fingerprints, started: float
+) -> int:
+    from builder.output import Copy
+    from builder.site import check_paths, differences, publish
+
+    if options.timings is not None:
+        options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    own = result.rendered_in
     hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
-        relative: Copy(content, hashes[relative]) if isinstance(content, Path) else content
+        relative: Copy(content, hashes[relative], own is not None and content.is_relative_to(own))
+        if isinstance(content, Path)
+        else content
         for relative, content in result.files.items()
     }
-    files[stamp.MANIFEST] = stamp.manifest(inputs.sha256, hashes, result.warnings)
+    files[stamp.MANIFEST] = stamp.manifest(
+        inputs.sha256,
+        hashes,
+        result.warnings,
+        context=inputs.context,
+        build_date=result.build_date,
+        page_warnings=result.page_warnings,
+    )
     failed_strict = report(result.warnings, options.strict)
     if options.check:
         stale = differences(files, options.out, digest=known.sha256)
@@ -102,7 +159,6 @@ def run(argv: list[str] | None = None) -> int:
         return 1 if failed_strict else 0
     if failed_strict:
         return 1
-    check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
     check_paths(files, options.out)
     changed = publish(files, options.out, digest=known.sha256)

@@ -44,9 +44,18 @@ class Num:
         # f-strings over markupsafe.escape: the same bytes as Markup.format, which goes through
         # string.Formatter and was a third of a large build's time (bench/, docs/performance.md).
         # A no-break space keeps the unit with its number, also when the page is read as text.
-        text = escape(self.text)
-        unit = f'\u00a0<span class="unit">{escape(self.unit)}</span>' if self.unit else ""
-        return f'<data class="num" value="{text}">{escape(self.display)}</data>{unit}'
+        text = _escaped(self.text)
+        unit = f'\u00a0<span class="unit">{_escaped(self.unit)}</span>' if self.unit else ""
+        return f'<data class="num" value="{text}">{_escaped(self.display)}</data>{unit}'
+
+
+_SPECIAL = frozenset("&<>'\"")
+
+
+def _escaped(text: str) -> str:
+    """markupsafe.escape's text, without making a Markup object for a number with nothing to escape
+    (a page of per-prompt rows renders tens of thousands)."""
+    return str(escape(text)) if not _SPECIAL.isdisjoint(text) else text
 
 
 def grouped(text: str) -> str:

@@ -28,6 +28,7 @@ class Copy:
 
     source: Path
     sha256: str
+    movable: bool = False  # a page rendered into this build's scratch folder: moved in, not copied
 
 
 Content = bytes | Copy
@@ -93,6 +94,13 @@ def differences(files: Files, out: Path, *, digest: Digest | None = None) -> lis
 
 
 def _write(target: Path, content: Content) -> None:
+    if isinstance(content, Copy) and content.movable:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(content.source, target)  # same file system: the page is renamed, never copied
+            return
+        except OSError:
+            pass  # another file system: copied and checked below
     if isinstance(content, Copy):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(content.source, target)  # the kernel copies; the bytes never pass through Python
@@ -143,6 +151,24 @@ def _fill(staging: Path, files: Files, out: Path, changed: set[str]) -> None:
             except OSError:
                 pass
         _write(target, files[relative])
+
+
+@contextmanager
+def scratch_folder(out: Path) -> Iterator[Path]:
+    """A folder beside `out` for pages rendered before the site is assembled (so publishing moves
+    them in); locked while this build lives, so a concurrent build's clean_leftovers spares it and
+    a killed build's is removed like a staging folder."""
+    out = real_output(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}pages-", dir=out.parent))
+    except OSError as error:  # a read-only or special file system, no space, no permission
+        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
+    try:
+        with _locked(scratch):
+            yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # ---- the swap: the site is the old one or the new one at every instant, even under SIGKILL ----

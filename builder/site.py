@@ -6,15 +6,20 @@ Everything is rendered into memory (path -> bytes) before a single byte is writt
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 
 from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
+from builder.incremental import Previous, pages_to_render
 from builder.output import check_output_folder, differences, publish, safe_target
-from builder.render import make_environment, render_page
+from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
@@ -29,18 +34,17 @@ from catalog.repository import Catalog, load_catalog
 
 
 @dataclass(frozen=True)
-class Page:
-    path: str
-    template: str
-    context: dict[str, object] = field(default_factory=dict)
-    title: str = ""
-    description: str = ""
-
-
-@dataclass(frozen=True)
 class BuildResult:
+    """`files`: bytes, or a file to copy verbatim (a packet; a page a worker rendered into
+    `scratch`, which the caller removes once the site is published)."""
+
     files: dict[str, bytes | Path]
     warnings: list[str]
+    costs: PageCosts = field(default_factory=PageCosts)
+    scratch: Path | None = None
+    rendered_in: Path | None = None  # the folder whose files are this build's own pages (movable)
+    build_date: str = ""
+    page_warnings: dict[str, list[str]] = field(default_factory=dict)  # recorded for incremental rebuilds
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -56,6 +60,19 @@ def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
     dates = [r.meta.date_updated for r in catalog.recipes.values()]
     dates += [p.created.date() for p in catalog.packets.values() if p.created]
     return max(dates, default=date(1970, 1, 1))
+
+
+def _view(make: Callable[..., object], *args: object) -> dict[str, object]:
+    """A page's view, built where the page is rendered (a worker), so its cost is the page's."""
+    return {"view": make(*args)}
+
+
+def _hardware_cards(ctx: SiteContext) -> dict[str, object]:
+    return {"cards": [hardware_view(h, ctx) for h in sorted(ctx.catalog.hardware.values(), key=lambda h: h.name)]}
+
+
+def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
+    return {"view": view, "jsonld": family_jsonld(view, ctx)}
 
 
 def family_views(ctx: SiteContext) -> list[FamilyView]:
@@ -87,14 +104,14 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
         Page(
             routes.METHODOLOGY,
             "methodology.html",
-            {"view": methodology_view()},
+            partial(_view, methodology_view),
             "Methodology",
             "How every number is measured, gated, graded and chosen.",
         ),
         Page(
             routes.HARDWARE_INDEX,
             "hardware_index.html",
-            {"cards": [hardware_view(h, ctx) for h in sorted(hardware.values(), key=lambda h: h.name)]},
+            partial(_hardware_cards, ctx),
             "Hardware",
             "Cards, memory and bandwidth, each figure with its source.",
         ),
@@ -105,7 +122,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 routes.family_page(view.slug),
                 "family.html",
-                {"view": view, "jsonld": family_jsonld(view, ctx)},
+                partial(_family_context, view, ctx),
                 view.title,
                 view.description,
             )
@@ -115,7 +132,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 routes.recipe_page(slug),
                 "recipe.html",
-                {"view": recipe_view(recipe, ctx)},
+                partial(_view, recipe_view, recipe, ctx),
                 f"{recipe.meta.title} recipe",
                 recipe.meta.description,
             )
@@ -125,7 +142,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 routes.packet_page(packet_id),
                 "packet.html",
-                {"view": packet_view(packet, ctx)},
+                partial(_view, packet_view, packet, ctx),
                 packet.title,
                 f"Evidence packet {packet_id}",
             )
@@ -135,32 +152,12 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 routes.hardware_page(hw_id),
                 "hardware.html",
-                {"view": hardware_view(hw, ctx)},
+                partial(_view, hardware_view, hw, ctx),
                 hw.name,
                 f"{hw.name}: specs and results",
             )
         )
     return found
-
-
-def render_pages(found: list[Page], ctx: SiteContext, templates: Path) -> dict[str, bytes]:
-    env = make_environment(templates)
-    site = {"build_date": ctx.build_date.isoformat(), "base_url": ctx.base_url}
-    return {
-        page.path: render_page(
-            env,
-            page.template,
-            page.path,
-            {
-                **page.context,
-                "site": site,
-                "title": page.title,
-                "description": page.description,
-                "canonical": ctx.absolute(page.path),
-            },
-        )
-        for page in found
-    }
 
 
 def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes | Path]:
@@ -181,17 +178,77 @@ def asset_files(assets: Path) -> dict[str, bytes | Path]:
 
 
 def build_files(
-    data: Path, packets: Path, *, templates: Path = TEMPLATES, base_url: str = "", allow_unsigned: bool = False
+    data: Path,
+    packets: Path,
+    *,
+    templates: Path = TEMPLATES,
+    base_url: str = "",
+    allow_unsigned: bool = False,
+    use_cache: bool = False,
+    scratch: Path | None = None,
+    previous: Previous | None = None,
+    context: str = "",
 ) -> BuildResult:
-    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned)
+    """Load, view and render everything. Pages rendered by workers are files in `scratch` (the
+    caller's folder), or in a temporary folder of their own (`BuildResult.scratch`) when none is
+    given, which the caller removes. With `previous` (the site being replaced) and this build's
+    `context` (stamp.Inputs.context), pages no new packet affects are kept from it (incremental.py)."""
+    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
     ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
+    costs = PageCosts()
+    started = time.process_time()
     families = family_views(ctx)
+    costs.add("family", time.process_time() - started, pages=0)  # the family views, shared with index and API
     found = pages(ctx, families)
-    files: dict[str, bytes | Path] = {**render_pages(found, ctx, templates)}
+    render_only = pages_to_render(previous, context, ctx)
+    kept: dict[str, bytes | Path] = {}
+    if render_only is not None and previous is not None:
+        kept = {p.path: previous.out / p.path for p in found if p.path not in render_only and p.path in previous.files}
+        found_to_render = [p for p in found if p.path not in kept]
+    else:
+        found_to_render = found
+    own = scratch is None
+    folder = Path(tempfile.mkdtemp(prefix="catalog-pages-")) if scratch is None else scratch
+    try:
+        rendered, said = render_pages(found_to_render, ctx, templates, folder, costs)
+    except BaseException:
+        if own:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    page_warnings: dict[str, list[str]] = {}
+    for page in found:  # each page's warnings in page order; a kept page's as the site recorded them
+        source = previous.page_warnings if previous is not None and page.path in kept else said
+        page_warnings[page.path] = source.get(page.path, [])
+        for warning in page_warnings[page.path]:
+            ctx.warn(warning)
+    files: dict[str, bytes | Path] = {**kept, **rendered}
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / routes.ASSETS_FOLDER))
     files[routes.SITEMAP] = sitemap([p.path for p in found if p.path != routes.NOT_FOUND], ctx)
-    return BuildResult(dict(sorted(files.items())), ctx.warnings)
+    if own and not any(isinstance(p, Path) and p.is_relative_to(folder) for p in files.values()):
+        shutil.rmtree(folder, ignore_errors=True)
+        return BuildResult(
+            dict(sorted(files.items())),
+            ctx.warnings,
+            costs,
+            None,
+            None,
+            ctx.build_date.isoformat(),
+            said_by(page_warnings),
+        )
+    return BuildResult(
+        dict(sorted(files.items())),
+        ctx.warnings,
+        costs,
+        folder if own else None,
+        folder,
+        ctx.build_date.isoformat(),
+        said_by(page_warnings),
+    )
+
+
+def said_by(page_warnings: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {path: said for path, said in sorted(page_warnings.items()) if said}
 
 
 def check_paths(files: Mapping[str, object], out: Path) -> None:
@@ -199,4 +256,4 @@ def check_paths(files: Mapping[str, object], out: Path) -> None:
         safe_target(out, relative)
 
 
-__all__ = ["BuildResult", "build_files", "check_output_folder", "check_paths", "differences", "publish"]
+__all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "check_paths", "differences", "publish"]

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from builder import routes
 
@@ -123,6 +124,7 @@ class Inputs:
 
     sha256: str
     irregular: tuple[str, ...] = ()
+    context: str = ""  # the same hash without the packets: what an incremental rebuild must share
 
 
 def _walk(folder: Path, root: Path) -> Iterator[tuple[str, str, Path]]:
@@ -170,7 +172,7 @@ def input_hash(
     data: Path, packets: Path, templates: Path, base_url: str, known: Fingerprints, *, allow_unsigned: bool = False
 ) -> Inputs:
     """Everything the output is a function of: inputs, templates, the code, library versions, options."""
-    digest = hashlib.sha256()
+    digest, context = hashlib.sha256(), hashlib.sha256()
     irregular: list[str] = []
     roots = {
         "data": data,
@@ -182,12 +184,15 @@ def input_hash(
     for name, root in roots.items():
         for line in _root_lines(name, root, known, irregular):
             digest.update(line)
+            if name != "packets":
+                context.update(line)
     for library in LIBRARIES:
         try:
             version = metadata.version(library)
         except metadata.PackageNotFoundError:
             version = "absent"
         digest.update(f"{library}={version}\0".encode())
+        context.update(f"{library}={version}\0".encode())
     options = {
         "base_url": base_url,
         "allow_unsigned": allow_unsigned,  # a local site must not pass for the one a plain build refuses
@@ -195,7 +200,8 @@ def input_hash(
         "python": list(sys.version_info[:2]),
     }
     digest.update(json.dumps(options, sort_keys=True).encode())
-    return Inputs(digest.hexdigest(), tuple(irregular))
+    context.update(json.dumps(options, sort_keys=True).encode())
+    return Inputs(digest.hexdigest(), tuple(irregular), context.hexdigest())
 
 
 def packet_count(relatives: Iterable[str]) -> int:
@@ -203,9 +209,20 @@ def packet_count(relatives: Iterable[str]) -> int:
     return sum(1 for r in relatives if routes.is_packet_json(r))
 
 
-def manifest(inputs: str, file_hashes: dict[str, str], warnings: list[str]) -> bytes:
+def manifest(
+    inputs: str,
+    file_hashes: dict[str, str],
+    warnings: list[str],
+    *,
+    context: str = "",
+    build_date: str = "",
+    page_warnings: dict[str, list[str]] | None = None,
+) -> bytes:
     body = {
         "inputs": inputs,
+        "context": context,
+        "build_date": build_date,
+        "page_warnings": page_warnings or {},
         "files": dict(sorted(file_hashes.items())),
         "packets": packet_count(file_hashes),
         "warnings": warnings,
@@ -233,9 +250,19 @@ def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | Non
     if inputs.irregular:
         return None
     try:
-        recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        if recorded.get("inputs") != inputs.sha256:
+        if json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("inputs") != inputs.sha256:
             return None
+    except (OSError, ValueError, AttributeError):
+        return None
+    recorded = intact(out, known)
+    return None if recorded is None else [str(w) for w in recorded.get("warnings", [])]
+
+
+def intact(out: Path, known: Fingerprints) -> dict[str, Any] | None:
+    """The manifest of the site in `out` when it holds exactly the files it records, none touched
+    since; None otherwise (no site, a hand edit, a stray file)."""
+    try:
+        recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         expected: dict[str, str] = recorded["files"]
         present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_symlink() or not p.is_dir()}
         if present != set(expected) | {MANIFEST}:
@@ -244,6 +271,6 @@ def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | Non
             path = out / relative
             if path.is_symlink() or known.sha256(path) != sha:
                 return None
-        return [str(w) for w in recorded.get("warnings", [])]
+        return recorded if isinstance(recorded, dict) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

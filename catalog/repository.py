@@ -24,9 +24,10 @@ from catalog.lint import lint
 from catalog.loading import load_file
 from catalog.overlay import load_overlay
 from catalog.packet import Packet
-from catalog.packet_io import read_packet
+from catalog.packet_io import read_bytes, read_packet
 from catalog.recipe import Recipe
 from catalog.suite import CanarySet, Suite
+from catalog.summary import SummaryCache, summarize
 
 T = TypeVar("T")
 PACKETS_PER_WORKER = 8  # below this a worker process costs more than it saves
@@ -79,15 +80,21 @@ class _Collector:
             raise CatalogErrors(self.errors)
 
 
-def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = False) -> Catalog:
+def load_catalog(
+    data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = False, summaries: bool = False, use_cache: bool = False
+) -> Catalog:
     """`allow_unsigned` admits packets without a signature (a local build; pages say so); a
-    signature that is present is always checked."""
+    signature that is present is always checked. `summaries` holds packets as summaries
+    (catalog/summary.py: what pages show), whole only where a reproduction compares arrays;
+    `use_cache` (with summaries) trusts the summary cache for content verified before: the
+    builder's default, never `make verify`'s."""
     _require_inputs(data_dir, packets_dir)
     found = _Collector()
     keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
-    recipes = _load_recipes(data_dir / "models", found)
+    cache = SummaryCache.for_run(data_dir / "keys.yaml", allow_unsigned) if summaries and use_cache else None
+    recipes = _load_recipes(data_dir / "models", found, cache)
     _load_overlays(data_dir / "overlays", recipes, hardware, found)
     suites, canary_sets = _load_suites(data_dir / "suites", found)
     # A data file already in error is not reported again through every packet that names it.
@@ -99,7 +106,7 @@ def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = Fa
     entries = sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []
     packet_files = [path for path in entries if not is_signature(path)]
     _check_signatures_have_packets(entries, found)
-    verified = read_packets(packet_files, keys, allow_unsigned)
+    verified = read_packets(packet_files, keys, allow_unsigned, cache, summaries=summaries)
     for path, (packet, problems) in zip(packet_files, verified, strict=True):
         found.errors.extend(problems)
         if packet is None:
@@ -110,6 +117,8 @@ def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = Fa
         packets[packet.id] = packet
         paths[packet.id] = path
         _cross_check(packet, path, recipes, hardware, suites, canary_sets, found, unloaded)
+    if summaries:
+        _read_whole(packets, paths, keys, allow_unsigned)
     for packet_id, packet in packets.items():
         if packet.reproduces and packet.reproduces not in packets:
             found.add(f"names unknown packet {packet.reproduces!r}", file=paths[packet_id], field="reproduces")
@@ -168,15 +177,57 @@ def read_verified(
     return packet, _located([*evidence, *consistency], path)
 
 
+def read_summary(
+    path: Path, keys: KeyRing, allow_unsigned: bool = False, cache: SummaryCache | None = None
+) -> tuple[Packet | None, list[CatalogError]]:
+    """`read_verified`, kept as a summary; content the cache has seen verified is not verified again."""
+    key = None
+    if cache is not None:
+        try:
+            key = cache.key(path, read_bytes(path))
+        except CatalogError as error:
+            return None, [error]
+        summary = cache.get(key)
+        if isinstance(summary, Packet):
+            return summary, []
+    packet, problems = read_verified(path, keys, allow_unsigned)
+    if packet is None:
+        return None, problems
+    summary = summarize(packet)
+    if cache is not None and key is not None and not problems:
+        cache.put(key, summary)
+    return summary, problems
+
+
+def _read_whole(packets: dict[str, Packet], paths: dict[str, Path], keys: KeyRing, allow_unsigned: bool) -> None:
+    """Reproductions and the packets they name compare whole token arrays: read those few whole
+    again (their bytes were verified a moment ago; a file changed since is refused here)."""
+    involved = {p.reproduces for p in packets.values() if p.reproduces} | {
+        i for i, p in packets.items() if p.reproduces
+    }
+    for packet_id in sorted(involved & packets.keys()):
+        packets[packet_id] = read_packet(paths[packet_id], keys, allow_unsigned=allow_unsigned)
+
+
 def _located(problems: list[Problem], path: Path) -> list[CatalogError]:
     return [CatalogError(message, file=path, field=where) for where, message in problems]
 
 
 def read_packets(
-    paths: list[Path], keys: KeyRing, allow_unsigned: bool = False
+    paths: list[Path],
+    keys: KeyRing,
+    allow_unsigned: bool = False,
+    cache: SummaryCache | None = None,
+    *,
+    summaries: bool = False,
 ) -> Iterator[tuple[Packet | None, list[CatalogError]]]:
-    """`read_verified` over every path, in order; on every core when there are enough packets."""
-    read = partial(read_verified, keys=keys, allow_unsigned=allow_unsigned)
+    """`read_verified` (or `read_summary`) over every path, in order; on every core when there
+    are enough packets."""
+    read: Callable[[Path], tuple[Packet | None, list[CatalogError]]] = (
+        partial(read_summary, keys=keys, allow_unsigned=allow_unsigned, cache=cache)
+        if summaries
+        else partial(read_verified, keys=keys, allow_unsigned=allow_unsigned)
+    )
     workers = min(len(os.sched_getaffinity(0)), len(paths) // PACKETS_PER_WORKER)
     if workers < 2:
         yield from map(read, paths)
@@ -185,11 +236,12 @@ def read_packets(
         yield from pool.map(read, paths, chunksize=2)
 
 
-def _load_recipes(directory: Path, found: _Collector) -> dict[str, Recipe]:
+def _load_recipes(directory: Path, found: _Collector, cache: SummaryCache | None = None) -> dict[str, Recipe]:
     recipes: dict[str, Recipe] = {}
     origin: dict[str, Path] = {}
+    load = cache.load_model if cache is not None else load_file
     for path in sorted(directory.glob("*.yaml")):
-        recipe = found.attempt(lambda path=path: load_file(Recipe, path))  # type: ignore[misc]
+        recipe = found.attempt(lambda path=path: load(Recipe, path))  # type: ignore[misc]
         if recipe is None:
             continue
         slug = recipe.meta.slug

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -46,8 +47,9 @@ class Suite(StrictModel):
             raise FieldError(f"class {class_ids[empty[0]]!r} has no prompt", "classes", empty[0])
         return self
 
-    @property
+    @cached_property
     def sha256(self) -> str:
+        """Computed once: every packet's workload is checked against it."""
         return canonical_sha256(self.model_dump(mode="json", by_alias=True))
 
     def class_of(self) -> dict[str, str]:
@@ -90,7 +92,7 @@ class CanarySet(StrictModel):
         _require_unique([c.id for c in self.canaries], "canary id", "canaries")
         return self
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return canonical_sha256(self.model_dump(mode="json"))
 

@@ -27,6 +27,13 @@ def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         os.environ["XDG_CACHE_HOME"] = previous
 
 
+@pytest.fixture(autouse=True)
+def private_cache_per_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own cache folder: a packet summary one test's build cached never spares
+    another test's verification (a test that patches the verifier must see it run)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache-home")))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_config_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Signing keys are made under $XDG_CONFIG_HOME on first use: tests get throwaway ones, and

@@ -80,7 +80,7 @@ class LadderView:
 
 
 def _row(row: PromptRow) -> RowView:
-    preview = " ".join(str(t) for t in row.token_ids[:TOKEN_PREVIEW])
+    preview = " ".join(map(str, row.token_ids[:TOKEN_PREVIEW]))
     return RowView(
         prompt_id=row.prompt_id,
         class_id=row.class_id,
@@ -90,7 +90,7 @@ def _row(row: PromptRow) -> RowView:
         decode_tok_s=opt_num(decode_rate(row.token_times_us)),
         finish_reason=row.finish_reason or "—",
         cached_tokens=opt_num(row.cached_tokens, 0),
-        token_preview=preview + (" …" if len(row.token_ids) > TOKEN_PREVIEW else ""),
+        token_preview=preview + (" …" if row.completion_tokens > TOKEN_PREVIEW else ""),
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from markupsafe import Markup, escape
 
@@ -105,20 +105,30 @@ def defined(text: object, titled: set[str] | None = None) -> Markup:
     if hasattr(text, "__html__"):  # already markup (a formatted number, a rendered macro)
         return Markup(text.__html__())  # noqa: S704 - it renders itself safely
     out: list[str] = []
-    last = 0
-    source = str(text)
-    for match in _pattern().finditer(source):
-        out.append(str(escape(source[last : match.start()])))
-        word = match.group(1)
+    for before, word in _pieces(str(text)):
+        out.append(before)
+        if word is None:
+            continue
         if titled is not None and word in titled:
             out.append(f'<abbr class="term">{escape(word)}</abbr>')
         else:
             out.append(f'<abbr class="term" title="{escape(INLINE[word].short)}">{escape(word)}</abbr>')
             if titled is not None:
                 titled.add(word)
+    return Markup("".join(out))  # noqa: S704 - every piece escaped in _pieces
+
+
+@lru_cache(maxsize=8192)
+def _pieces(source: str) -> tuple[tuple[str, str | None], ...]:
+    """`source` split at its glossary terms: (escaped text before, term), the last term None. The
+    same labels recur on every page: each is split once per process."""
+    pieces: list[tuple[str, str | None]] = []
+    last = 0
+    for match in _pattern().finditer(source):
+        pieces.append((str(escape(source[last : match.start()])), match.group(1)))
         last = match.end()
-    out.append(str(escape(source[last:])))
-    return Markup("".join(out))  # noqa: S704 - every piece escaped above
+    pieces.append((str(escape(source[last:])), None))
+    return tuple(pieces)
 
 
 def term(name: str, titled: set[str] | None = None) -> Markup:

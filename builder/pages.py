@@ -1,0 +1,153 @@
+"""Rendering pages, on every core when there are many: templates compiled once per worker, a
+packet page's view built in the worker that renders it, each page written to a scratch folder
+by its worker (so no process holds every page at once), with the CPU each kind of page cost.
+
+Workers are forked after the catalog is loaded: they share it, nothing is pickled but page
+indices on the way in and (path, warnings, cost) on the way out. Each page's own warnings are
+returned, for the caller to merge in page order: the log is the same whichever process rendered
+which page, and a page kept from the previous site (builder/incremental.py) says its recorded ones.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jinja2 import Environment
+
+from builder.render import make_environment, render_page
+from builder.views.common import SiteContext
+
+PAGES_PER_WORKER = 64  # below this a worker process costs more than it saves
+CHUNK = 16
+
+Context = dict[str, object]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One HTML page; `context` is the view, or a function that builds it where it is rendered."""
+
+    path: str
+    template: str
+    context: Context | Callable[[], Context] = field(default_factory=dict)
+    title: str = ""
+    description: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.template.removesuffix(".html")
+
+
+@dataclass
+class PageCosts:
+    """CPU seconds and page count by kind of page (the template), summed over every process."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    count: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, seconds: float, pages: int = 1) -> None:
+        self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
+        self.count[kind] = self.count.get(kind, 0) + pages
+
+    def report(self) -> dict[str, dict[str, float]]:
+        return {
+            kind: {"pages": self.count[kind], "cpu_ms_per_page": 1000 * self.seconds[kind] / self.count[kind]}
+            for kind in sorted(self.count)
+        }
+
+
+@dataclass
+class _Job:
+    """What forked workers inherit; `env` is each process's own compiled templates."""
+
+    pages: list[Page]
+    ctx: SiteContext
+    templates: Path
+    scratch: Path | None
+    env: Environment | None = None
+
+
+_JOB: _Job | None = None
+Rendered = tuple[int, bytes | None, list[str], float]
+
+
+def _render(job: _Job, index: int) -> Rendered:
+    started = time.process_time()
+    if job.env is None:
+        job.env = make_environment(job.templates)
+    page = job.pages[index]
+    ctx = job.ctx
+    shared, ctx.warnings = ctx.warnings, []  # this page's own warnings, whatever was said before
+    try:
+        body = _body(job, page, ctx)
+    finally:
+        warnings, ctx.warnings = ctx.warnings, shared
+    if job.scratch is None:
+        return index, body, warnings, time.process_time() - started
+    target = job.scratch / page.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(body)  # a scratch copy: publish moves it into the new site
+    return index, None, warnings, time.process_time() - started
+
+
+def _body(job: _Job, page: Page, ctx: SiteContext) -> bytes:
+    assert job.env is not None
+    view = page.context() if callable(page.context) else page.context
+    return render_page(
+        job.env,
+        page.template,
+        page.path,
+        {
+            **view,
+            "site": {"build_date": ctx.build_date.isoformat(), "base_url": ctx.base_url},
+            "title": page.title,
+            "description": page.description,
+            "canonical": ctx.absolute(page.path),
+        },
+    )
+
+
+def _render_chunk(indices: list[int]) -> list[Rendered]:
+    assert _JOB is not None, "a worker forked before the job was set"
+    return [_render(_JOB, i) for i in indices]
+
+
+def _workers(pages: int) -> int:
+    return min(len(os.sched_getaffinity(0)), pages // PAGES_PER_WORKER)
+
+
+def _in_workers(job: _Job, workers: int) -> Iterator[Rendered]:
+    global _JOB
+    chunks = [list(range(i, min(i + CHUNK, len(job.pages)))) for i in range(0, len(job.pages), CHUNK)]
+    _JOB = job
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for rendered in pool.map(_render_chunk, chunks):
+                yield from rendered
+    finally:
+        _JOB = None
+
+
+def render_pages(
+    found: list[Page], ctx: SiteContext, templates: Path, scratch: Path, costs: PageCosts
+) -> tuple[dict[str, bytes | Path], dict[str, list[str]]]:
+    """Every page, in order: its bytes (one process) or the scratch file its worker wrote; and
+    the warnings each page's view gave (the caller merges them in page order)."""
+    workers = _workers(len(found))
+    job = _Job(found, ctx, templates, scratch if workers >= 2 else None)
+    results = _in_workers(job, workers) if workers >= 2 else (_render(job, i) for i in range(len(found)))
+    files: dict[str, bytes | Path] = {}
+    said: dict[str, list[str]] = {}
+    for index, body, warnings, seconds in results:
+        page = found[index]
+        if warnings:
+            said[page.path] = warnings
+        costs.add(page.kind, seconds)
+        files[page.path] = body if body is not None else scratch / page.path
+    return files, said

@@ -1,0 +1,145 @@
+"""Verify once per content: a verified packet's summary, cached under the sha256 of its bytes.
+
+A summary is the verified `Packet` with every prompt row's token arrays cut to the first
+`KEPT_TOKENS` values: what every page shows (TTFT is token 0, the decode rate tokens 1..100, the
+preview the first two dozen ids) without the rest of the arrays, which are most of a packet's
+memory. Only the cross-packet checks of a reproduction need whole arrays; the loader reads those
+few packets whole again (catalog/repository.py).
+
+The cache lives in the user's cache folder (`$XDG_CACHE_HOME/llm-serving-catalog/summaries/`,
+else `~/.cache/...`), one file per packet content. Its key covers everything the verdict is a
+function of: the packet's bytes, its file name (the id check), its signature envelope's bytes,
+the key ring (data/keys.yaml), --allow-unsigned, and the verifier itself (the source of every
+catalog module and the versions of the libraries it validates with). So an entry can never be
+stale: any change to one of them is another key. Only packets that verified with no problem are
+stored. Entries are pickles, trusted like the Python bytecode cache beside them: whoever can
+write the user's cache folder can already change the code that runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from catalog.canonical import sha256_hex
+from catalog.errors import CatalogError
+from catalog.layout import signature_path
+from catalog.loading import ModelT, load_file
+from catalog.metrics import MIN_COMPLETION_TOKENS
+from catalog.packet import Packet, PromptRow
+from catalog.packet_io import read_bytes
+
+KEPT_TOKENS = MIN_COMPLETION_TOKENS  # tokens 0..100: TTFT, the decode window, the id preview
+CATALOG_SOURCE = Path(__file__).resolve().parent
+VERIFIER_LIBRARIES = ("pydantic", "pydantic-core", "cryptography", "securesystemslib", "pyyaml")
+FORMAT = 1  # bump when the stored form changes
+
+
+def summarize(packet: Packet) -> Packet:
+    """The packet with each row's token arrays cut to their first KEPT_TOKENS values (no other
+    field changes; the seal is kept). A copy, not re-validated: its rows no longer hold as many
+    ids as completion_tokens says, which is the point."""
+    arms = [
+        arm.model_copy(
+            update={"servers": [s.model_copy(update={"rows": [_cut(r) for r in s.rows]}) for s in arm.servers]}
+        )
+        for arm in packet.arms
+    ]
+    return packet.model_copy(update={"arms": arms})
+
+
+def _cut(row: PromptRow) -> PromptRow:
+    if len(row.token_ids) <= KEPT_TOKENS:
+        return row
+    return row.model_copy(
+        update={"token_ids": row.token_ids[:KEPT_TOKENS], "token_times_us": row.token_times_us[:KEPT_TOKENS]}
+    )
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-serving-catalog" / "summaries"
+
+
+def verifier_digest() -> str:
+    """sha256 of the verifier: every catalog module's source, the validating libraries, Python."""
+    digest = hashlib.sha256(f"format {FORMAT}\0python {sys.version_info[:2]}\0".encode())
+    for path in sorted(CATALOG_SOURCE.rglob("*.py")):
+        digest.update(f"{path.relative_to(CATALOG_SOURCE).as_posix()}\0".encode())
+        digest.update(path.read_bytes())
+    for library in VERIFIER_LIBRARIES:
+        try:
+            version = metadata.version(library)
+        except metadata.PackageNotFoundError:
+            version = "absent"
+        digest.update(f"{library}={version}\0".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class SummaryCache:
+    """Where summaries are kept, and the part of every key that is the same for the whole run
+    (verifier, key ring, options); picklable, so worker processes use it too."""
+
+    root: Path
+    context: str
+
+    @classmethod
+    def for_run(cls, keys_file: Path, allow_unsigned: bool, root: Path | None = None) -> SummaryCache:
+        try:
+            keys = sha256_hex(keys_file.read_bytes())
+        except OSError:
+            keys = "unreadable"
+        context = hashlib.sha256(f"{verifier_digest()}\0{keys}\0{allow_unsigned}".encode()).hexdigest()
+        return cls(root or cache_root(), context)
+
+    def key(self, path: Path, data: bytes) -> str:
+        envelope = signature_path(path)
+        try:
+            signed = sha256_hex(envelope.read_bytes()) if envelope.exists() else "none"
+        except OSError:
+            signed = "unreadable"
+        line = f"{self.context}\0{path.name}\0{sha256_hex(data)}\0{signed}"
+        return hashlib.sha256(line.encode()).hexdigest()
+
+    def load_model(self, model: type[ModelT], path: Path) -> ModelT:
+        """`load_file`, once per content: a data file's validated model (a recipe: YAML parsing is
+        most of its cost) kept under the sha256 of its bytes; a file in error is never kept."""
+        try:
+            data = read_bytes(path)  # refuses a FIFO, which would block
+        except CatalogError:
+            return load_file(model, path)  # which names the problem
+        key = hashlib.sha256(f"{self.context}\0{model.__qualname__}\0{sha256_hex(data)}".encode()).hexdigest()
+        found = self.get(key)
+        if isinstance(found, model):
+            return found
+        loaded = load_file(model, path)
+        self.put(key, loaded)
+        return loaded
+
+    def _file(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.pickle"
+
+    def get(self, key: str) -> BaseModel | None:
+        try:
+            found = pickle.loads(self._file(key).read_bytes())  # noqa: S301 - the user's own cache
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        return found if isinstance(found, BaseModel) else None
+
+    def put(self, key: str, summary: BaseModel) -> None:
+        """Store atomically; a cache that cannot be written only makes the next build slower."""
+        target = self._file(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            temporary.write_bytes(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(temporary, target)
+        except OSError:
+            pass

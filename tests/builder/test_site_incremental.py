@@ -1,0 +1,81 @@
+"""The incremental rebuild (builder/incremental.py): a new packet re-renders only the pages
+routes.pages_affected_by names, and the site is byte for byte the one a full build writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from builder.cli import run
+from catalog.layout import signature_path
+from catalog.packet_io import write_packet
+from tests.builder.factory import measured_parts, write_catalog
+from tests.catalog.factories import seal_parts
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _build(data: Path, packets: Path, out: Path, timings: Path, *extra: str) -> dict[str, int]:
+    argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(out), "--timings", str(timings)]
+    assert run([*argv, *extra]) == 0
+    return {kind: cost["pages"] for kind, cost in json.loads(timings.read_text()).items()}
+
+
+def _add_campaign(packets: Path, title: str) -> Path:
+    parts = measured_parts()
+    return write_packet(seal_parts(parts.model_copy(update={"title": title})), packets)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> tuple[Path, Path, Path]:
+    data, packets = write_catalog(tmp_path / "tree")
+    site = tmp_path / "site"
+    _build(data, packets, site, tmp_path / "t0.json")
+    return data, packets, site
+
+
+def test_a_new_packet_renders_only_its_pages_and_gives_the_full_build(built, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets, site = built
+    _build(data, packets, site, tmp_path / "t1.json", "--full")  # under the pinned build date
+    all_pages = len(list(site.rglob("*.html")))
+    added = _add_campaign(packets, "Fixture 7B, the same campaign again")
+    rendered = _build(data, packets, site, tmp_path / "t2.json")
+    assert rendered.get("packet") == 1
+    assert sum(rendered.values()) < all_pages
+    assert "hardware" not in rendered or rendered["hardware"] <= 2  # the cards it ran on
+    full = tmp_path / "full"
+    _build(data, packets, full, tmp_path / "t3.json", "--full")
+    assert _snapshot(site) == _snapshot(full)
+    assert (site / "packets" / added.stem / "index.html").is_file()
+
+
+def test_a_removed_packet_or_a_hand_edit_means_a_full_build(built, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets, site = built
+    added = _add_campaign(packets, "Fixture 7B, the same campaign again")
+    _build(data, packets, site, tmp_path / "t1.json", "--full")
+    all_pages = len(list(site.rglob("*.html")))
+    added.unlink()
+    signature_path(added).unlink()
+    assert sum(_build(data, packets, site, tmp_path / "t2.json").values()) == all_pages - 1
+    (site / "index.html").write_text("edited by hand")
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    assert sum(_build(data, packets, site, tmp_path / "t3.json").values()) == all_pages
+    full = tmp_path / "full"
+    _build(data, packets, full, tmp_path / "t4.json", "--full")
+    assert _snapshot(site) == _snapshot(full)
+
+
+def test_another_build_date_renders_every_page(built, tmp_path, monkeypatch):
+    data, packets, site = built
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    _build(data, packets, site, tmp_path / "t1.json")
+    all_pages = len(list(site.rglob("*.html")))
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767312000")
+    _add_campaign(packets, "Fixture 7B, the same campaign again")
+    assert sum(_build(data, packets, site, tmp_path / "t2.json").values()) == all_pages + 1

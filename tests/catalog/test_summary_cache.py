@@ -1,0 +1,206 @@
+"""Verify once per content: the builder keeps verified packets as summaries in a cache keyed by
+their bytes, their signature, the key ring and the verifier; `make verify` never trusts it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from catalog import repository, summary
+from catalog.errors import CatalogError
+from catalog.layout import is_signature
+from catalog.metrics import decode_rate
+from catalog.repository import load_catalog
+from catalog.summary import KEPT_TOKENS, SummaryCache, summarize
+from tests.builder.factory import write_catalog
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "cache-home"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home / "llm-serving-catalog" / "summaries"
+
+
+@pytest.fixture
+def catalog_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    return write_catalog(tmp_path / "tree")
+
+
+def _packet_files(packets: Path) -> list[Path]:
+    return sorted(p for p in packets.glob("*.json") if not is_signature(p))
+
+
+def _count_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Load in this process (so the patch is seen) and record every packet verified from scratch."""
+    verified: list[Path] = []
+    real = repository.read_verified
+
+    def counting(path: Path, *args: object, **kwargs: object) -> object:
+        verified.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repository, "read_verified", counting)
+    monkeypatch.setattr(repository, "PACKETS_PER_WORKER", 10**9)
+    return verified
+
+
+def test_a_summary_keeps_every_figure_a_page_shows_and_drops_the_rest(catalog_dirs):
+    data, packets = catalog_dirs
+    whole = load_catalog(data, packets)
+    for packet in whole.packets.values():
+        cut = summarize(packet)
+        assert cut.seal == packet.seal
+        for arm, cut_arm in zip(packet.arms, cut.arms, strict=True):
+            assert cut_arm.decode_tok_s == arm.decode_tok_s
+            assert cut_arm.ttft_ms == arm.ttft_ms
+            for server, cut_server in zip(arm.servers, cut_arm.servers, strict=True):
+                for row, cut_row in zip(server.rows, cut_server.rows, strict=True):
+                    assert len(cut_row.token_ids) == min(KEPT_TOKENS, len(row.token_ids))
+                    assert list(cut_row.token_ids) == list(row.token_ids[:KEPT_TOKENS])
+                    assert decode_rate(cut_row.token_times_us) == decode_rate(row.token_times_us)
+                    assert cut_row.completion_tokens == row.completion_tokens
+    rows = [r for p in whole.packets.values() for a in p.arms for s in a.servers for r in s.rows]
+    assert rows and any(len(r.token_ids) > KEPT_TOKENS for r in rows)  # the fixture has long rows to cut
+
+
+def test_a_second_load_verifies_nothing_and_gives_the_same_catalog(catalog_dirs, cache_home, monkeypatch):
+    data, packets = catalog_dirs
+    verified = _count_verifications(monkeypatch)
+    first = load_catalog(data, packets, summaries=True, use_cache=True)
+    assert sorted(verified) == _packet_files(packets)
+    recipes = len(list((data / "models").glob("*.yaml")))
+    assert len(list(cache_home.rglob("*.pickle"))) == len(first.packets) + recipes
+    verified.clear()
+    second = load_catalog(data, packets, summaries=True, use_cache=True)
+    assert verified == []
+    assert second.packets == first.packets
+    assert {i: p.seal for i, p in second.packets.items()} == {i: p.seal for i, p in first.packets.items()}
+
+
+def test_without_the_cache_flag_nothing_is_read_or_written(catalog_dirs, cache_home, monkeypatch):
+    data, packets = catalog_dirs
+    verified = _count_verifications(monkeypatch)
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    verified.clear()
+    load_catalog(data, packets, summaries=True, use_cache=False)
+    load_catalog(data, packets)  # what `make verify` does
+    assert len(verified) == 2 * len(_packet_files(packets))
+    assert not list(cache_home.rglob("*.tmp"))
+
+
+def test_a_changed_key_ring_or_verifier_trusts_no_old_summary(catalog_dirs, cache_home, monkeypatch):
+    data, packets = catalog_dirs
+    verified = _count_verifications(monkeypatch)
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    verified.clear()
+    keys = data / "keys.yaml"
+    keys.write_text(keys.read_text() + "\n# reviewed\n", encoding="utf-8")
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    assert sorted(verified) == _packet_files(packets)
+    verified.clear()
+    monkeypatch.setattr(summary, "verifier_digest", lambda: "another verifier")
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    assert sorted(verified) == _packet_files(packets)
+
+
+def test_the_key_covers_the_signature_and_the_file_name(catalog_dirs, tmp_path):
+    data, packets = catalog_dirs
+    cache = SummaryCache.for_run(data / "keys.yaml", allow_unsigned=False, root=tmp_path / "c")
+    path = _packet_files(packets)[0]
+    body = path.read_bytes()
+    before = cache.key(path, body)
+    envelope = path.with_name(path.stem + ".dsse.json")
+    envelope.write_bytes(envelope.read_bytes() + b" ")
+    assert cache.key(path, body) != before
+    renamed = path.with_name("renamed.json")
+    assert cache.key(renamed, body) != cache.key(path, body)
+    unsigned = SummaryCache.for_run(data / "keys.yaml", allow_unsigned=True, root=tmp_path / "c")
+    assert unsigned.context != cache.context
+
+
+def test_a_packet_with_problems_is_never_cached_and_still_fails(catalog_dirs, cache_home):
+    data, packets = catalog_dirs
+    path = _packet_files(packets)[0]
+    path.write_bytes(path.read_bytes().replace(b'"seed":', b'"seed": ', 1))  # not canonical
+    for _ in range(2):
+        with pytest.raises(CatalogError):
+            load_catalog(data, packets, summaries=True, use_cache=True)
+    recipes = len(list((data / "models").glob("*.yaml")))
+    assert len(list(cache_home.rglob("*.pickle"))) == len(_packet_files(packets)) - 1 + recipes
+
+
+def test_a_corrupt_cache_entry_is_verified_again(catalog_dirs, cache_home, monkeypatch):
+    data, packets = catalog_dirs
+    verified = _count_verifications(monkeypatch)
+    first = load_catalog(data, packets, summaries=True, use_cache=True)
+    for entry in cache_home.rglob("*.pickle"):
+        entry.write_bytes(b"not a pickle")
+    verified.clear()
+    again = load_catalog(data, packets, summaries=True, use_cache=True)
+    assert sorted(verified) == _packet_files(packets)
+    assert again.packets == first.packets
+
+
+def test_the_builder_uses_the_cache_unless_told_not_to(catalog_dirs, cache_home, tmp_path, monkeypatch):
+    from builder.cli import run
+
+    data, packets = catalog_dirs
+    verified = _count_verifications(monkeypatch)
+    argv = ["build", "--data", str(data), "--packets", str(packets)]
+    assert run([*argv, "--out", str(tmp_path / "one")]) == 0
+    assert sorted(verified) == _packet_files(packets)
+    verified.clear()
+    assert run([*argv, "--out", str(tmp_path / "two")]) == 0
+    assert verified == []
+    assert run([*argv, "--out", str(tmp_path / "three"), "--no-cache"]) == 0
+    assert sorted(verified) == _packet_files(packets)
+    one = {p.relative_to(tmp_path / "one"): p.read_bytes() for p in (tmp_path / "one").rglob("*") if p.is_file()}
+    two = {p.relative_to(tmp_path / "two"): p.read_bytes() for p in (tmp_path / "two").rglob("*") if p.is_file()}
+    assert one == two
+
+
+def test_a_reproduction_and_its_original_are_held_whole(tree, cache_home):
+    """Their checks and grade compare whole token arrays; every other packet is a summary."""
+    from catalog.packet_io import write_packet
+    from tests.catalog.factories import measured_draft, sealed
+
+    original = sealed(measured_draft(spec=False))
+    again = measured_draft(spec=False, title="again", ms_per_token=20.5)
+    again["identity"]["host"]["boot_id"] = "another-boot"
+    again["reproduces"] = original.packet.id
+    other = sealed(measured_draft(spec=False, title="another campaign", ms_per_token=21.5))
+    for made in (original, sealed(again), other):
+        write_packet(made, tree / "packets")
+    whole = load_catalog(tree / "data", tree / "packets")
+    for _ in range(2):  # verified, then from the cache
+        held = load_catalog(tree / "data", tree / "packets", summaries=True, use_cache=True)
+        for packet_id, packet in held.packets.items():
+            expected = whole.packets[packet_id]
+            assert packet == (expected if packet_id != other.packet.id else summarize(expected))
+        assert held.packets[other.packet.id] != whole.packets[other.packet.id]
+
+
+def test_recipes_are_parsed_once_per_content(catalog_dirs, cache_home, monkeypatch):
+    from catalog import summary as summary_module
+
+    data, packets = catalog_dirs
+    parsed: list[Path] = []
+    real = summary_module.load_file  # type: ignore[attr-defined]
+
+    def counting(model: type, path: Path) -> object:
+        parsed.append(path)
+        return real(model, path)
+
+    monkeypatch.setattr(summary_module, "load_file", counting)
+    first = load_catalog(data, packets, summaries=True, use_cache=True)
+    recipes = sorted((data / "models").glob("*.yaml"))
+    assert sorted(parsed) == recipes
+    parsed.clear()
+    assert load_catalog(data, packets, summaries=True, use_cache=True).recipes == first.recipes
+    assert parsed == []
+    edited = recipes[0]
+    edited.write_text(edited.read_text().replace("meta:", "meta:  # edited", 1), encoding="utf-8")
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    assert parsed == [edited]
