@@ -19,15 +19,15 @@ from typing import Any
 
 from bench.client_worker import _mark
 from catalog.samples import canary_set, strict_suite
-from runner.attempt import Workload
 from runner.load_sweep import LevelRunner
 from runner.plan import LoadOptions
+from runner.settings import MeasurementSettings
 
 
 async def run_level(run: dict[str, Any]) -> dict[str, Any]:
     options = LoadOptions(requests_per_level=int(run["requests"]))
-    workload = Workload(strict_suite(), canary_set(), int(run["max_tokens"]), 1234, 60.0)
-    runner = LevelRunner(run["base_url"], run["model"], {}, workload, options)
+    settings = MeasurementSettings(strict_suite(), canary_set(), int(run["max_tokens"]), 1234, 60.0)
+    runner = LevelRunner(run["base_url"], run["model"], {}, settings, options)
     users, rate = run.get("users"), run.get("rate_rps")
     level = await (runner.closed(int(users)) if users else runner.open(float(rate or 0.0)))
     lag = level.lag

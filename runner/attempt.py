@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -24,28 +22,18 @@ from catalog.files import write_file
 from catalog.loading import load_file
 from catalog.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
 from catalog.packet import CacheCheck, CanaryResult, PromptRow, ServerRun, SpecMetrics
-from catalog.suite import CanarySet, Suite
+from catalog.suite import Suite
 from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
 from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
 from runner.plan import ArmPlan
 from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
-
-Progress = Callable[[str], None]
+from runner.settings import MeasurementSettings, Progress
 
 TEMPLATE_KWARGS_FLAG = "--default-chat-template-kwargs"
 # Canaries ask short questions with a few dozen tokens to answer in: a reasoning model that
 # thinks first (Qwen3.5 with --reasoning-parser qwen3) never reaches the answer.
 CANARY_TEMPLATE_KWARGS: dict[str, object] = {"enable_thinking": False}
-
-
-@dataclass(frozen=True)
-class Workload:
-    suite: Suite
-    canaries: CanarySet
-    max_tokens: int
-    seed: int
-    health_deadline_s: float
 
 
 class AttemptInvalid(Exception):
@@ -77,7 +65,7 @@ def finished_attempt(run_dir: Path, arm_id: str, label: str, progress: Progress 
 
 
 def run_attempt(
-    arm: ArmPlan, label: str, runtime: Runtime, workload: Workload, run_dir: Path, progress: Progress
+    arm: ArmPlan, label: str, runtime: Runtime, settings: MeasurementSettings, run_dir: Path, progress: Progress
 ) -> ServerRun:
     """Measure one fresh server; a failure is recorded (status failed, log tail) and re-raised."""
     result_path, log_path = attempt_paths(run_dir, arm.id, label)
@@ -91,13 +79,13 @@ def run_attempt(
         run_dir=server_dir,
         env=arm.command.env,
         log_path=log_path,
-        health_deadline_s=workload.health_deadline_s,
+        health_deadline_s=settings.health_deadline_s,
     )
     try:
         progress(f"{arm.id} server {label}: starting on port {port} (log {log_path})")
         with server:
             progress(f"{arm.id} server {label}: ready after {server.startup_s or 0:.0f} s")
-            run = asyncio.run(_measure(server.base_url, arm, label, workload, progress))
+            run = asyncio.run(_measure(server.base_url, arm, label, settings, progress))
             run = run.model_copy(
                 update={"startup_s": server.startup_s, "log": log_path.name, "server_version": server.version}
             )
@@ -110,31 +98,33 @@ def run_attempt(
     return run
 
 
-async def _measure(base_url: str, arm: ArmPlan, label: str, workload: Workload, progress: Progress) -> ServerRun:
+async def _measure(
+    base_url: str, arm: ArmPlan, label: str, settings: MeasurementSettings, progress: Progress
+) -> ServerRun:
     model = arm.command.model_id
     async with new_http_client(max_in_flight=1) as http:
-        canaries = await run_canaries(base_url, model, workload, http, canary_template_kwargs(arm.command.args))
+        canaries = await run_canaries(base_url, model, settings, http, canary_template_kwargs(arm.command.args))
         failed = [c for c in canaries if not c.passed]
         if failed:
             progress(f"{arm.id} server {label}: canary {failed[0].id} failed: {failed[0].detail}")
         before = scrape_counters(base_url)
         rows: list[PromptRow] = []
-        class_of = workload.suite.class_of()
-        for index, prompt in enumerate(workload.suite.prompts, start=1):
+        class_of = settings.suite.class_of()
+        for index, prompt in enumerate(settings.suite.prompts, start=1):
             result = await stream_completion(
-                base_url, model, prompt.prompt, workload.max_tokens, workload.seed, http=http
+                base_url, model, prompt.prompt, settings.max_tokens, settings.seed, http=http
             )
             row = prompt_row(prompt.id, class_of[prompt.id], result)
             rows.append(row)
             row_rate = decode_rate(row.token_times_us)
             rate = f"{row_rate:.1f} tok/s" if row_rate else "no rate"
             progress(
-                f"{arm.id} server {label}: prompt {index}/{len(workload.suite.prompts)}, "
+                f"{arm.id} server {label}: prompt {index}/{len(settings.suite.prompts)}, "
                 f"{row.completion_tokens} tokens, {rate}"
             )
         after = scrape_counters(base_url)
     delta = after.minus(before)
-    _check_rows(rows, workload.suite)
+    _check_rows(rows, settings.suite)
     cache = cache_check(rows, delta)
     return ServerRun(
         label=label,
@@ -220,14 +210,14 @@ def canary_template_kwargs(args: list[str]) -> dict[str, object]:
 async def run_canaries(
     base_url: str,
     model: str,
-    workload: Workload,
+    settings: MeasurementSettings,
     http: httpx.AsyncClient,
     template_kwargs: dict[str, object] | None = None,
 ) -> list[CanaryResult]:
     """Every canary, judged as answered. A null content is recorded as "" and fails its canary,
     with the reasoning text the server returned instead (when it returned any)."""
     results = []
-    for canary in workload.canaries.canaries:
+    for canary in settings.canaries.canaries:
         runs = canary.repeats or 1
         replies = [
             await chat_completion(
@@ -235,7 +225,7 @@ async def run_canaries(
                 model,
                 canary.prompt,
                 canary.max_tokens,
-                workload.seed,
+                settings.seed,
                 http=http,
                 chat_template_kwargs=template_kwargs,
             )

@@ -14,14 +14,24 @@ from typing import Any
 
 from catalog.errors import CatalogError
 from catalog.metrics import compare_rows
-from catalog.packet import ArmConfig, ArmParts, GateResult, Identity, Ladder, PacketParts, Provenance, ServerRun
-from catalog.packet import Workload as PacketWorkload
+from catalog.packet import (
+    ArmConfig,
+    ArmParts,
+    GateResult,
+    Identity,
+    Ladder,
+    PacketParts,
+    Provenance,
+    ServerRun,
+    Workload,
+)
 from catalog.packet_io import Sealed, seal, write_packet
 from catalog.signing import HostKey
-from runner.attempt import Progress, Workload, finished_attempt, run_attempt
+from runner.attempt import finished_attempt, run_attempt
 from runner.identity import scrub_argv, scrub_env
 from runner.plan import ArmPlan, CampaignRequest, flag_value
 from runner.runtime import PORT_PLACEHOLDER, Runtime
+from runner.settings import MeasurementSettings, Progress
 
 SERVER_LABELS = "ABCD"
 
@@ -30,7 +40,7 @@ SERVER_LABELS = "ABCD"
 class CampaignSetup:
     request: CampaignRequest
     arms: list[ArmPlan]
-    workload: Workload
+    settings: MeasurementSettings
     run_dir: Path
     identity: Identity
     title: str
@@ -52,7 +62,7 @@ def measure_arms(setup: CampaignSetup, runtime: Any, progress: Progress) -> dict
                 runs.append(done)
                 continue
             try:
-                runs.append(run_attempt(arm, label, runtime, setup.workload, setup.run_dir, progress))
+                runs.append(run_attempt(arm, label, runtime, setup.settings, setup.run_dir, progress))
             except Exception as error:
                 raise CampaignFailed(
                     f"{arm.id} server {label} failed, no packet written: {str(error).splitlines()[0]}",
@@ -155,15 +165,15 @@ def assemble(
         created=datetime.now(UTC).replace(microsecond=0),
         provenance=Provenance(kind="measured", tool="runner (this repository)"),
         identity=setup.identity,
-        workload=PacketWorkload(
-            suite_id=setup.workload.suite.id,
-            suite_sha256=setup.workload.suite.sha256,
-            canary_set_id=setup.workload.canaries.id,
-            canary_set_sha256=setup.workload.canaries.sha256,
-            max_tokens=setup.workload.max_tokens,
+        workload=Workload(
+            suite_id=setup.settings.suite.id,
+            suite_sha256=setup.settings.suite.sha256,
+            canary_set_id=setup.settings.canaries.id,
+            canary_set_sha256=setup.settings.canaries.sha256,
+            max_tokens=setup.settings.max_tokens,
             temperature=0.0,
             top_p=1.0,
-            seed=setup.workload.seed,
+            seed=setup.settings.seed,
         ),
         arms=arms,
         ladders=ladders,

@@ -28,13 +28,13 @@ from catalog.loading import load_file
 from catalog.metrics import decode_rate
 from catalog.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptRow
 from catalog.suite import Suite
-from runner.attempt import Progress, Workload
 from runner.client import ClientError, new_http_client, stream_completion
 from runner.load_sweep import levels_path, run_load_sweep
 from runner.metrics_scrape import MetricsError
 from runner.plan import LADDER_MAX_SEQS, ArmPlan, LoadOptions, flag_value, ladder_command
 from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
+from runner.settings import MeasurementSettings, Progress
 
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 CONTEXT_DEPTHS = (2048, 4096, 8192, 16384, 24576, 32768)
@@ -89,7 +89,7 @@ def run_ladders(
     oracle_rows: list[PromptRow],
     oracle_context: ContextOutputs,
     runtime: Runtime,
-    workload: Workload,
+    settings: MeasurementSettings,
     run_dir: Path,
     max_model_len: int,
     progress: Progress,
@@ -123,12 +123,12 @@ def run_ladders(
                 run_dir=server_dir,
                 env=command.env,
                 log_path=log_path,
-                health_deadline_s=workload.health_deadline_s,
+                health_deadline_s=settings.health_deadline_s,
             ) as server:
                 for kind in missing:
                     if kind == "concurrency":
                         ladder = asyncio.run(
-                            _concurrency(server.base_url, arm, oracle_rows, workload, progress, levels)
+                            _concurrency(server.base_url, arm, oracle_rows, settings, progress, levels)
                         )
                     elif kind == "load":
                         max_num_seqs = int(flag_value(command.args, "--max-num-seqs") or LADDER_MAX_SEQS)
@@ -137,7 +137,7 @@ def run_ladders(
                                 server.base_url,
                                 arm,
                                 oracle_rows,
-                                workload,
+                                settings,
                                 load or LoadOptions(),
                                 max_num_seqs,
                                 levels_path(run_dir, arm.id),
@@ -146,7 +146,7 @@ def run_ladders(
                         )
                     else:
                         ladder, outputs = asyncio.run(
-                            _context(server.base_url, arm, oracle_context, workload, max_model_len, progress)
+                            _context(server.base_url, arm, oracle_context, settings, max_model_len, progress)
                         )
                         save_context_outputs(context_outputs_path(run_dir, arm.id), outputs)
                     write_file(ladder_path(run_dir, arm.id, kind), pretty_json(ladder.model_dump(mode="json")))
@@ -164,12 +164,12 @@ async def _concurrency(
     base_url: str,
     arm: ArmPlan,
     oracle_rows: list[PromptRow],
-    workload: Workload,
+    settings: MeasurementSettings,
     progress: Progress,
     levels: Sequence[int] = CONCURRENCY_LEVELS,
 ) -> Ladder:
     expected = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
-    prompts = workload.suite.prompts
+    prompts = settings.suite.prompts
     points = []
     async with new_http_client(max_in_flight=max(levels)) as http:
         for users in levels:
@@ -178,7 +178,7 @@ async def _concurrency(
             results = await asyncio.gather(
                 *(
                     stream_completion(
-                        base_url, arm.command.model_id, p.prompt, workload.max_tokens, workload.seed, http=http
+                        base_url, arm.command.model_id, p.prompt, settings.max_tokens, settings.seed, http=http
                     )
                     for p in batch
                 )
@@ -200,7 +200,7 @@ async def _context(
     base_url: str,
     arm: ArmPlan,
     oracle_context: ContextOutputs,
-    workload: Workload,
+    settings: MeasurementSettings,
     max_model_len: int,
     progress: Progress,
 ) -> tuple[Ladder, ContextOutputs]:
@@ -209,12 +209,12 @@ async def _context(
     outputs: ContextOutputs = {}
     async with new_http_client(max_in_flight=1) as http:
         for depth in depths:
-            for content_class in _context_classes(workload.suite):
+            for content_class in _context_classes(settings.suite):
                 prompt_ids = await _prompt_of_depth(
-                    http, base_url, arm.command.model_id, workload.suite, content_class, depth
+                    http, base_url, arm.command.model_id, settings.suite, content_class, depth
                 )
                 result = await stream_completion(
-                    base_url, arm.command.model_id, prompt_ids, CONTEXT_MAX_TOKENS, workload.seed, http=http
+                    base_url, arm.command.model_id, prompt_ids, CONTEXT_MAX_TOKENS, settings.seed, http=http
                 )
                 outputs[(depth, content_class)] = result.token_ids
                 oracle = oracle_context.get((depth, content_class))

@@ -28,10 +28,10 @@ from catalog.canonical import pretty_json
 from catalog.files import write_file
 from catalog.load import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
 from catalog.packet import Ladder, PromptRow
-from runner.attempt import Progress, Workload
 from runner.client import ClientError, StreamResult, new_http_client, stream_completion
 from runner.load_metrics import MetricsSampler
 from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, LoadOptions
+from runner.settings import MeasurementSettings, Progress
 
 # send(index, due_ms) -> the request's row and when its last byte arrived (perf_counter)
 Send = Callable[[int, float], Awaitable[tuple[LoadRequest, float]]]
@@ -54,7 +54,7 @@ async def run_load_sweep(
     base_url: str,
     arm: ArmPlan,
     oracle_rows: list[PromptRow],
-    workload: Workload,
+    settings: MeasurementSettings,
     options: LoadOptions,
     max_num_seqs: int,
     kept_path: Path,
@@ -65,7 +65,7 @@ async def run_load_sweep(
     kept = read_finished_levels(kept_path) if kept_path.exists() else []
     levels: list[LoadLevel] = []
     oracle = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
-    runner = LevelRunner(base_url, arm.command.model_id, oracle, workload, options)
+    runner = LevelRunner(base_url, arm.command.model_id, oracle, settings, options)
 
     async def level_of(mode: str, users: int | None, rate: float | None) -> LoadLevel:
         match = next((k for k in kept if (k.mode, k.users, k.rate_rps) == (mode, users, rate)), None)
@@ -152,12 +152,17 @@ class LevelRunner:
     `oracle` maps prompt ids to the sequential oracle's token ids (bench/ passes none)."""
 
     def __init__(
-        self, base_url: str, model: str, oracle: dict[str, list[int]], workload: Workload, options: LoadOptions
+        self,
+        base_url: str,
+        model: str,
+        oracle: dict[str, list[int]],
+        settings: MeasurementSettings,
+        options: LoadOptions,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.oracle = oracle
-        self.workload = workload
+        self.settings = settings
         self.options = options
         self.started = 0.0  # perf_counter() when the running level's clock started
 
@@ -204,7 +209,7 @@ class LevelRunner:
         rows: list[LoadRequest | None],
         **kind: object,
     ) -> LoadLevel:
-        prompts = self.workload.suite.prompts
+        prompts = self.settings.suite.prompts
         gaps: list[float] = []
         finished: list[float] = []
         async with new_http_client(max_in_flight=connections) as http:
@@ -218,9 +223,9 @@ class LevelRunner:
                 prompt = prompts[index % len(prompts)]
                 launched = perf_counter()
                 try:
-                    workload = self.workload
+                    settings = self.settings
                     result = await stream_completion(
-                        self.base_url, self.model, prompt.prompt, workload.max_tokens, workload.seed, http=http
+                        self.base_url, self.model, prompt.prompt, settings.max_tokens, settings.seed, http=http
                     )
                 except ClientError as error:
                     finished.append(perf_counter())

@@ -18,13 +18,13 @@ from catalog.repository import Catalog
 from catalog.signing import HostKey, host_key
 from catalog.suite import CanarySet, Suite
 from runner import docker, preflight
-from runner.attempt import Progress, Workload
 from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, publish
 from runner.docker import PinnedImage
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
 from runner.ladders import run_ladders
 from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, CampaignRequest, LoadOptions, campaign_id, flag_value, plan_arms
 from runner.runtime import PASSED_ENV, DockerRuntime, LocalRuntime, Runtime
+from runner.settings import MeasurementSettings, Progress
 
 DEMO_SLUG = "demo"
 DEMO_HARDWARE = "cpu_generic"
@@ -85,9 +85,9 @@ def measure(
         progress(f"{arm.id}: {arm.command.redacted().shell()}")
     run_dir = places.runs / cid
     progress(f"campaign {cid}: logs and finished attempts in {run_dir}")
-    workload = Workload(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
+    settings = MeasurementSettings(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
     identity = campaign_identity(recipe, hardware, request, checked, runtime_identity, progress)
-    setup = CampaignSetup(request, arms, workload, run_dir, identity, _title(recipe.meta.title, request, hardware.name))
+    setup = CampaignSetup(request, arms, settings, run_dir, identity, _title(recipe.meta.title, request, hardware.name))
     try:
         results = measure_arms(setup, runtime, progress)  # the oracle and every speculative arm, fresh servers each
         ladders = run_campaign_ladders(setup, recipe, results, runtime, progress)
@@ -237,7 +237,7 @@ def run_campaign_ladders(
             results[arms[0].id][0].rows,
             oracle_context,
             runtime,
-            setup.workload,
+            setup.settings,
             setup.run_dir,
             max_model_len,
             progress,

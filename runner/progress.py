@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from time import monotonic
 
 from rich.console import Console
 from rich.markup import escape
 
+from runner.settings import Progress
+
 
 @contextmanager
-def console_progress() -> Iterator[Callable[[str], None]]:
+def console_progress() -> Iterator[Progress]:
     console = Console(stderr=True, highlight=False)
     started = monotonic()
 

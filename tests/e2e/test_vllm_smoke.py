@@ -9,10 +9,11 @@ import pytest
 from catalog.canaries import verdict
 from catalog.packet import CanaryResult
 from catalog.samples import canary_set, strict_suite
-from runner.attempt import Workload, cache_check, canary_template_kwargs, prompt_row, run_canaries
+from runner.attempt import cache_check, canary_template_kwargs, prompt_row, run_canaries
 from runner.client import StreamResult, chat_completion, new_http_client, stream_completion
 from runner.metrics_scrape import scrape_counters
 from runner.server import VllmServer
+from runner.settings import MeasurementSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -89,11 +90,11 @@ def test_ngram_speculation_matches_plain_output_and_reports_counters(
 
 
 def _canaries(server: VllmServer, template_kwargs: dict[str, object] | None) -> list[CanaryResult]:
-    workload = Workload(strict_suite(), canary_set(), MAX_TOKENS, SEED, 60.0)
+    settings = MeasurementSettings(strict_suite(), canary_set(), MAX_TOKENS, SEED, 60.0)
 
     async def run() -> list[CanaryResult]:
         async with new_http_client(max_in_flight=1) as http:
-            return await run_canaries(server.base_url, server.served_models[0], workload, http, template_kwargs)
+            return await run_canaries(server.base_url, server.served_models[0], settings, http, template_kwargs)
 
     return asyncio.run(run())
 

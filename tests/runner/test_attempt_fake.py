@@ -14,9 +14,10 @@ from catalog.evidence import shows_cache_zero
 from catalog.packet import CacheCheck, CanaryResult, PromptRow, ServerRun
 from catalog.samples import canary_set, make_rows, strict_suite
 from runner import attempt
-from runner.attempt import AttemptInvalid, Workload, cache_check, canary_template_kwargs, run_canaries
+from runner.attempt import AttemptInvalid, cache_check, canary_template_kwargs, run_canaries
 from runner.client import new_http_client
 from runner.metrics_scrape import VllmCounters
+from runner.settings import MeasurementSettings
 from tests.runner.fake_server import FakeServer, Script, chat_reply, sse, token_chunk, usage_chunk
 
 TOKENS = 101  # the protocol's least completion
@@ -35,8 +36,8 @@ def fake() -> Iterator[FakeServer]:
         yield server
 
 
-def workload() -> Workload:
-    return Workload(strict_suite(), canary_set(), TOKENS, 1234, 60.0)
+def settings() -> MeasurementSettings:
+    return MeasurementSettings(strict_suite(), canary_set(), TOKENS, 1234, 60.0)
 
 
 def canary_requests() -> int:
@@ -46,7 +47,7 @@ def canary_requests() -> int:
 def canaries_of(fake: FakeServer, kwargs: dict[str, object] | None) -> list[CanaryResult]:
     async def run() -> list[CanaryResult]:
         async with new_http_client(max_in_flight=1) as http:
-            return await run_canaries(fake.base_url, "demo", workload(), http, kwargs)
+            return await run_canaries(fake.base_url, "demo", settings(), http, kwargs)
 
     return asyncio.run(run())
 
@@ -173,7 +174,7 @@ def test_an_older_vllm_attempt_records_how_cache_zero_was_shown(fake: FakeServer
         ]
     )
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo", args=[]))
-    run = asyncio.run(attempt._measure(fake.base_url, arm, "A", workload(), lambda _: None))  # type: ignore[arg-type]
+    run = asyncio.run(attempt._measure(fake.base_url, arm, "A", settings(), lambda _: None))  # type: ignore[arg-type]
     assert all(row.cached_tokens is None for row in run.rows)
     assert run.cache_zero is True
     assert run.cache_check == CacheCheck(source="metrics", prefix_cache_queries=480, prefix_cache_hits=0)

@@ -18,10 +18,10 @@ from catalog.load import Slo, poisson_offsets_ms
 from catalog.packet import Ladder
 from catalog.samples import make_rows, strict_suite
 from runner import ladders, load_sweep
-from runner.attempt import Workload
 from runner.client import ClientError, StreamResult
 from runner.load_metrics import MetricsSummary, read_wanted
 from runner.plan import LoadOptions
+from runner.settings import MeasurementSettings
 from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
 
 SUITE = strict_suite()
@@ -50,15 +50,15 @@ def server() -> Iterator[FakeServer]:
 
 def sweep(fake: FakeServer, tmp_path: Path, said: list[str] | None = None, **options: Any) -> Ladder:
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
-    workload = Workload(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
-    settings = LoadOptions.model_validate({"users": [1, 2], "rates_rps": [20.0], "requests_per_level": 5} | options)
+    settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
+    load = LoadOptions.model_validate({"users": [1, 2], "rates_rps": [20.0], "requests_per_level": 5} | options)
     kept = load_sweep.levels_path(tmp_path, "tp1-oracle")
     run = load_sweep.run_load_sweep(
         fake.base_url,
         arm,  # type: ignore[arg-type]
         ORACLE_ROWS,
-        workload,
         settings,
+        load,
         64,
         kept,
         (said if said is not None else []).append,
@@ -257,7 +257,7 @@ def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
     command = SimpleNamespace(model_id="demo", args=["--max-num-seqs", "2"], env={})
     arm = SimpleNamespace(id="tp1-oracle", spec_depth=0, command=command)
     runtime = SimpleNamespace(argv=lambda command, port: ["vllm", "serve"])
-    workload = Workload(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
+    settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
     load = LoadOptions(users=[1, 4], rates_rps=[50.0], requests_per_level=4)
 
     def run(said: list[str]) -> list[Ladder]:
@@ -267,7 +267,7 @@ def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
             ORACLE_ROWS,
             {},
             runtime,  # type: ignore[arg-type]
-            workload,
+            settings,
             tmp_path,
             4096,
             said.append,

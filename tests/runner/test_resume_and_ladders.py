@@ -17,9 +17,10 @@ from catalog.files import write_file
 from catalog.packet import ContextPoint, Ladder, ServerRun
 from catalog.samples import make_rows, make_server, strict_suite
 from runner import ladders
-from runner.attempt import Workload, attempt_paths, finished_attempt
+from runner.attempt import attempt_paths, finished_attempt
 from runner.client import StreamResult
 from runner.server import ServerError
+from runner.settings import MeasurementSettings
 
 
 def _record(run_dir: Path, run: ServerRun | dict[str, Any]) -> Path:
@@ -93,8 +94,8 @@ def test_concurrency_ladder_compares_outputs_with_the_oracle_arrays(monkeypatch:
 
     monkeypatch.setattr(ladders, "stream_completion", fake_stream)
     arm = SimpleNamespace(id="tp1-ngram3", command=SimpleNamespace(model_id="demo"))
-    workload = Workload(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
-    ladder = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, workload, lambda _: None))  # type: ignore[arg-type]
+    settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
+    ladder = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None))  # type: ignore[arg-type]
     identical = {point.users: point.identical_to_oracle for point in ladder.concurrency}
     assert identical == {1: True, 2: True, 4: True, 8: False, 16: False, 32: False, 64: False}
     assert json.loads(pretty_json(ladder.model_dump(mode="json")))["kind"] == "concurrency"
@@ -161,8 +162,8 @@ def fake_ladders(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 def _run(arm: Any, run_dir: Path, oracle: dict[Any, Any], said: list[str]) -> tuple[list[Ladder], dict[Any, Any]]:
     runtime = SimpleNamespace(argv=lambda command, port: ["vllm", "serve"])
-    workload = Workload(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
-    return ladders.run_ladders(["context"], arm, [], oracle, runtime, workload, run_dir, 4096, said.append)  # type: ignore[arg-type]
+    settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
+    return ladders.run_ladders(["context"], arm, [], oracle, runtime, settings, run_dir, 4096, said.append)  # type: ignore[arg-type]
 
 
 def test_an_interrupted_ladder_starts_again_on_an_empty_folder(tmp_path: Path, fake_ladders: dict[str, Any]) -> None:
@@ -224,7 +225,7 @@ def test_concurrency_levels_are_the_requested_ones(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(ladders, "stream_completion", fake_stream)
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
-    workload = Workload(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
-    ladder = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, workload, lambda _: None, [1, 2]))  # type: ignore[arg-type]
+    settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
+    ladder = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None, [1, 2]))  # type: ignore[arg-type]
     assert [point.users for point in ladder.concurrency] == [1, 2]
     assert all(point.identical_to_oracle for point in ladder.concurrency)
