@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.local_browser import chromium, ensure_chromium
 from tests import profiles  # noqa: F401 - registers the hypothesis profiles before --hypothesis-profile loads one
+from tests.local_browser import chromium, ensure_chromium
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -76,7 +76,7 @@ def repository_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Debian's Chromium driven by playwright (bench/local_browser.py). Missing, it skips the test
+    """Debian's Chromium driven by playwright (tests/local_browser.py). Missing, it skips the test
     locally but fails it in CI (env CI set), as the real-vLLM tests do. Module-scoped: while
     playwright lives, every later asyncio.run in this thread (the runner's client) fails."""
     if not ensure_chromium():

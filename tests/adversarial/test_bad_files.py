@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.hostile_files import CASES, PACKET, plant
 from builder import cli as builder_cli
 from catalog import verify
 from catalog.canonical import canonical_json
+from tests.adversarial.hostile_files import CASES, PACKET, plant
 from tests.adversarial.support import REPO, Tally, run_main, snapshot
 
 

@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from bench.local_browser import serve_folder
 from builder import cli as builder_cli
 from catalog.compose import LaunchCommand
 from catalog.layout import SIGNATURE_SUFFIX
 from tests.adversarial.hostile import MARK
 from tests.adversarial.support import Tally
+from tests.local_browser import serve_folder
 from tests.profiles import examples
 
 OUR_SCRIPTS = {"site.js", "charts.js"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.local_browser import serve_folder
+from tests.local_browser import serve_folder
 
 
 @pytest.fixture(scope="session")

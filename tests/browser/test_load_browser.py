@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.local_browser import serve_folder
 from builder.cli import run
 from catalog.repository import load_catalog
 from tests.browser.test_site_browser import LABELS_OUTSIDE, PHONE
 from tests.builder.factory import LOAD_FAMILY, load_parts, write_catalog
+from tests.local_browser import serve_folder
 
 pytestmark = pytest.mark.browser
 
