@@ -12,18 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.test_site_browser import FAMILY, KINDS
+
 pytestmark = pytest.mark.browser
 
 AXE_VERSION = "4.12.1"
-FAMILY = "models/fixture-7b/index.html"
-PAGES = [
-    "index.html",
-    FAMILY,
-    "recipes/fixture-7b/index.html",
-    "hardware/index.html",
-    "hardware/arc_pro_b70/index.html",
-    "methodology/index.html",
-]
 SERIOUS = ("serious", "critical")
 
 
@@ -58,7 +51,7 @@ def test_no_serious_violation_on_any_kind_of_page(browser, base_url, built, widt
     page = context.new_page()
     packet = sorted(p.relative_to(built).as_posix() for p in built.glob("packets/*/index.html"))[0]
     problems = {}
-    for path in [*PAGES, packet]:
+    for path in [*KINDS, packet]:
         page.goto(base_url + path)
         if path == FAMILY:
             _draw_every_chart(page)
