@@ -20,8 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from catalog.errors import CatalogError
 from catalog.load import LoadLevel, LoadRequest, LoadSweep, Percentiles, Slo
+from catalog.loading import validation_error
 
 PER_REQUEST = ("ttfts", "latencies", "output_lens", "itls", "start_times")
 
@@ -88,15 +91,31 @@ def bench_level(data: Mapping[str, Any], path: Path) -> LoadLevel:
     )
 
 
+def _checked_level(path: Path, data: Mapping[str, Any]) -> LoadLevel:
+    """bench_level, with a row the load model refuses (a negative time) named by its file."""
+    try:
+        return bench_level(data, path)
+    except ValidationError as error:
+        problem = validation_error(error, path, None)
+        raise _fail(path, problem.field or "ttfts", f"makes an invalid load level: {problem.message}") from None
+
+
 def bench_sweep(files: Sequence[tuple[Path, Mapping[str, Any]]], slo: Slo | None = None) -> LoadSweep:
-    """A speed-only sweep, one level per file, closed-loop levels by users then open-loop by rate."""
-    levels = [(path, bench_level(data, path)) for path, data in files]
+    """A speed-only sweep, one level per file, closed-loop levels by users then open-loop by rate;
+    two files of one level (the same --max-concurrency or --request-rate) are refused."""
+    levels = [(path, _checked_level(path, data)) for path, data in files]
     if not levels:
         raise CatalogError("no vllm bench serve file with per-request lists: no curve")
     counts = {len(level.requests) for _, level in levels}
     if len(counts) > 1:
         path, level = levels[-1]
         raise _fail(path, "num_prompts", f"{len(level.requests)} requests; every level of a curve needs the same count")
+    first_of: dict[str, Path] = {}
+    for path, level in levels:
+        if level.label in first_of:
+            field = "max_concurrency" if level.mode == "closed" else "request_rate"
+            raise _fail(path, field, f"a second level of {level.label} (the first: {first_of[level.label]})")
+        first_of[level.label] = path
     ordered = sorted(
         (level for _, level in levels), key=lambda lv: (lv.mode == "open", lv.users or 0, lv.rate_rps or 0)
     )
