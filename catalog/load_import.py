@@ -29,8 +29,30 @@ from catalog.loading import validation_error
 PER_REQUEST = ("ttfts", "latencies", "output_lens", "itls", "start_times")
 
 
+# the load model's field -> the vllm bench serve field it is made from
+SOURCE_FIELD = {
+    "ttft_ms": "ttfts",
+    "e2e_ms": "latencies",
+    "tpot_ms": "latencies",
+    "output_tokens": "output_lens",
+    "sent_ms": "start_times",
+    "planned_ms": "start_times",
+    "duration_s": "duration",
+    "itl_ms": "itls",
+}
+
+
 def _fail(path: Path, field: str, message: str) -> CatalogError:
     return CatalogError(message, file=path, field=field)
+
+
+def _refused(path: Path, error: ValidationError, where: str = "") -> CatalogError:
+    """A value the load model refuses, named by the source file's field (and request index)."""
+    problem = validation_error(error, path, None)
+    parts = str(problem.field or "ttfts").split(".")
+    made = next((part for part in parts if part in SOURCE_FIELD), parts[0])
+    field = SOURCE_FIELD.get(made, made) + where
+    return _fail(path, field, f"makes an invalid load level: {problem.message}")
 
 
 def _mode(data: Mapping[str, Any], path: Path) -> tuple[int | None, float | None]:
@@ -48,7 +70,14 @@ def _mode(data: Mapping[str, Any], path: Path) -> tuple[int | None, float | None
     )
 
 
-def _request(index: int, data: Mapping[str, Any], first_sent: float) -> LoadRequest:
+def _request(index: int, data: Mapping[str, Any], first_sent: float, path: Path) -> LoadRequest:
+    try:
+        return _row(index, data, first_sent)
+    except ValidationError as error:
+        raise _refused(path, error, f"[{index}]") from None
+
+
+def _row(index: int, data: Mapping[str, Any], first_sent: float) -> LoadRequest:
     error = (data.get("errors") or [""] * (index + 1))[index] or None
     sent_ms = round((data["start_times"][index] - first_sent) * 1000.0, 3)
     tokens = int(data["output_lens"][index])
@@ -87,7 +116,7 @@ def bench_level(data: Mapping[str, Any], path: Path) -> LoadLevel:
         duration_s=float(data["duration"]),
         client_cpu_s=0.0,  # not recorded by the source; never shown (module docstring)
         itl_ms=Percentiles.of(gaps),
-        requests=[_request(i, data, first_sent) for i in range(count)],
+        requests=[_request(i, data, first_sent, path) for i in range(count)],
     )
 
 
@@ -96,8 +125,7 @@ def _checked_level(path: Path, data: Mapping[str, Any]) -> LoadLevel:
     try:
         return bench_level(data, path)
     except ValidationError as error:
-        problem = validation_error(error, path, None)
-        raise _fail(path, problem.field or "ttfts", f"makes an invalid load level: {problem.message}") from None
+        raise _refused(path, error) from None
 
 
 def bench_sweep(files: Sequence[tuple[Path, Mapping[str, Any]]], slo: Slo | None = None) -> LoadSweep:
