@@ -317,7 +317,7 @@ def load_curve_parts(
             ),
             "workload": {
                 "suite_id": "vllm-bench-serve",
-                "max_tokens": max(request.output_tokens for level in sweep.levels for request in level.requests),
+                "max_tokens": max(1, *(request.output_tokens for level in sweep.levels for request in level.requests)),
             },
             "arms": [
                 {
