@@ -6,6 +6,11 @@ give (a replay would send other arrivals), prompts out of the documented order o
 suite, more output tokens than the workload asked for, closed-loop levels out of order or
 repeated, a second sweep of one arm, and a per-request decode rate above the card's physics.
 Each problem is `(field, message)`, like catalog.consistency's.
+
+A sweep of an imported or screened packet (catalog/load_import.py) was sent by someone else's
+client, which records neither its arrival schedule nor our suite's prompts: its planned times are
+its send times and its prompts are its own. The schedule and prompt-order checks hold the runner's
+own sweeps only (`follows_our_schedule`); every other check holds every sweep.
 """
 
 from __future__ import annotations
@@ -29,6 +34,11 @@ def _sweeps(packet: Packet) -> Iterator[tuple[str, str, LoadSweep]]:
             yield f"ladders[{i}].load", ladder.arm, ladder.load
 
 
+def follows_our_schedule(packet: Packet) -> bool:
+    """Whether the packet's sweeps were sent by this runner: its Poisson schedules and suite order."""
+    return packet.provenance.kind == "measured"
+
+
 def load_problems(packet: Packet) -> list[Problem]:
     """The checks that need nothing but the packet."""
     problems: list[Problem] = []
@@ -46,7 +56,8 @@ def load_problems(packet: Packet) -> list[Problem]:
         first_sweep.setdefault(ladder.arm, i)
     for where, _, sweep in _sweeps(packet):
         problems += _level_order_problems(where, sweep)
-        problems += _schedule_problems(where, sweep)
+        if follows_our_schedule(packet):
+            problems += _schedule_problems(where, sweep)
         problems += _token_problems(where, sweep, packet.workload.max_tokens)
     return problems
 
@@ -115,6 +126,8 @@ def _token_problems(where: str, sweep: LoadSweep, max_tokens: int) -> list[Probl
 
 def load_prompt_problems(packet: Packet, suite: Suite) -> list[Problem]:
     """Request k of a level sends the suite's prompt k mod its prompt count."""
+    if not follows_our_schedule(packet):
+        return []
     order = [prompt.id for prompt in suite.prompts]
     problems: list[Problem] = []
     for where, _, sweep in _sweeps(packet):

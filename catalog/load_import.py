@@ -20,14 +20,42 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from catalog.errors import CatalogError
 from catalog.load import LoadLevel, LoadRequest, LoadSweep, Percentiles, Slo
+from catalog.loading import validation_error
 
 PER_REQUEST = ("ttfts", "latencies", "output_lens", "itls", "start_times")
 
 
+# the load model's field -> the vllm bench serve field it is made from
+SOURCE_FIELD = {
+    "ttft_ms": "ttfts",
+    "e2e_ms": "latencies",
+    "tpot_ms": "latencies",
+    "output_tokens": "output_lens",
+    "sent_ms": "start_times",
+    "planned_ms": "start_times",
+    "duration_s": "duration",
+    "itl_ms": "itls",
+    "p50_ms": "itls",  # the only percentiles made from the file: its token gaps
+    "p90_ms": "itls",
+    "p99_ms": "itls",
+}
+
+
 def _fail(path: Path, field: str, message: str) -> CatalogError:
     return CatalogError(message, file=path, field=field)
+
+
+def _refused(path: Path, error: ValidationError, where: str = "") -> CatalogError:
+    """A value the load model refuses, named by the source file's field (and request index)."""
+    problem = validation_error(error, path, None)
+    parts = str(problem.field or "ttfts").split(".")
+    made = next((part for part in parts if part in SOURCE_FIELD), parts[0])
+    field = SOURCE_FIELD.get(made, made) + where
+    return _fail(path, field, f"makes an invalid load level: {problem.message}")
 
 
 def _mode(data: Mapping[str, Any], path: Path) -> tuple[int | None, float | None]:
@@ -45,7 +73,14 @@ def _mode(data: Mapping[str, Any], path: Path) -> tuple[int | None, float | None
     )
 
 
-def _request(index: int, data: Mapping[str, Any], first_sent: float) -> LoadRequest:
+def _request(index: int, data: Mapping[str, Any], first_sent: float, path: Path) -> LoadRequest:
+    try:
+        return _row(index, data, first_sent)
+    except ValidationError as error:
+        raise _refused(path, error, f"[{index}]") from None
+
+
+def _row(index: int, data: Mapping[str, Any], first_sent: float) -> LoadRequest:
     error = (data.get("errors") or [""] * (index + 1))[index] or None
     sent_ms = round((data["start_times"][index] - first_sent) * 1000.0, 3)
     tokens = int(data["output_lens"][index])
@@ -84,19 +119,34 @@ def bench_level(data: Mapping[str, Any], path: Path) -> LoadLevel:
         duration_s=float(data["duration"]),
         client_cpu_s=0.0,  # not recorded by the source; never shown (module docstring)
         itl_ms=Percentiles.of(gaps),
-        requests=[_request(i, data, first_sent) for i in range(count)],
+        requests=[_request(i, data, first_sent, path) for i in range(count)],
     )
 
 
+def _checked_level(path: Path, data: Mapping[str, Any]) -> LoadLevel:
+    """bench_level, with a row the load model refuses (a negative time) named by its file."""
+    try:
+        return bench_level(data, path)
+    except ValidationError as error:
+        raise _refused(path, error) from None
+
+
 def bench_sweep(files: Sequence[tuple[Path, Mapping[str, Any]]], slo: Slo | None = None) -> LoadSweep:
-    """A speed-only sweep, one level per file, closed-loop levels by users then open-loop by rate."""
-    levels = [(path, bench_level(data, path)) for path, data in files]
+    """A speed-only sweep, one level per file, closed-loop levels by users then open-loop by rate;
+    two files of one level (the same --max-concurrency or --request-rate) are refused."""
+    levels = [(path, _checked_level(path, data)) for path, data in files]
     if not levels:
         raise CatalogError("no vllm bench serve file with per-request lists: no curve")
     counts = {len(level.requests) for _, level in levels}
     if len(counts) > 1:
         path, level = levels[-1]
         raise _fail(path, "num_prompts", f"{len(level.requests)} requests; every level of a curve needs the same count")
+    first_of: dict[str, Path] = {}
+    for path, level in levels:
+        if level.label in first_of:
+            field = "max_concurrency" if level.mode == "closed" else "request_rate"
+            raise _fail(path, field, f"a second level of {level.label} (the first: {first_of[level.label]})")
+        first_of[level.label] = path
     ordered = sorted(
         (level for _, level in levels), key=lambda lv: (lv.mode == "open", lv.users or 0, lv.rate_rps or 0)
     )

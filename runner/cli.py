@@ -105,15 +105,30 @@ def build_parser() -> argparse.ArgumentParser:
     ref = commands.add_parser("import-reference", help="seal a transcription of a published page into imported packets")
     ref.add_argument("transcription", type=Path)
 
-    bench = commands.add_parser(
-        "import-bench", help="turn a `vllm bench serve --save-result` JSON into a screened packet"
+    about = (
+        "turn `vllm bench serve --save-result` JSON files into one screened packet (speed only): one file is "
+        "a throughput (or, at --max-concurrency 1, single-stream) run; several --save-detailed files, one per "
+        "--max-concurrency or --request-rate, are one load curve"
     )
-    bench.add_argument("result", type=Path)
+    bench = commands.add_parser("import-bench", help=about, description=about)
+    bench.add_argument(
+        "results",
+        type=Path,
+        nargs="+",
+        metavar="result",
+        help="a --save-result JSON; several (each also --save-detailed) make one load curve, a level per file",
+    )
     bench.add_argument("--model", required=True)
     bench.add_argument("--variant", default="default")
     bench.add_argument("--hardware", required=True)
     bench.add_argument("--cards", type=int, default=1)
     bench.add_argument("--source", required=True, help="who ran it, where it was published")
+    bench.add_argument(
+        "--load", action="store_true", help="read even a single --save-detailed file as a load curve (of one level)"
+    )
+    bench.add_argument(
+        "--slo", help="a load curve's goodput objectives, e.g. ttft_ms=500,tpot_ms=50 (the file does not record them)"
+    )
     return parser
 
 
@@ -158,6 +173,8 @@ def run(argv: list[str] | None = None) -> int:
     if options.command == "import-bench":
         from runner.import_bench import import_bench
 
+        if options.slo is not None:
+            options.slo = parse_slo(options.slo)
         packet = import_bench(options, catalog)
         print(f"sealed {packet.id} (screened)")
         return 0

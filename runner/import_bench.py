@@ -13,6 +13,10 @@ What the run measured decides what it becomes:
   throughput run, one point of a concurrency ladder (aggregate output tok/s at that many users),
   never a single-stream rate. An open-loop run at a finite rate without --max-concurrency has no
   number of users and is refused, as is a run with failed requests.
+
+Several `--save-detailed` files (one per --max-concurrency or --request-rate), or one with
+`--load`, become one load curve instead: a load ladder of catalog.load_import's levels, one row per
+request, failed requests kept as failed rows (they count against goodput).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from catalog.consistency import consistency_problems
 from catalog.errors import CatalogError, CatalogErrors
+from catalog.load import Slo
+from catalog.load_import import bench_sweep
 from catalog.loading import load_file
 from catalog.numbers import fmt
 from catalog.packet import Packet, PacketParts
@@ -75,7 +82,13 @@ class BenchServeResult(BaseModel):
     std_e2el_ms: float | None = Field(default=None, ge=0)
     # every `p<N>_<metric>_ms` key (--metric-percentiles, default 99), by metric then percentile
     percentiles: dict[str, dict[str, float]] = {}
+    # per-request lists, written with --save-detailed (catalog/load_import.py reads them)
     output_lens: list[int] = []
+    ttfts: list[float] = []
+    latencies: list[float] = []
+    itls: list[list[float]] = []
+    start_times: list[float] = []
+    errors: list[str | None] = []
     spec_decode_num_drafts: int | None = None
     spec_decode_draft_tokens: int | None = None
     spec_decode_accepted_tokens: int | None = None
@@ -117,7 +130,7 @@ class BenchServeResult(BaseModel):
         )
         return f"request rate {rate}{burst}{cap}; {self.completed} completed, {self.failed} failed"
 
-    def latencies(self) -> str:
+    def latency_summary(self) -> str:
         parts = []
         for metric in LATENCIES:
             median = getattr(self, f"median_{metric}_ms")
@@ -130,6 +143,36 @@ class BenchServeResult(BaseModel):
 
 class NotImportable(CatalogError):
     """The run measured nothing this catalog can hold as what it is."""
+
+
+def _identity(
+    result: BenchServeResult,
+    *,
+    slug: str,
+    variant: str,
+    quantization: str,
+    hardware: str,
+    platform: str,
+    cards: int,
+    synthetic: bool,
+    repo: str | None,
+) -> dict[str, Any]:
+    return {
+        "model": {
+            "slug": slug,
+            "variant": variant,
+            "repo": repo or result.model_id,
+            "quantization": quantization,
+            "quantization_label": quantization.upper(),
+            "synthetic": synthetic,
+        },
+        "runtime": {
+            "platform": platform,
+            "version": "unknown",
+            "label": f"vLLM ({result.backend or 'unknown'} backend)",
+        },
+        "host": {"hardware": hardware, "card_count": cards},
+    }
 
 
 def screened_parts(
@@ -166,7 +209,7 @@ def screened_parts(
             "draft_tokens": result.spec_decode_draft_tokens or 0,
             "accepted_tokens": result.spec_decode_accepted_tokens or 0,
         }
-    note = f"{result.traffic()}. {result.latencies()}".strip().rstrip(".") + "."
+    note = f"{result.traffic()}. {result.latency_summary()}".strip().rstrip(".") + "."
     if repo is not None and repo != result.model_id:
         note += f" The benchmark named the model {result.model_id!r}."
     arm_id = f"tp{cards}-c{users}"
@@ -196,22 +239,17 @@ def screened_parts(
         {
             "title": f"{slug} · {variant} · screened with vllm bench serve ({result.completed} requests, {kind})",
             "provenance": {"kind": "screened", "tool": "vllm bench serve --save-result", "source": {"name": source}},
-            "identity": {
-                "model": {
-                    "slug": slug,
-                    "variant": variant,
-                    "repo": repo or result.model_id,
-                    "quantization": quantization,
-                    "quantization_label": quantization.upper(),
-                    "synthetic": synthetic,
-                },
-                "runtime": {
-                    "platform": platform,
-                    "version": "unknown",
-                    "label": f"vLLM ({result.backend or 'unknown'} backend)",
-                },
-                "host": {"hardware": hardware, "card_count": cards},
-            },
+            "identity": _identity(
+                result,
+                slug=slug,
+                variant=variant,
+                quantization=quantization,
+                hardware=hardware,
+                platform=platform,
+                cards=cards,
+                synthetic=synthetic,
+                repo=repo,
+            ),
             "workload": {"suite_id": "vllm-bench-serve", "max_tokens": max_tokens},
             "arms": [
                 {
@@ -227,40 +265,117 @@ def screened_parts(
     )
 
 
+def load_curve_parts(
+    files: Sequence[tuple[Path, BenchServeResult]],
+    *,
+    slug: str,
+    variant: str,
+    quantization: str,
+    hardware: str,
+    platform: str,
+    cards: int,
+    source: str,
+    synthetic: bool = False,
+    repo: str | None = None,
+    slo: Slo | None = None,
+) -> PacketParts:
+    """One screened packet whose one arm carries a load ladder, a level per file."""
+    first_path, first = files[0]
+    for path, result in files[1:]:
+        if result.model_id != first.model_id:
+            raise NotImportable(
+                f"benchmarks model {result.model_id!r}, {first_path} {first.model_id!r}: one curve is one model",
+                file=path,
+                field="model_id",
+            )
+    sweep = bench_sweep([(path, result.model_dump()) for path, result in files], slo)
+    labels = ", ".join(level.label for level in sweep.levels)
+    spread = "one level" if len(sweep.levels) == 1 else f"{len(sweep.levels)} levels"
+    ordered = sorted((result for _, result in files), key=lambda r: (r.max_concurrency is None, r.users or 0, r.rate))
+    note = f"{spread} of {sweep.requests_per_level} requests each: " + "; ".join(r.traffic() for r in ordered)
+    if repo is not None and repo != first.model_id:
+        note += f". The benchmark named the model {first.model_id!r}"
+    arm_id = f"tp{cards}-load"
+    return PacketParts.model_validate(
+        {
+            "title": f"{slug} · {variant} · load curve screened with vllm bench serve ({spread}: {labels})",
+            "provenance": {
+                "kind": "screened",
+                "tool": "vllm bench serve --save-result --save-detailed",
+                "source": {"name": source},
+            },
+            "identity": _identity(
+                first,
+                slug=slug,
+                variant=variant,
+                quantization=quantization,
+                hardware=hardware,
+                platform=platform,
+                cards=cards,
+                synthetic=synthetic,
+                repo=repo,
+            ),
+            "workload": {
+                "suite_id": "vllm-bench-serve",
+                "max_tokens": max(1, *(request.output_tokens for level in sweep.levels for request in level.requests)),
+            },
+            "arms": [
+                {
+                    "id": arm_id,
+                    "label": f"{cards} card(s), load curve ({labels}), speculation unknown",
+                    "config": {"tensor_parallel_size": cards},
+                    "servers": [{"label": "A"}],
+                    "note": note + ".",
+                }
+            ],
+            "ladders": [{"arm": arm_id, "kind": "load", "load": sweep.model_dump(mode="json")}],
+        }
+    )
+
+
 def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
-    result = load_file(BenchServeResult, options.result)
+    """Several files, or one with --load: a load curve; one file: a throughput or single-stream run."""
+    paths: list[Path] = list(options.results)
+    curve = options.load or len(paths) > 1
+    if options.slo is not None and not curve:
+        raise CatalogError("is a load curve setting: give several --save-detailed files or --load", field="--slo")
+    results = [(path, load_file(BenchServeResult, path)) for path in paths]
+    first = paths[0]
     recipe = catalog.recipes.get(options.model)
     if recipe is None:
-        raise CatalogError(f"no recipe {options.model!r} in data/models", file=options.result, field="--model")
+        raise CatalogError(f"no recipe {options.model!r} in data/models", file=first, field="--model")
     if options.variant not in recipe.variants:
-        raise CatalogError(f"recipe has no variant {options.variant!r}", file=options.result, field="--variant")
+        raise CatalogError(f"recipe has no variant {options.variant!r}", file=first, field="--variant")
     if options.hardware not in catalog.hardware:
-        raise CatalogError(f"unknown hardware {options.hardware!r}", file=options.result, field="--hardware")
-    platform = catalog.hardware[options.hardware].platform
+        raise CatalogError(f"unknown hardware {options.hardware!r}", file=first, field="--hardware")
+    target: dict[str, Any] = {
+        "slug": options.model,
+        "variant": options.variant,
+        "quantization": recipe.variants[options.variant].precision.lower(),
+        "hardware": options.hardware,
+        "platform": catalog.hardware[options.hardware].platform,
+        "cards": options.cards,
+        "source": options.source,
+        "synthetic": recipe.model.synthetic,
+        "repo": recipe.variant_model_id(options.variant),
+    }
+    # a problem no single file causes (a packet field, an inconsistency) is named by the first file
     try:
-        parts = screened_parts(
-            result,
-            slug=options.model,
-            variant=options.variant,
-            quantization=recipe.variants[options.variant].precision.lower(),
-            hardware=options.hardware,
-            platform=platform,
-            cards=options.cards,
-            source=options.source,
-            synthetic=recipe.model.synthetic,
-            repo=recipe.variant_model_id(options.variant),
-        )
+        if curve:
+            slo = Slo.model_validate(options.slo) if options.slo else None
+            parts = load_curve_parts(results, **target, slo=slo)
+        else:
+            parts = screened_parts(results[0][1], **target)
         sealed = seal(parts, host_key(role="importer"))
     except ValidationError as error:
-        raise made_from(options.result, error) from None
+        raise made_from(first, error) from None
     except NotImportable as error:
-        raise NotImportable(error.message, file=options.result, field=error.field) from None
-    # refuse here, naming the input, what verify would refuse once written
+        raise NotImportable(error.message, file=error.file or first, field=error.field) from None
     problems = consistency_problems(sealed.packet, recipe, catalog.hardware[options.hardware], datetime.now(UTC))
     if problems:
         raise CatalogErrors(
             [
-                CatalogError(f"the packet made from it is inconsistent: {message}", file=options.result, field=field)
+                CatalogError(f"the packet made from it is inconsistent: {message}", file=first, field=field)
                 for field, message in problems
             ]
         )

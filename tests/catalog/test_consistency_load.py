@@ -11,7 +11,7 @@ from catalog.consistency_load import load_prompt_problems
 from catalog.load import LoadLevel, LoadRequest, LoadSweep, poisson_offsets_ms
 from catalog.packet_io import write_packet
 from catalog.repository import load_catalog
-from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, sealed, strict_suite
+from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, published_arm, published_draft, sealed, strict_suite
 from tests.catalog.test_consistency import Draft, edited, edited_draft, found, load_problems, only, plain_ceiling
 
 PROMPTS = [p.id for p in strict_suite().prompts]
@@ -171,3 +171,25 @@ def test_the_loader_names_file_and_field_of_the_prompt_order(tree: Path) -> None
     (ok / "packets").mkdir(parents=True)
     write_packet(sealed(with_sweep()), ok / "packets")
     assert len(load_catalog(tree / "data", ok / "packets").packets) == 1
+
+
+def test_an_imported_sweep_is_held_to_no_schedule_nor_suite_order() -> None:
+    """Another client's sweep records its send times as planned times and its own prompt ids: the
+    schedule and prompt-order checks are the runner's own sweeps' only; the others still hold."""
+
+    def theirs(sweep: Draft) -> None:
+        for level in sweep["levels"]:
+            for k, row in enumerate(level["requests"]):
+                row.update(prompt_id=f"bench-{k}", planned_ms=10.0 * k, sent_ms=10.0 * k, identical_to_oracle=None)
+
+    ours = sealed(with_sweep(theirs)).packet
+    assert set(found(ours)) == {"ladders[0].load.levels[2].requests[0].planned_ms"}
+    assert len(load_prompt_problems(ours, strict_suite())) == 3  # one per level
+    for provenance in ("screened", "imported"):
+        draft = published_draft([published_arm(ORACLE_ARM, [40.0, 41.0])], provenance=provenance)
+        draft["ladders"] = [load_ladder()]
+        theirs(draft["ladders"][0]["load"])
+        packet = sealed(draft).packet
+        assert found(packet) == {} and load_prompt_problems(packet, strict_suite()) == []
+        draft["ladders"][0]["load"]["levels"][1]["users"] = 1  # a repeated level is still refused
+        assert set(found(sealed(draft).packet)) == {"ladders[0].load.levels[1].users"}

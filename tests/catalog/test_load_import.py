@@ -18,6 +18,7 @@ from catalog.samples import ORACLE_ARM, published_arm, published_parts, with_loa
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bench_serve"
 DETAILED = FIXTURES / "single-stream.json"
 DEFAULT = FIXTURES / "default-run.json"
+TWO_USERS = FIXTURES / "concurrency-2.json"
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -25,10 +26,11 @@ def _read(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def test_a_detailed_run_gives_the_tools_own_figures() -> None:
-    data = _read(DETAILED)
-    level = bench_level(data, DETAILED)
-    assert level.mode == "closed" and level.users == 1 and level.label == "1 user"
+@pytest.mark.parametrize(("path", "users"), [(DETAILED, 1), (TWO_USERS, 2)])
+def test_a_detailed_run_gives_the_tools_own_figures(path: Path, users: int) -> None:
+    data = _read(path)
+    level = bench_level(data, path)
+    assert level.mode == "closed" and level.users == users and level.label == ("1 user" if users == 1 else "2 users")
     assert level.aggregate_tok_s == pytest.approx(data["output_throughput"])
     assert level.ttft is not None and level.itl_ms is not None
     assert level.ttft.p50_ms == pytest.approx(data["median_ttft_ms"], abs=1e-3)
@@ -73,3 +75,15 @@ def test_a_curve_of_files_seals_as_a_screened_load_ladder() -> None:
     short = data | {key: data[key][:4] for key in ("ttfts", "latencies", "output_lens", "itls", "start_times")}
     with pytest.raises(CatalogError, match="num_prompts"):
         bench_sweep([(DETAILED, data), (DETAILED, short | {"max_concurrency": 2})])
+
+
+def test_two_files_of_one_level_or_an_impossible_row_are_refused_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError) as twice:
+        bench_sweep([(DETAILED, _read(DETAILED)), (TWO_USERS, _read(TWO_USERS)), (tmp_path, _read(TWO_USERS))])
+    assert str(twice.value) == f"{tmp_path}: max_concurrency: a second level of 2 users (the first: {TWO_USERS})"
+    data = _read(TWO_USERS)
+    backwards = data | {"latencies": [-1.0, *data["latencies"][1:]]}
+    with pytest.raises(CatalogError) as impossible:
+        bench_sweep([(TWO_USERS, backwards)])
+    assert str(impossible.value).startswith(f"{TWO_USERS}: latencies[0]: makes an invalid load level: ")
+    assert "\n" not in str(impossible.value)

@@ -30,6 +30,13 @@ PARTS = {
 }
 
 
+def bench_options(*results: Path, packets: Path, **changes: Any) -> argparse.Namespace:
+    """What `python -m runner import-bench` parses, for the demo model on a generic CPU."""
+    chosen = {"model": "demo", "variant": "default", "hardware": "cpu_generic", "cards": 1, "source": "CI"}
+    chosen |= {"load": False, "slo": None} | changes
+    return argparse.Namespace(results=list(results), packets=packets, **chosen)
+
+
 def result(name: str, **changes: Any) -> BenchServeResult:
     document = json.loads((FIXTURES / name).read_text())
     return BenchServeResult.model_validate({**document, **changes})
@@ -91,16 +98,7 @@ def test_import_bench_seals_a_consistent_screened_packet(name: str, tmp_path: Pa
     packets = tmp_path / "packets"
     packets.mkdir()
     catalog = load_catalog(REPO / "data", packets, allow_unsigned=True)
-    options = argparse.Namespace(
-        result=FIXTURES / name,
-        model="demo",
-        variant="default",
-        hardware="cpu_generic",
-        cards=1,
-        source="CI",
-        packets=packets,
-    )
-    packet = import_bench(options, catalog)
+    packet = import_bench(bench_options(FIXTURES / name, packets=packets), catalog)
     assert packet.state == State.SCREENED
     reloaded = load_catalog(REPO / "data", packets, allow_unsigned=True)
     assert list(reloaded.packets) == [packet.id]
@@ -110,9 +108,7 @@ def test_a_refusal_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "rate.json"
     bad.write_text(json.dumps({**json.loads((FIXTURES / "default-run.json").read_text()), "request_rate": 5}))
     catalog = load_catalog(REPO / "data", REPO / "packets")
-    options = argparse.Namespace(
-        result=bad, model="demo", variant="default", hardware="cpu_generic", cards=1, source="CI", packets=tmp_path
-    )
+    options = bench_options(bad, packets=tmp_path)
     with pytest.raises(CatalogError, match="open-loop") as caught:
         import_bench(options, catalog)
     assert caught.value.file == str(bad)
