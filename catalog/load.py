@@ -58,6 +58,27 @@ def poisson_offsets_ms(rate_rps: float, count: int, seed: int) -> list[float]:
     return offsets
 
 
+TIME_SLACK = 0.01
+"""Relative slack for comparing a request's times with each other and with its level: each is
+rounded to the microsecond and read from one client clock, so 1% (plus 1 ms) is only rounding."""
+
+
+def _most_in_flight(requests: Sequence[LoadRequest]) -> int:
+    """The most requests sent and not yet finished at one moment (a request that ends exactly when
+    another is sent is not counted twice: the closed loop's next request follows its previous one)."""
+    events = []
+    for r in requests:
+        if r.e2e_ms is not None:
+            # 1 ms early: the next request of a user is due when the last one's stream closed,
+            # and both times are rounded to the microsecond
+            events += [(r.sent_ms + r.e2e_ms - 1.0, -1), (r.sent_ms, 1)]
+    most = current = 0
+    for _, step in sorted(events):  # at equal times the end (-1) sorts before the start
+        current += step
+        most = max(most, current)
+    return most
+
+
 class Percentiles(StrictModel):
     """p50, p90 and p99 of one latency, in milliseconds."""
 
@@ -176,6 +197,25 @@ class LoadLevel(StrictModel):
             raise FieldError("a closed-loop level needs users and no rate", "users")
         if self.mode == "open" and (self.rate_rps is None or self.users is not None):
             raise FieldError("an open-loop level needs rate_rps and no users", "rate_rps")
+        return self
+
+    @model_validator(mode="after")
+    def _times_fit(self) -> LoadLevel:
+        """The rows and the level's figures tell one story: every request ends inside the level
+        (a shortened duration would inflate the aggregate rate), a request's last token comes no
+        sooner than its TTFT and TPOT allow, and a closed loop never has more requests in flight
+        than it has users."""
+        first_due = min(r.planned_ms for r in self.requests)  # duration_s counts from here
+        level_ms = self.duration_s * 1000.0
+        for i, r in enumerate(self.requests):
+            if r.e2e_ms is not None and r.sent_ms + r.e2e_ms - first_due > level_ms * (1 + TIME_SLACK) + 1.0:
+                raise FieldError("ends after the level's duration_s", "requests", i, "e2e_ms")
+            if r.ttft_ms is not None and r.e2e_ms is not None and r.tpot_ms is not None and r.output_tokens > 1:
+                decoding = r.tpot_ms * (r.output_tokens - 1)
+                if r.ttft_ms + decoding > r.e2e_ms * (1 + TIME_SLACK) + 1.0:
+                    raise FieldError("ttft_ms + tpot_ms x (tokens - 1) exceeds e2e_ms", "requests", i, "tpot_ms")
+        if self.mode == "closed" and self.users is not None and _most_in_flight(self.requests) > self.users:
+            raise FieldError(f"more requests in flight at once than its users ({self.users})", "requests")
         return self
 
     @property

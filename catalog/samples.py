@@ -311,13 +311,18 @@ def _load_level(
     tpot = ms_per_token * (1.0 + 0.05 * (in_flight - 1))
     ttft = 40.0 + 12.0 * (in_flight - 1)
     requests, finished = [], 0.0
+    free_at = [0.0] * (users or 0)  # a closed loop's user sends again when its last request finished
     for i, (planned, _) in enumerate(plans):
+        if users:
+            planned = free_at[i % users]
         lag = LATE_MS if lagging and i % 2 else 0.2
         request = _load_request(
             i, planned_ms=planned, lag_ms=lag, ttft_ms=ttft, tpot_ms=tpot, diverges=i < diverging, checked=checked
         )
         requests.append(request)
         finished = max(finished, request.sent_ms + (request.e2e_ms or 0.0))
+        if users:
+            free_at[i % users] = request.sent_ms + (request.e2e_ms or 0.0)
     return LoadLevel(
         mode="closed" if users else "open",
         users=users,
@@ -336,7 +341,8 @@ def _load_level(
 
 
 def _closed_plans(users: int, count: int, ms_per_request: float) -> list[tuple[float, float]]:
-    """Each user sends its next request when its last one finished: request i belongs to user i % users."""
+    """A first guess of each request's due time (request i belongs to user i % users); _load_level
+    moves each to when its user's previous request finished."""
     return [((i // users) * ms_per_request, 0.0) for i in range(count)]
 
 

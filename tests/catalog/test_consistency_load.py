@@ -4,6 +4,7 @@ naming file and field of the suite-order check."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,9 @@ def rows(planned: list[float], tpot_ms: float = 25.0) -> list[LoadRequest]:
 
 
 def closed(users: int) -> LoadLevel:
-    return LoadLevel(mode="closed", users=users, duration_s=9.0, client_cpu_s=0.1, requests=rows([0.0] * REQUESTS))
+    # user k % users sends request k when its previous one finished (each takes 80 + 99 x 25 ms)
+    due = [(k // users) * (80.0 + 99 * 25.0 + 0.2) for k in range(REQUESTS)]
+    return LoadLevel(mode="closed", users=users, duration_s=9.0, client_cpu_s=0.1, requests=rows(due))
 
 
 def opened(rate: float) -> LoadLevel:
@@ -86,7 +89,7 @@ def test_planned_times_of_another_seed() -> None:
 
 
 def test_more_output_tokens_than_the_workload_asked_for() -> None:
-    packet = sealed(with_sweep(lambda s: request(s, 1, 2).update(output_tokens=513)))
+    packet = sealed(with_sweep(lambda s: request(s, 1, 2).update(output_tokens=513, tpot_ms=None)))
     assert only(found(packet.packet)) == (
         "ladders[0].load.levels[1].requests[2].output_tokens",
         "513 output tokens exceed the workload's max_tokens 512",
@@ -102,7 +105,7 @@ def test_closed_levels_out_of_order_or_repeated() -> None:
         "ladders[0].load.levels[1].users",
         "1 user after a level of 2: closed-loop levels ascend without repeats",
     )
-    repeated = sealed(with_sweep(lambda s: s["levels"][1].update(users=1)))
+    repeated = sealed(with_sweep(lambda s: s["levels"].__setitem__(1, copy.deepcopy(s["levels"][0]))))
     assert set(found(repeated.packet)) == {"ladders[0].load.levels[1].users"}
 
 
@@ -180,7 +183,7 @@ def test_an_imported_sweep_is_held_to_no_schedule_nor_suite_order() -> None:
     def theirs(sweep: Draft) -> None:
         for level in sweep["levels"]:
             for k, row in enumerate(level["requests"]):
-                row.update(prompt_id=f"bench-{k}", planned_ms=10.0 * k, sent_ms=10.0 * k, identical_to_oracle=None)
+                row.update(prompt_id=f"bench-{k}", planned_ms=row["sent_ms"], identical_to_oracle=None)
 
     ours = sealed(with_sweep(theirs)).packet
     assert set(found(ours)) == {"ladders[0].load.levels[2].requests[0].planned_ms"}
@@ -191,5 +194,6 @@ def test_an_imported_sweep_is_held_to_no_schedule_nor_suite_order() -> None:
         theirs(draft["ladders"][0]["load"])
         packet = sealed(draft).packet
         assert found(packet) == {} and load_prompt_problems(packet, strict_suite()) == []
-        draft["ladders"][0]["load"]["levels"][1]["users"] = 1  # a repeated level is still refused
+        levels = draft["ladders"][0]["load"]["levels"]
+        levels[1] = copy.deepcopy(levels[0])  # a repeated level is still refused
         assert set(found(sealed(draft).packet)) == {"ladders[0].load.levels[1].users"}

@@ -85,7 +85,8 @@ def test_goodput_counts_planned_requests_meeting_every_slo() -> None:
             request(ttft_ms=600.0, tpot_ms=20.0, e2e_ms=900.0),  # ttft too slow
             request(ttft_ms=100.0, tpot_ms=60.0, e2e_ms=1000.0),  # tpot too slow
             request(error="timeout", ttft_ms=None, e2e_ms=None, tpot_ms=None, identical_to_oracle=None),
-        ]
+        ],
+        users=4,
     )
     assert level.goodput(Slo(ttft_ms=500, tpot_ms=50)) == 0.25
     assert level.goodput(Slo(ttft_ms=500)) == 0.5
@@ -151,3 +152,24 @@ def test_a_load_ladder_carries_its_sweep_and_round_trips() -> None:
 def test_older_ladders_keep_their_bytes() -> None:
     dumped = Ladder(arm="tp1-mtp0", kind="concurrency").model_dump(mode="json")
     assert "load" not in dumped
+
+
+def test_a_shortened_duration_is_refused() -> None:
+    """Shrinking duration_s would inflate the aggregate rate: every request must end inside it."""
+    with pytest.raises(ValidationError, match="ends after the level's duration_s"):
+        closed([request(sent_ms=0.0, e2e_ms=400.0)], users=1, duration_s=0.2)
+    assert closed([request(sent_ms=0.0, e2e_ms=400.0)], users=1, duration_s=0.4).aggregate_tok_s == 40.0
+
+
+def test_a_tpot_the_request_could_not_have_had_is_refused() -> None:
+    with pytest.raises(ValidationError, match="exceeds e2e_ms"):
+        closed([request(ttft_ms=100.0, tpot_ms=40.0, e2e_ms=400.0, output_tokens=16)], users=1)
+
+
+def test_a_closed_loop_never_has_more_requests_in_flight_than_users() -> None:
+    one_after_another = [request(sent_ms=0.0, e2e_ms=400.0), request(planned_ms=400.0, sent_ms=400.0, e2e_ms=400.0)]
+    assert closed(one_after_another, users=1).failed == 0
+    overlapping = [request(sent_ms=0.0, e2e_ms=400.0), request(planned_ms=100.0, sent_ms=100.0, e2e_ms=400.0)]
+    with pytest.raises(ValidationError, match=r"more requests in flight at once than its users \(1\)"):
+        closed(overlapping, users=1)
+    assert closed(overlapping, users=2).failed == 0
