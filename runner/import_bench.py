@@ -25,6 +25,7 @@ import argparse
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -145,51 +146,45 @@ class NotImportable(CatalogError):
     """The run measured nothing this catalog can hold as what it is."""
 
 
-def _identity(
-    result: BenchServeResult,
-    *,
-    slug: str,
-    variant: str,
-    quantization: str,
-    hardware: str,
-    platform: str,
-    cards: int,
-    synthetic: bool,
-    repo: str | None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ImportTarget:
+    """What an imported benchmark measured, in the catalog's terms: the recipe variant and card.
+    `repo` is the checkpoint the recipe variant serves; the benchmark's model_id is often the
+    served name (--served-model-name), which the arm's note keeps."""
+
+    slug: str
+    variant: str
+    quantization: str
+    hardware: str
+    platform: str
+    cards: int
+    source: str
+    synthetic: bool = False
+    repo: str | None = None
+
+
+def _identity(result: BenchServeResult, target: ImportTarget) -> dict[str, Any]:
     return {
         "model": {
-            "slug": slug,
-            "variant": variant,
-            "repo": repo or result.model_id,
-            "quantization": quantization,
-            "quantization_label": quantization.upper(),
-            "synthetic": synthetic,
+            "slug": target.slug,
+            "variant": target.variant,
+            "repo": target.repo or result.model_id,
+            "quantization": target.quantization,
+            "quantization_label": target.quantization.upper(),
+            "synthetic": target.synthetic,
         },
         "runtime": {
-            "platform": platform,
+            "platform": target.platform,
             "version": "unknown",
             "label": f"vLLM ({result.backend or 'unknown'} backend)",
         },
-        "host": {"hardware": hardware, "card_count": cards},
+        "host": {"hardware": target.hardware, "card_count": target.cards},
     }
 
 
-def screened_parts(
-    result: BenchServeResult,
-    *,
-    slug: str,
-    variant: str,
-    quantization: str,
-    hardware: str,
-    platform: str,
-    cards: int,
-    source: str,
-    synthetic: bool = False,
-    repo: str | None = None,
-) -> PacketParts:
-    """`repo`: the checkpoint the recipe variant serves; the benchmark's model_id is often the
-    served name (--served-model-name), which the note keeps."""
+def screened_parts(result: BenchServeResult, target: ImportTarget) -> PacketParts:
+    """One screened packet from one run: a throughput point, or a single-stream decode rate."""
+    slug, variant, cards, repo = target.slug, target.variant, target.cards, target.repo
     if result.failed:
         raise NotImportable(
             f"{result.failed} of {result.completed + result.failed} requests failed: a partial run is not imported",
@@ -238,18 +233,12 @@ def screened_parts(
     return PacketParts.model_validate(
         {
             "title": f"{slug} · {variant} · screened with vllm bench serve ({result.completed} requests, {kind})",
-            "provenance": {"kind": "screened", "tool": "vllm bench serve --save-result", "source": {"name": source}},
-            "identity": _identity(
-                result,
-                slug=slug,
-                variant=variant,
-                quantization=quantization,
-                hardware=hardware,
-                platform=platform,
-                cards=cards,
-                synthetic=synthetic,
-                repo=repo,
-            ),
+            "provenance": {
+                "kind": "screened",
+                "tool": "vllm bench serve --save-result",
+                "source": {"name": target.source},
+            },
+            "identity": _identity(result, target),
             "workload": {"suite_id": "vllm-bench-serve", "max_tokens": max_tokens},
             "arms": [
                 {
@@ -266,20 +255,10 @@ def screened_parts(
 
 
 def load_curve_parts(
-    files: Sequence[tuple[Path, BenchServeResult]],
-    *,
-    slug: str,
-    variant: str,
-    quantization: str,
-    hardware: str,
-    platform: str,
-    cards: int,
-    source: str,
-    synthetic: bool = False,
-    repo: str | None = None,
-    slo: Slo | None = None,
+    files: Sequence[tuple[Path, BenchServeResult]], target: ImportTarget, slo: Slo | None = None
 ) -> PacketParts:
     """One screened packet whose one arm carries a load ladder, a level per file."""
+    slug, variant, cards, repo = target.slug, target.variant, target.cards, target.repo
     first_path, first = files[0]
     for path, result in files[1:]:
         if result.model_id != first.model_id:
@@ -302,19 +281,9 @@ def load_curve_parts(
             "provenance": {
                 "kind": "screened",
                 "tool": "vllm bench serve --save-result --save-detailed",
-                "source": {"name": source},
+                "source": {"name": target.source},
             },
-            "identity": _identity(
-                first,
-                slug=slug,
-                variant=variant,
-                quantization=quantization,
-                hardware=hardware,
-                platform=platform,
-                cards=cards,
-                synthetic=synthetic,
-                repo=repo,
-            ),
+            "identity": _identity(first, target),
             "workload": {
                 "suite_id": "vllm-bench-serve",
                 "max_tokens": max(1, *(request.output_tokens for level in sweep.levels for request in level.requests)),
@@ -348,24 +317,24 @@ def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
         raise CatalogError(f"recipe has no variant {options.variant!r}", file=first, field="--variant")
     if options.hardware not in catalog.hardware:
         raise CatalogError(f"unknown hardware {options.hardware!r}", file=first, field="--hardware")
-    target: dict[str, Any] = {
-        "slug": options.model,
-        "variant": options.variant,
-        "quantization": recipe.variants[options.variant].precision.lower(),
-        "hardware": options.hardware,
-        "platform": catalog.hardware[options.hardware].platform,
-        "cards": options.cards,
-        "source": options.source,
-        "synthetic": recipe.model.synthetic,
-        "repo": recipe.variant_model_id(options.variant),
-    }
+    target = ImportTarget(
+        slug=options.model,
+        variant=options.variant,
+        quantization=recipe.variants[options.variant].precision.lower(),
+        hardware=options.hardware,
+        platform=catalog.hardware[options.hardware].platform,
+        cards=options.cards,
+        source=options.source,
+        synthetic=recipe.model.synthetic,
+        repo=recipe.variant_model_id(options.variant),
+    )
     # a problem no single file causes (a packet field, an inconsistency) is named by the first file
     try:
         if curve:
             slo = Slo.model_validate(options.slo) if options.slo else None
-            parts = load_curve_parts(results, **target, slo=slo)
+            parts = load_curve_parts(results, target, slo)
         else:
-            parts = screened_parts(results[0][1], **target)
+            parts = screened_parts(results[0][1], target)
         sealed = seal(parts, host_key(role="importer"))
     except ValidationError as error:
         raise made_from(first, error) from None

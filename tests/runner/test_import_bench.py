@@ -15,19 +15,19 @@ from catalog.errors import CatalogError
 from catalog.loading import load_file
 from catalog.packet import State
 from catalog.repository import load_catalog
-from runner.import_bench import BenchServeResult, NotImportable, import_bench, screened_parts
+from runner.import_bench import BenchServeResult, ImportTarget, NotImportable, import_bench, screened_parts
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "bench_serve"
-PARTS = {
-    "slug": "demo",
-    "variant": "default",
-    "quantization": "bf16",
-    "hardware": "cpu_generic",
-    "platform": "cpu",
-    "cards": 1,
-    "source": "this repository's CI",
-}
+PARTS = ImportTarget(
+    slug="demo",
+    variant="default",
+    quantization="bf16",
+    hardware="cpu_generic",
+    platform="cpu",
+    cards=1,
+    source="this repository's CI",
+)
 
 
 def bench_options(*results: Path, packets: Path, **changes: Any) -> argparse.Namespace:
@@ -55,7 +55,7 @@ def test_the_real_layout_is_read() -> None:
 
 def test_a_default_run_is_a_throughput_point_not_a_single_stream_rate() -> None:
     run = result("default-run.json")
-    parts = screened_parts(run, **PARTS)  # type: ignore[arg-type]
+    parts = screened_parts(run, PARTS)
     (arm,) = parts.arms
     assert arm.id == "tp1-c200" and "throughput run at 200" in arm.label
     (server,) = arm.servers
@@ -72,13 +72,13 @@ def test_a_default_run_is_a_throughput_point_not_a_single_stream_rate() -> None:
 
 
 def test_max_concurrency_above_one_is_a_point_at_that_many_users() -> None:
-    parts = screened_parts(result("default-run.json", max_concurrency=16), **PARTS)  # type: ignore[arg-type]
+    parts = screened_parts(result("default-run.json", max_concurrency=16), PARTS)
     assert parts.ladders[0].concurrency[0].users == 16 and parts.arms[0].servers[0].decode_tok_s is None
 
 
 def test_one_request_at_a_time_is_a_single_stream_rate() -> None:
     run = result("single-stream.json")
-    parts = screened_parts(run, **PARTS)  # type: ignore[arg-type]
+    parts = screened_parts(run, PARTS)
     (arm,) = parts.arms
     assert run.median_tpot_ms is not None
     assert arm.servers[0].decode_tok_s == pytest.approx(1000.0 / run.median_tpot_ms)
@@ -88,9 +88,9 @@ def test_one_request_at_a_time_is_a_single_stream_rate() -> None:
 
 def test_runs_that_measured_no_fixed_load_are_refused() -> None:
     with pytest.raises(NotImportable, match=r"open-loop run at 50\.00 req/s without --max-concurrency"):
-        screened_parts(result("default-run.json", request_rate=50.0), **PARTS)  # type: ignore[arg-type]
+        screened_parts(result("default-run.json", request_rate=50.0), PARTS)
     with pytest.raises(NotImportable, match="3 of 203 requests failed"):
-        screened_parts(result("default-run.json", failed=3), **PARTS)  # type: ignore[arg-type]
+        screened_parts(result("default-run.json", failed=3), PARTS)
 
 
 @pytest.mark.parametrize("name", ["default-run.json", "single-stream.json"])
