@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from catalog.packet import Packet
 from tests import profiles  # noqa: F401 - registers the hypothesis profiles before --hypothesis-profile loads one
 from tests.local_browser import chromium, ensure_chromium
 
@@ -61,6 +62,22 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = root / "site"
     assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def load_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Packet]:
+    """The fixture catalog with load sweeps (measured and screened) built once: its site/ folder
+    (data/ and packets/ beside it) and the measured packet carrying the sweeps. Read only."""
+    from builder.cli import run
+    from catalog.repository import load_catalog
+    from tests.builder.factory import load_parts, write_catalog
+
+    root = tmp_path_factory.mktemp("load")
+    data, packets = write_catalog(root, load=True)
+    out = root / "site"
+    assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
+    packet = next(p for p in load_catalog(data, packets).packets.values() if p.title == load_parts().title)
+    return out, packet
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.cli import run
-from catalog.repository import load_catalog
+from catalog.packet import Packet
 from tests.browser.test_site_browser import LABELS_OUTSIDE, PHONE
-from tests.builder.factory import LOAD_FAMILY, load_parts, write_catalog
+from tests.builder.factory import LOAD_FAMILY
 from tests.local_browser import serve_folder
 
 pytestmark = pytest.mark.browser
@@ -21,17 +20,7 @@ FAMILY = f"models/{LOAD_FAMILY}/index.html"
 
 
 @pytest.fixture(scope="module")
-def load_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    root = tmp_path_factory.mktemp("load-browser")
-    data, packets = write_catalog(root, load=True)
-    out = root / "site"
-    assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
-    packet = next(p for p in load_catalog(data, packets).packets.values() if p.title == load_parts().title)
-    return out, packet.id
-
-
-@pytest.fixture(scope="module")
-def load_url(load_site: tuple[Path, str]) -> Iterator[str]:
+def load_url(load_site: tuple[Path, Packet]) -> Iterator[str]:
     with serve_folder(load_site[0]) as url:
         yield url
 
@@ -51,7 +40,7 @@ def test_the_frontier_draws_and_nothing_scrolls_sideways_on_a_phone(browser, loa
     assert frontier.locator(".legendtext", has_text="outputs differ from the oracle").count() == 1
     assert frontier.locator("path.point").count() > 10
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    page.goto(load_url + f"packets/{load_site[1]}/index.html")
+    page.goto(load_url + f"packets/{load_site[1].id}/index.html")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     box = page.locator(".load-table").first
     assert box.evaluate("node => node.scrollWidth > node.clientWidth")  # the table scrolls in its own box

@@ -14,7 +14,6 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup, Tag
 
-from builder.cli import run
 from builder.format import fmt, num
 from builder.views.glossary import INLINE, terms_in
 from builder.views.load import DIFFERS, LAGGED
@@ -22,20 +21,10 @@ from catalog.load import LoadLevel, LoadSweep
 from catalog.packet import Packet
 from catalog.repository import load_catalog
 from catalog.samples import ORACLE_ARM, SPEC_ARM
-from tests.builder.factory import LOAD_DIVERGES, LOAD_FAMILY, LOAD_LAGS, load_parts, write_catalog
+from tests.builder.factory import LOAD_DIVERGES, LOAD_FAMILY, LOAD_LAGS
 from tests.builder.test_routes import internal_links
 
 FAMILY = f"models/{LOAD_FAMILY}/index.html"
-
-
-@pytest.fixture(scope="module")
-def load_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Packet]:
-    root = tmp_path_factory.mktemp("load")
-    data, packets = write_catalog(root, load=True)
-    out = root / "site"
-    assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out)]) == 0
-    packet = next(p for p in load_catalog(data, packets).packets.values() if p.title == load_parts().title)
-    return out, packet
 
 
 @pytest.fixture(scope="module")
