@@ -12,7 +12,7 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 
 from builder import TEMPLATES, routes
-from builder.views.glossary import defined, term
+from builder.views.glossary import marked, term, title_first_uses
 from builder.views.results import STATE_MEANINGS
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -42,20 +42,6 @@ def url(context: Context, target: str) -> str:
     return routes.relative(str(context["page_path"]), target)
 
 
-@pass_context
-def defined_on_page(context: Context, text: object) -> Markup:
-    """`defined`, each term's definition written at its first use on the page being rendered."""
-    titled: set[str] = context["terms_titled"]
-    return defined(text, titled)
-
-
-@pass_context
-def term_on_page(context: Context, name: str) -> Markup:
-    """`term`, its definition written at its first use on the page being rendered."""
-    titled: set[str] = context["terms_titled"]
-    return term(name, titled)
-
-
 def make_environment(templates: Path = TEMPLATES) -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(templates)),
@@ -69,12 +55,12 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
     env.globals["routes"] = routes
     env.filters["json_script"] = json_script
     env.filters["json_text"] = json_text
-    env.filters["defined"] = defined_on_page
-    env.filters["term"] = term_on_page
+    env.filters["defined"] = marked
+    env.filters["term"] = term
     env.globals["state_meanings"] = STATE_MEANINGS
     return env
 
 
 def render_page(env: Environment, template: str, path: str, context: Mapping[str, Any]) -> bytes:
-    html = env.get_template(template).render({**context, "page_path": path, "terms_titled": set()})
-    return html.encode("utf-8")
+    html = env.get_template(template).render({**context, "page_path": path})
+    return title_first_uses(html).encode("utf-8")

@@ -96,50 +96,72 @@ def _pattern() -> re.Pattern[str]:
     return re.compile(r"(?<![\w/-])(" + "|".join(re.escape(w) for w in words) + r")(?=\d|\b|$)(?![-/][\w])")
 
 
-def defined(text: object, titled: set[str] | None = None) -> Markup:
-    """Escape `text` and wrap each glossary term in it in an `<abbr>` with its definition.
+def defined(text: object) -> Markup:
+    """Escape `text` and wrap each glossary term in it in an `<abbr>` with its definition: for text
+    a view composes, outside a page's first-use accounting (templates use `marked`)."""
+    return _markup(text, titled=True)
 
-    `titled` holds the terms the page being rendered has defined already: a later use of one is an
-    `<abbr>` without the title (site.js copies the first one's onto it), so a page that names MTP
-    a hundred times carries its definition once and stays under its size budget."""
+
+def marked(text: object) -> Markup:
+    """`defined` for a page template: each term in a bare `<abbr class="term">`. Once the page is
+    rendered, `title_first_uses` gives the first use of each term its definition (site.js copies it
+    onto later uses), so a page that names MTP a hundred times carries the definition once and
+    stays under its size budget, and no use has to ask what the page defined so far."""
+    return _markup(text, titled=False)
+
+
+def _markup(text: object, titled: bool) -> Markup:
+    if isinstance(text, Markup):
+        return text
     if hasattr(text, "__html__"):  # already markup (a formatted number, a rendered macro)
         return Markup(text.__html__())  # noqa: S704 - it renders itself safely
-    out: list[str] = []
-    for before, word in _pieces(str(text)):
-        out.append(before)
-        if word is None:
-            continue
-        if titled is not None and word in titled:
-            out.append(f'<abbr class="term">{escape(word)}</abbr>')
-        else:
-            out.append(f'<abbr class="term" title="{escape(INLINE[word].short)}">{escape(word)}</abbr>')
-            if titled is not None:
-                titled.add(word)
-    return Markup("".join(out))  # noqa: S704 - every piece escaped in _pieces
+    return _wrapped(str(text), titled)
 
 
 @lru_cache(maxsize=8192)
-def _pieces(source: str) -> tuple[tuple[str, str | None], ...]:
-    """`source` split at its glossary terms: (escaped text before, term), the last term None. The
-    same labels recur on every page: each is split once per process."""
-    pieces: list[tuple[str, str | None]] = []
+def _wrapped(source: str, titled: bool) -> Markup:
+    """`source` escaped, its glossary terms wrapped. The same labels recur on every page: each is
+    wrapped once per process."""
+    out: list[str] = []
     last = 0
     for match in _pattern().finditer(source):
-        pieces.append((str(escape(source[last : match.start()])), match.group(1)))
+        out += [str(escape(source[last : match.start()])), _abbr(match.group(1), titled)]
         last = match.end()
-    pieces.append((str(escape(source[last:])), None))
-    return tuple(pieces)
+    out.append(str(escape(source[last:])))
+    return Markup("".join(out))  # noqa: S704 - every piece escaped
 
 
-def term(name: str, titled: set[str] | None = None) -> Markup:
-    """`name`, a glossary term a page shows on its own (an optimisation band), in its `<abbr>`;
-    `titled` as in `defined`."""
+def _abbr(name: str, titled: bool) -> str:
     entry = BY_TERM[name]
-    if titled is not None and name in titled:
-        return Markup('<abbr class="term">{}</abbr>').format(entry.term)
-    if titled is not None:
-        titled.add(name)
-    return Markup('<abbr class="term" title="{}">{}</abbr>').format(entry.short, entry.term)
+    if not titled:
+        return f'<abbr class="term">{escape(entry.term)}</abbr>'
+    return f'<abbr class="term" title="{escape(entry.short)}">{escape(entry.term)}</abbr>'
+
+
+def term(name: str) -> Markup:
+    """`name`, a glossary term a page shows on its own (an optimisation band), in its bare `<abbr>`,
+    titled at its first use like `marked`."""
+    return Markup(_abbr(name, titled=False))  # noqa: S704 - escaped in _abbr
+
+
+_BARE = re.compile(r'<abbr class="term">([^<]*)</abbr>')
+_BY_SPELLING = {str(escape(t.term)): t.term for t in GLOSSARY}  # as a bare <abbr> spells it
+
+
+def title_first_uses(html: str) -> str:
+    """A rendered page with the first bare `<abbr>` of each term given its definition as `title`."""
+    pieces: list[str] = []
+    seen: set[str] = set()
+    last = 0
+    for match in _BARE.finditer(html):
+        spelled = match.group(1)
+        if spelled in seen or spelled not in _BY_SPELLING:
+            continue
+        seen.add(spelled)
+        pieces += [html[last : match.start()], _abbr(_BY_SPELLING[spelled], titled=True)]
+        last = match.end()
+    pieces.append(html[last:])
+    return "".join(pieces)
 
 
 def terms_in(text: str) -> set[str]:
