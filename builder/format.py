@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from markupsafe import escape
+from markupsafe import Markup, escape
 
 from catalog.numbers import fmt as fmt  # re-exported: the site and its tests format through here
 from catalog.numbers import rounded
@@ -41,12 +41,17 @@ class Num:
         return self.display
 
     def __html__(self) -> str:
-        # f-strings over markupsafe.escape: the same bytes as Markup.format, which goes through
-        # string.Formatter and was a third of a large build's time (bench/, docs/performance.md).
-        # A no-break space keeps the unit with its number, also when the page is read as text.
-        text = _escaped(self.text)
-        unit = f'\u00a0<span class="unit">{_escaped(self.unit)}</span>' if self.unit else ""
-        return f'<data class="num" value="{text}">{_escaped(self.display)}</data>{unit}'
+        return _number_html(self.text, self.unit)
+
+
+def _number_html(text: str, unit: str) -> str:
+    # f-strings over markupsafe.escape: the same bytes as Markup.format, which goes through
+    # string.Formatter and was a third of a large build's time (bench/, docs/performance.md).
+    # A no-break space keeps the unit with its number, also when the page is read as text.
+    # Grouping adds only commas, so the escaped text groups as the text does.
+    text = _escaped(text)
+    unit_html = f'\u00a0<span class="unit">{_escaped(unit)}</span>' if unit else ""
+    return f'<data class="num" value="{text}">{grouped(text)}</data>{unit_html}'
 
 
 _SPECIAL = frozenset("&<>'\"")
@@ -68,7 +73,19 @@ def grouped(text: str) -> str:
 
 
 def num(value: float | int | Decimal, places: int = 2, unit: str = "") -> Num:
-    return Num(str(rounded(value, places)), unit)
+    return Num(_text(value, places), unit)
+
+
+def num_markup(value: float | int | Decimal, places: int = 2, unit: str = "") -> Markup:
+    """`num(value, places, unit)` as a page writes it, for a view that formats a table's cells once
+    (per-prompt rows: thousands a page), so the template passes each through as it is."""
+    return Markup(_number_html(_text(value, places), unit))  # noqa: S704 - escaped in _number_html
+
+
+def _text(value: float | int | Decimal, places: int) -> str:
+    if places == 0 and type(value) is int:  # a count: already its own rounding (most cells of a page)
+        return str(value)
+    return str(rounded(value, places))
 
 
 def opt_num(value: float | int | None, places: int = 2, unit: str = "") -> Num | None:

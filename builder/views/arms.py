@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from builder.format import Num, num, opt_num
+from markupsafe import Markup
+
+from builder.format import Num, num, num_markup, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
 from builder.views.results import STATE_LABELS, state_reason
@@ -16,16 +19,18 @@ from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 TOKEN_PREVIEW = 24
 
 
-@dataclass(frozen=True)
-class RowView:
+class RowCells(NamedTuple):
+    """One per-prompt row, every cell formatted once here: a number as its markup, text plain (the
+    template escapes it). A tuple, so the template unpacks a row instead of looking up each cell."""
+
     prompt_id: str
     class_id: str
-    prompt_tokens: Num
-    completion_tokens: Num
-    ttft_ms: Num | None
-    decode_tok_s: Num | None
+    prompt_tokens: Markup
+    completion_tokens: Markup
+    ttft_ms: Markup | str
+    decode_tok_s: Markup | str  # — when the completion is too short for a rate
     finish_reason: str
-    cached_tokens: Num | None
+    cached_tokens: Markup | str  # "not recorded" when the server reported none
     token_preview: str
 
 
@@ -38,7 +43,7 @@ class ServerView:
     ttft_ms: Num | None
     facts: list[Fact]
     canaries: list[Fact]
-    rows: list[RowView]
+    rows: list[RowCells]
 
 
 @dataclass(frozen=True)
@@ -79,18 +84,20 @@ class LadderView:
     rows: list[list[str | Num | None]]
 
 
-def _row(row: PromptRow) -> RowView:
+def _row(row: PromptRow) -> RowCells:
     preview = " ".join(map(str, row.token_ids[:TOKEN_PREVIEW]))
-    return RowView(
-        prompt_id=row.prompt_id,
-        class_id=row.class_id,
-        prompt_tokens=num(row.prompt_tokens, 0),
-        completion_tokens=num(row.completion_tokens, 0),
-        ttft_ms=opt_num(row.ttft_ms),
-        decode_tok_s=opt_num(decode_rate(row.token_times_us)),
-        finish_reason=row.finish_reason or "—",
-        cached_tokens=opt_num(row.cached_tokens, 0),
-        token_preview=preview + (" …" if row.completion_tokens > TOKEN_PREVIEW else ""),
+    ttft_ms = row.ttft_ms
+    rate = decode_rate(row.token_times_us)
+    return RowCells(
+        row.prompt_id,
+        row.class_id,
+        num_markup(row.prompt_tokens, 0),
+        num_markup(row.completion_tokens, 0),
+        str(None) if ttft_ms is None else num_markup(ttft_ms),  # a row without tokens: as the page always said
+        "—" if rate is None else num_markup(rate),
+        row.finish_reason or "—",
+        "not recorded" if row.cached_tokens is None else num_markup(row.cached_tokens, 0),
+        preview + (" …" if row.completion_tokens > TOKEN_PREVIEW else ""),
     )
 
 
