@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 from markupsafe import Markup, escape
 
@@ -79,7 +80,15 @@ def num(value: float | int | Decimal, places: int = 2, unit: str = "") -> Num:
 def num_markup(value: float | int | Decimal, places: int = 2, unit: str = "") -> Markup:
     """`num(value, places, unit)` as a page writes it, for a view that formats a table's cells once
     (per-prompt rows: thousands a page), so the template passes each through as it is."""
+    if places == 0 and type(value) is int and not unit:
+        return _count_markup(value)
     return Markup(_number_html(_text(value, places), unit))  # noqa: S704 - escaped in _number_html
+
+
+@lru_cache(maxsize=4096)
+def _count_markup(count: int) -> Markup:
+    """A count's markup: counts recur on every packet page (a suite's prompt lengths, max_tokens)."""
+    return Markup(_number_html(str(count), ""))  # noqa: S704 - escaped in _number_html
 
 
 def _text(value: float | int | Decimal, places: int) -> str:

@@ -50,6 +50,7 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,  # one build's templates do not change: no stat of each template per page
     )
     env.globals["url"] = url
     env.globals["routes"] = routes
