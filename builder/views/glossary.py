@@ -133,9 +133,7 @@ def _wrapped(source: str, titled: bool) -> Markup:
 
 def _abbr(name: str, titled: bool) -> str:
     entry = BY_TERM[name]
-    if not titled:
-        return f'<abbr class="term">{escape(entry.term)}</abbr>'
-    return f'<abbr class="term" title="{escape(entry.short)}">{escape(entry.term)}</abbr>'
+    return f"{_TITLED_OPEN[entry.term] if titled else _BARE_OPEN}{escape(entry.term)}</abbr>"
 
 
 def term(name: str) -> Markup:
@@ -144,24 +142,26 @@ def term(name: str) -> Markup:
     return Markup(_abbr(name, titled=False))  # noqa: S704 - escaped in _abbr
 
 
-_BARE = re.compile(r'<abbr class="term">([^<]*)</abbr>')
-_BY_SPELLING = {str(escape(t.term)): t.term for t in GLOSSARY}  # as a bare <abbr> spells it
+_BARE_OPEN = '<abbr class="term">'
+_TITLED_OPEN = {t.term: f'<abbr class="term" title="{escape(t.short)}">' for t in GLOSSARY}
+_BY_SPELLING = {str(escape(t.term)): t.term for t in GLOSSARY}  # as an <abbr> spells it
 
 
 def title_first_uses(html: str) -> str:
     """A rendered page with the first bare `<abbr>` of each term given its definition as `title`."""
-    pieces: list[str] = []
+    after_each = html.split(_BARE_OPEN)  # a split and a join on C speed; a regex scan took twice as long
+    out = [after_each[0]]
     seen: set[str] = set()
-    last = 0
-    for match in _BARE.finditer(html):
-        spelled = match.group(1)
-        if spelled in seen or spelled not in _BY_SPELLING:
-            continue
-        seen.add(spelled)
-        pieces += [html[last : match.start()], _abbr(_BY_SPELLING[spelled], titled=True)]
-        last = match.end()
-    pieces.append(html[last:])
-    return "".join(pieces)
+    for rest in after_each[1:]:
+        end = rest.find("</abbr>")
+        spelled = rest[:end]
+        if end >= 0 and spelled not in seen and spelled in _BY_SPELLING:
+            seen.add(spelled)
+            out.append(_TITLED_OPEN[_BY_SPELLING[spelled]])
+        else:
+            out.append(_BARE_OPEN)
+        out.append(rest)
+    return "".join(out)
 
 
 def terms_in(text: str) -> set[str]:
