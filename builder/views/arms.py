@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from builder.format import Num, num, num_markup, opt_num
 from builder.views.common import Fact
@@ -20,18 +21,19 @@ TOKEN_PREVIEW = 24
 
 
 class RowCells(NamedTuple):
-    """One per-prompt row, every cell formatted once here: a number as its markup, text plain (the
-    template escapes it). A tuple, so the template unpacks a row instead of looking up each cell."""
+    """One per-prompt row, every cell made page-ready once here: text escaped, a number as its
+    markup. A packet page has hundreds of cells; the template unpacks each row and writes its cells
+    as they are (they are all Markup), with no lookup or escape per cell."""
 
-    prompt_id: str
-    class_id: str
+    prompt_id: Markup
+    class_id: Markup
     prompt_tokens: Markup
     completion_tokens: Markup
-    ttft_ms: Markup | str
-    decode_tok_s: Markup | str  # — when the completion is too short for a rate
-    finish_reason: str
-    cached_tokens: Markup | str  # "not recorded" when the server reported none
-    token_preview: str
+    ttft_ms: Markup
+    decode_tok_s: Markup  # — when the completion is too short for a rate
+    finish_reason: Markup
+    cached_tokens: Markup  # "not recorded" when the server reported none
+    token_preview: Markup
 
 
 @dataclass(frozen=True)
@@ -84,21 +86,34 @@ class LadderView:
     rows: list[list[str | Num | None]]
 
 
+NO_TTFT = Markup("None")  # a row without tokens: as the page has always said
+NO_VALUE = Markup("—")
+NOT_RECORDED = Markup("not recorded")
+
+
 def _row(row: PromptRow) -> RowCells:
     preview = " ".join(map(str, row.token_ids[:TOKEN_PREVIEW]))
+    if row.completion_tokens > TOKEN_PREVIEW:
+        preview += " …"
     ttft_ms = row.ttft_ms
     rate = decode_rate(row.token_times_us)
     return RowCells(
-        row.prompt_id,
-        row.class_id,
+        _text(row.prompt_id),
+        _text(row.class_id),
         num_markup(row.prompt_tokens, 0),
         num_markup(row.completion_tokens, 0),
-        str(None) if ttft_ms is None else num_markup(ttft_ms),  # a row without tokens: as the page always said
-        "—" if rate is None else num_markup(rate),
-        row.finish_reason or "—",
-        "not recorded" if row.cached_tokens is None else num_markup(row.cached_tokens, 0),
-        preview + (" …" if row.completion_tokens > TOKEN_PREVIEW else ""),
+        NO_TTFT if ttft_ms is None else num_markup(ttft_ms),
+        NO_VALUE if rate is None else num_markup(rate),
+        _text(row.finish_reason) if row.finish_reason else NO_VALUE,
+        NOT_RECORDED if row.cached_tokens is None else num_markup(row.cached_tokens, 0),
+        Markup(preview),  # noqa: S704 - integers and spaces
     )
+
+
+@lru_cache(maxsize=1024)
+def _text(text: str) -> Markup:
+    """A row's text escaped: prompt and class ids and finish reasons recur on every packet page."""
+    return escape(text)
 
 
 def _server(server: ServerRun) -> ServerView:
