@@ -147,6 +147,8 @@ def _shell_join(argv: Iterable[str]) -> str:
 
 
 def _is_flag(token: str) -> bool:
+    if token.startswith("--"):  # no number is written with two dashes: no float() to fail
+        return True
     if not token.startswith("-") or token == "-":  # noqa: S105 - a CLI token, not a secret
         return False
     try:

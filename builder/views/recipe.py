@@ -174,13 +174,14 @@ def with_depth(args: list[str], depth: int) -> list[str]:
 
 def image_digests(ctx: SiteContext, slug: str) -> dict[str, str]:
     """Docker image -> the sha256 digest a packet of this model recorded for it (the newest)."""
-    found: dict[str, str] = {}
-    packets = sorted(ctx.catalog.packets_of(slug), key=lambda p: (p.created.isoformat() if p.created else "", p.id))
-    for packet in packets:
+    newest: dict[str, tuple[tuple[str, str], str]] = {}  # image -> (created, packet id), digest
+    for packet in ctx.catalog.packets_of(slug):
         runtime = packet.identity.runtime
         if runtime.image and runtime.image_digest and DIGEST.match(runtime.image_digest):
-            found[runtime.image] = runtime.image_digest
-    return found
+            order = (packet.created.isoformat() if packet.created else "", packet.id)
+            if runtime.image not in newest or order > newest[runtime.image][0]:
+                newest[runtime.image] = (order, runtime.image_digest)
+    return {image: digest for image, (_, digest) in newest.items()}
 
 
 def _command(
