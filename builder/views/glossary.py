@@ -111,6 +111,8 @@ def marked(text: object) -> Markup:
 
 
 def _markup(text: object, titled: bool) -> Markup:
+    if type(text) is str:  # the usual case: a label or a value, wrapped once per process
+        return _wrapped(text, titled)
     if isinstance(text, Markup):
         return text
     if hasattr(text, "__html__"):  # already markup (a formatted number, a rendered macro)
