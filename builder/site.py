@@ -23,7 +23,7 @@ from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
-from builder.views.hardware import hardware_view
+from builder.views.hardware import hardware_cards, hardware_view
 from builder.views.index import filtered_index_views, index_view
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
@@ -68,7 +68,7 @@ def _view(make: Callable[..., object], *args: object) -> dict[str, object]:
 
 
 def _hardware_cards(ctx: SiteContext) -> dict[str, object]:
-    return {"cards": [hardware_view(h, ctx) for h in sorted(ctx.catalog.hardware.values(), key=lambda h: h.name)]}
+    return {"cards": hardware_cards(ctx.catalog)}
 
 
 def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
@@ -147,12 +147,13 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
                 f"Evidence packet {packet_id}",
             )
         )
+    by_slug = {view.slug: view for view in families}
     for hw_id, hw in sorted(hardware.items()):
         found.append(
             Page(
                 routes.hardware_page(hw_id),
                 "hardware.html",
-                partial(_view, hardware_view, hw, ctx),
+                partial(_view, hardware_view, hw, ctx, by_slug),
                 hw.name,
                 f"{hw.name}: specs and results",
             )

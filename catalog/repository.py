@@ -46,9 +46,15 @@ class Catalog:
     by_family: dict[str, list[Packet]] = field(default_factory=dict)
     # Data warnings (catalog/lint.py): shown by verify and the builder, fatal under --strict.
     warnings: list[str] = field(default_factory=list)
+    # card id -> family slug -> its packets on that card, in id order (the hardware pages' rows)
+    by_hardware: dict[str, dict[str, list[Packet]]] = field(default_factory=dict)
 
     def packets_of(self, slug: str) -> list[Packet]:
         return self.by_family.get(slug, [])
+
+    def families_on(self, hardware_id: str) -> dict[str, list[Packet]]:
+        """Each family measured on the card, by slug, with its packets there: looked up, not scanned."""
+        return self.by_hardware.get(hardware_id, {})
 
     def reproductions(self, packets: Iterable[Packet]) -> list[Packet]:
         """The packets that reproduce any of `packets`: all a grade needs to see, looked up, not scanned."""
@@ -127,12 +133,26 @@ def load_catalog(
     found.raise_if_any()
     reproduced_by: dict[str, list[Packet]] = {}
     by_family: dict[str, list[Packet]] = {}
+    by_hardware: dict[str, dict[str, list[Packet]]] = {}
     for _, packet in sorted(packets.items()):
-        by_family.setdefault(packet.identity.model.slug, []).append(packet)
+        slug = packet.identity.model.slug
+        by_family.setdefault(slug, []).append(packet)
+        by_hardware.setdefault(packet.identity.host.hardware, {}).setdefault(slug, []).append(packet)
         if packet.reproduces:
             reproduced_by.setdefault(packet.reproduces, []).append(packet)
+    by_hardware = {hw: dict(sorted(families.items())) for hw, families in by_hardware.items()}
     return Catalog(
-        recipes, hardware, suites, canary_sets, packets, keys, paths, reproduced_by, by_family, lint(recipes, packets)
+        recipes,
+        hardware,
+        suites,
+        canary_sets,
+        packets,
+        keys,
+        paths,
+        reproduced_by,
+        by_family,
+        lint(recipes, packets),
+        by_hardware,
     )
 
 

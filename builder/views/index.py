@@ -8,6 +8,7 @@ same list with the matching families shown, each with its best matching result, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from builder import routes
@@ -197,8 +198,19 @@ def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
     return views
 
 
+def pick_key(chosen: Mapping[str, str]) -> str:
+    """The `pick_for` key of a choice of result filters (name -> value; site.js pickKey)."""
+    return "|".join(chosen.get(name, "") for name in RESULT_FILTERS)
+
+
+def best_pick(family: FamilyView | FamilyCard, chosen: Mapping[str, str]) -> ResultPick | None:
+    """The family's best published result matching `chosen`: what the index shows for that filter."""
+    index = family.pick_for.get(pick_key(chosen))
+    return None if index is None else family.picks[index]
+
+
 def _filtered(index: IndexView, chosen: dict[str, str], words: str) -> IndexView:
-    key = "|".join(chosen.get(name, "") for name in RESULT_FILTERS)
+    key = pick_key(chosen)
     values = {"hw": lambda c: c.hardware, "quant": lambda c: c.quantizations}
     shown: dict[str, str] = {}
     speed: dict[str, float] = {}
