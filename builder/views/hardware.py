@@ -37,6 +37,14 @@ class FamilyRow:
 
 
 @dataclass(frozen=True)
+class RecipeOnCard:
+    """A recipe that names the card, and what it says of it (verified, untested, ...)."""
+
+    link: Link
+    status: str
+
+
+@dataclass(frozen=True)
 class HardwareView:
     id: str
     name: str
@@ -47,8 +55,7 @@ class HardwareView:
     notes: str | None
     families: list[FamilyRow]
     packet_count: Num
-    recipes: list[Fact]
-    recipe_links: list[Link]
+    recipes: list[RecipeOnCard]
 
 
 @dataclass(frozen=True)
@@ -131,8 +138,8 @@ def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyV
     catalog = ctx.catalog
     on_card = catalog.families_on(hw.id)
     rows = [_family_row(slug, packets, families.get(slug), hw.id) for slug, packets in on_card.items()]
-    listed = [
-        (slug, recipe.meta.hardware[hw.id])
+    recipes = [
+        RecipeOnCard(Link(recipe.meta.title, routes.recipe_page(slug)), recipe.meta.hardware[hw.id])
         for slug, recipe in sorted(catalog.recipes.items())
         if hw.id in recipe.meta.hardware
     ]
@@ -146,8 +153,7 @@ def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyV
         notes=hw.notes,
         families=sorted(rows, key=_fastest_first),
         packet_count=num(sum(map(len, on_card.values())), 0),
-        recipes=[Fact(catalog.recipes[slug].meta.title, status) for slug, status in listed],
-        recipe_links=[Link(catalog.recipes[slug].meta.title, routes.recipe_page(slug)) for slug, _ in listed],
+        recipes=recipes,
     )
 
 
