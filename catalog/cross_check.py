@@ -18,6 +18,7 @@ from catalog.errors import CatalogError
 from catalog.evidence import canary_problems
 from catalog.hardware import Hardware
 from catalog.packet import Packet
+from catalog.packet_io import read_bytes
 from catalog.recipe import Recipe
 from catalog.suite import CanarySet, Suite
 
@@ -42,9 +43,9 @@ def data_digest(data_dir: Path) -> str:
     for pattern in DATA_PATTERNS:
         for path in sorted(data_dir.glob(pattern)):
             try:
-                content = path.read_bytes()
-            except OSError:
-                content = b"unreadable"
+                content = read_bytes(path)  # refuses a FIFO, which would block
+            except CatalogError:
+                content = b"unreadable"  # reported by the loader, which reads it too
             digest.update(f"{path.relative_to(data_dir).as_posix()}\0".encode())
             digest.update(hashlib.sha256(content).digest())
     return digest.hexdigest()
