@@ -10,6 +10,7 @@ which page, and a page kept from the previous site (builder/incremental.py) says
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import time
@@ -126,12 +127,14 @@ def _in_workers(job: _Job, workers: int) -> Iterator[Rendered]:
     global _JOB
     chunks = [list(range(i, min(i + CHUNK, len(job.pages)))) for i in range(0, len(job.pages), CHUNK)]
     _JOB = job
+    gc.freeze()  # the loaded catalog is never collected: forked workers need not scan (and so copy) it
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
             for rendered in pool.map(_render_chunk, chunks):
                 yield from rendered
     finally:
         _JOB = None
+        gc.unfreeze()
 
 
 def render_pages(
