@@ -93,7 +93,7 @@ def differences(files: Files, out: Path, *, digest: Digest | None = None) -> lis
     return lines
 
 
-def _write(target: Path, content: Content) -> None:
+def _write(target: Path, content: Content, digest: Digest | None = None) -> None:
     if isinstance(content, Copy) and content.movable:
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -104,7 +104,8 @@ def _write(target: Path, content: Content) -> None:
     if isinstance(content, Copy):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(content.source, target)  # the kernel copies; the bytes never pass through Python
-        if file_sha256(target) != content.sha256:
+        # With fingerprints, the source is re-hashed only if it was written since it was hashed.
+        if (digest(content.source) if digest is not None else file_sha256(target)) != content.sha256:
             raise CatalogError("changed while the site was being built: build again", file=content.source)
     else:
         write_file(target, content)
@@ -120,26 +121,26 @@ def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
     if out.is_dir() and not changed and not existing_files(out) - set(files):
         return 0
     try:
-        _replace(files, out, changed)
+        _replace(files, out, changed, digest)
     except OSError as error:  # a read-only or special file system, no space, no permission
         raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
     return len(changed)
 
 
-def _replace(files: Files, out: Path, changed: set[str]) -> None:
+def _replace(files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
     try:
         with _locked(staging):  # tells a concurrent build's clean_leftovers this one is alive
             os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
-            _fill(staging, files, out, changed)
+            _fill(staging, files, out, changed, digest)
             _swap(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _fill(staging: Path, files: Files, out: Path, changed: set[str]) -> None:
+def _fill(staging: Path, files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
     for relative in sorted(files):
         target = safe_target(staging, relative)
         previous = out / relative
@@ -150,7 +151,7 @@ def _fill(staging: Path, files: Files, out: Path, changed: set[str]) -> None:
                 continue
             except OSError:
                 pass
-        _write(target, files[relative])
+        _write(target, files[relative], digest)
 
 
 @contextmanager

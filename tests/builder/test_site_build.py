@@ -332,17 +332,24 @@ def test_a_site_file_edited_behind_the_fingerprints_is_rebuilt(tmp_path, catalog
     assert page.read_bytes() == original
 
 
-def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, monkeypatch):
-    """The pages were rendered from what was verified; a copy of other bytes must not be published."""
+@pytest.mark.parametrize("keep_mtime", [False, True])
+def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, monkeypatch, keep_mtime):
+    """The pages were rendered from what was verified; a copy of other bytes must not be published.
+    The copy is checked through the source's fingerprint, which the edit's ctime moves even when
+    size and mtime are put back."""
+    monkeypatch.setattr(stamp, "RACY_NS", 0)  # the packet was hashed a moment ago: trust its fingerprint
     data, packets = catalog
     victim = _packet_file(packets)
     real_build = site.build_files
 
     def build_then_edit(*args, **kwargs):  # type: ignore[no-untyped-def]
         result = real_build(*args, **kwargs)
-        edited = victim.read_text().replace('"seed":7', '"seed":8')
-        assert edited != victim.read_text()
-        victim.write_text(edited)
+        if keep_mtime:
+            _rewrite_keeping_size_and_mtime(victim, b'"seed":7', b'"seed":8')
+        else:
+            edited = victim.read_text().replace('"seed":7', '"seed":8')
+            assert edited != victim.read_text()
+            victim.write_text(edited)
         return result
 
     monkeypatch.setattr(site, "build_files", build_then_edit)
