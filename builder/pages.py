@@ -51,16 +51,22 @@ class PageCosts:
 
     seconds: dict[str, float] = field(default_factory=dict)
     count: dict[str, int] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # wall seconds of each step of the build
 
     def add(self, kind: str, seconds: float, pages: int = 1) -> None:
         self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
         self.count[kind] = self.count.get(kind, 0) + pages
 
-    def report(self) -> dict[str, dict[str, float]]:
-        return {
+    def phase(self, name: str, started: float) -> None:
+        """Record the wall time of a step of the build that began at `started` (perf_counter)."""
+        self.phases[name] = round(time.perf_counter() - started, 3)
+
+    def report(self) -> dict[str, dict[str, dict[str, float]] | dict[str, float]]:
+        pages = {
             kind: {"pages": self.count[kind], "cpu_ms_per_page": 1000 * self.seconds[kind] / self.count[kind]}
             for kind in sorted(self.count)
         }
+        return {"pages": pages, "phases_s": dict(self.phases)}
 
 
 @dataclass

@@ -194,12 +194,15 @@ def build_files(
     caller's folder), or in a temporary folder of their own (`BuildResult.scratch`) when none is
     given, which the caller removes. With `previous` (the site being replaced) and this build's
     `context` (stamp.Inputs.context), pages no new packet affects are kept from it (incremental.py)."""
-    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
-    ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
     costs = PageCosts()
-    started = time.process_time()
+    step = time.perf_counter()
+    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
+    costs.phase("load", step)
+    ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
+    step, started = time.perf_counter(), time.process_time()
     families = family_views(ctx)
     costs.add("family", time.process_time() - started, pages=0)  # the family views, shared with index and API
+    costs.phase("family views", step)
     found = pages(ctx, families)
     render_only = pages_to_render(previous, context, ctx)
     kept: dict[str, bytes | Path] = {}
@@ -211,7 +214,9 @@ def build_files(
     own = scratch is None
     folder = Path(tempfile.mkdtemp(prefix="catalog-pages-")) if scratch is None else scratch
     try:
+        step = time.perf_counter()
         rendered, said = render_pages(found_to_render, ctx, templates, folder, costs)
+        costs.phase("render", step)
     except BaseException:
         if own:
             shutil.rmtree(folder, ignore_errors=True)
@@ -223,9 +228,11 @@ def build_files(
         for warning in page_warnings[page.path]:
             ctx.warn(warning)
     files: dict[str, bytes | Path] = {**kept, **rendered}
+    step = time.perf_counter()
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / routes.ASSETS_FOLDER))
     files[routes.SITEMAP] = sitemap([p.path for p in found if p.path != routes.NOT_FOUND], ctx)
+    costs.phase("api, assets, sitemap", step)
     if own and not any(isinstance(p, Path) and p.is_relative_to(folder) for p in files.values()):
         shutil.rmtree(folder, ignore_errors=True)
         return BuildResult(

@@ -66,7 +66,10 @@ def test_page_costs_name_every_kind_with_its_page_count(tmp_path):
     (site / "index.html").write_text("edited")  # not a no-op: the build renders again
     argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(site), "--timings", str(timings)]
     assert run(argv) == 0
-    report = json.loads(timings.read_text())
+    recorded = json.loads(timings.read_text())
+    report = recorded["pages"]
+    assert set(recorded["phases_s"]) == {"load", "family views", "render", "api, assets, sitemap", "hash, publish"}
+    assert all(seconds >= 0 for seconds in recorded["phases_s"].values())
     assert report["packet"]["pages"] == len(list(site.glob("packets/*/index.html")))
     assert report["family"]["pages"] == len(list(site.glob("models/*/index.html")))
     assert sum(k["pages"] for k in report.values()) == len(list(site.rglob("*.html")))
