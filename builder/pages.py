@@ -10,17 +10,16 @@ which page, and a page kept from the previous site (builder/incremental.py) says
 
 from __future__ import annotations
 
-import gc
-import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from jinja2 import Environment
 
+from builder.forked import forked_map
 from builder.render import make_environment, render_page
 from builder.views.common import SiteContext
 
@@ -80,7 +79,6 @@ class _Job:
     env: Environment | None = None
 
 
-_JOB: _Job | None = None
 Rendered = tuple[int, bytes | None, list[str], float]
 
 
@@ -120,27 +118,8 @@ def _body(job: _Job, page: Page, ctx: SiteContext) -> bytes:
     )
 
 
-def _render_chunk(indices: list[int]) -> list[Rendered]:
-    assert _JOB is not None, "a worker forked before the job was set"
-    return [_render(_JOB, i) for i in indices]
-
-
 def _workers(pages: int) -> int:
     return min(len(os.sched_getaffinity(0)), pages // PAGES_PER_WORKER)
-
-
-def _in_workers(job: _Job, workers: int) -> Iterator[Rendered]:
-    global _JOB
-    chunks = [list(range(i, min(i + CHUNK, len(job.pages)))) for i in range(0, len(job.pages), CHUNK)]
-    _JOB = job
-    gc.freeze()  # the loaded catalog is never collected: forked workers need not scan (and so copy) it
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            for rendered in pool.map(_render_chunk, chunks):
-                yield from rendered
-    finally:
-        _JOB = None
-        gc.unfreeze()
 
 
 def render_pages(
@@ -150,7 +129,7 @@ def render_pages(
     the warnings each page's view gave (the caller merges them in page order)."""
     workers = _workers(len(found))
     job = _Job(found, ctx, templates, scratch if workers >= 2 else None)
-    results = _in_workers(job, workers) if workers >= 2 else (_render(job, i) for i in range(len(found)))
+    results = forked_map(partial(_render, job), range(len(found)), per_worker=PAGES_PER_WORKER, chunk=CHUNK)
     files: dict[str, bytes | Path] = {}
     said: dict[str, list[str]] = {}
     for index, body, warnings, seconds in results:

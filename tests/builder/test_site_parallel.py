@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import output, pages
+from builder import forked, output, pages, site
 from builder.cli import run
 from builder.site import build_files
 from tests.builder.factory import write_catalog
@@ -25,7 +25,17 @@ def test_pages_rendered_in_workers_are_the_pages_one_process_renders(tmp_path, m
     assert one.scratch is None and all(isinstance(v, bytes) for k, v in one.files.items() if k.endswith(".html"))
     monkeypatch.setattr(pages, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(pages, "CHUNK", 1)
+    monkeypatch.setattr(site, "FAMILIES_PER_WORKER", 1)  # family views made in workers too
+    pools: list[int] = []
+    real_pool = forked.ProcessPoolExecutor  # type: ignore[attr-defined]
+
+    def counting_pool(max_workers: int, mp_context: object) -> object:
+        pools.append(max_workers)
+        return real_pool(max_workers=max_workers, mp_context=mp_context)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(forked, "ProcessPoolExecutor", counting_pool)
     many = build_files(data, packets)
+    assert pools and pools[0] >= 2
     assert many.scratch is not None
     rendered = {k: v for k, v in many.files.items() if isinstance(v, Path) and v.is_relative_to(many.scratch)}
     assert rendered and all(k.endswith(".html") for k in rendered)
