@@ -38,14 +38,39 @@ Digest = Callable[[Path], str]
 
 def safe_target(root: Path, relative: str) -> Path:
     """The absolute path of `relative` under `root`; refuses anything that could escape it."""
-    parts = relative.split("/")
-    if not relative or relative.startswith("/") or "\\" in relative or any(p in ("", ".", "..") for p in parts):
-        raise CatalogError(f"refusing to write {relative!r}: not a plain path inside the output folder")
-    base = root.resolve()
-    target = (base / relative).resolve()
-    if not target.is_relative_to(base) or target == base:
-        raise CatalogError(f"refusing to write {relative!r}: it resolves outside {base}")
-    return target
+    return Targets(root).of(relative)
+
+
+class Targets:
+    """Absolute paths of files under one root, each refused if it could escape the root (a plain
+    relative path whose links, if any, resolve inside it). Each folder is resolved once: a site
+    has tens of thousands of files in as many folders, and resolving a whole path costs a system
+    call per component."""
+
+    def __init__(self, root: Path) -> None:
+        self.base = root.resolve()
+        self._folders: dict[str, Path] = {"": self.base}
+
+    def of(self, relative: str) -> Path:
+        parts = relative.split("/")
+        if not relative or relative.startswith("/") or "\\" in relative or any(p in ("", ".", "..") for p in parts):
+            raise CatalogError(f"refusing to write {relative!r}: not a plain path inside the output folder")
+        return self._inside(self._folder("/".join(parts[:-1]), relative) / parts[-1], relative)
+
+    def _folder(self, folder: str, relative: str) -> Path:
+        found = self._folders.get(folder)
+        if found is None:
+            parent, _, name = folder.rpartition("/")
+            found = self._folders[folder] = self._inside(self._folder(parent, relative) / name, relative)
+        return found
+
+    def _inside(self, path: Path, relative: str) -> Path:
+        if not path.is_symlink():
+            return path
+        target = path.resolve()
+        if not target.is_relative_to(self.base) or target == self.base:
+            raise CatalogError(f"refusing to write {relative!r}: it resolves outside {self.base}")
+        return target
 
 
 def check_output_folder(out: Path, protected: Iterable[Path]) -> None:
@@ -141,8 +166,9 @@ def _replace(files: Files, out: Path, changed: set[str], digest: Digest | None) 
 
 
 def _fill(staging: Path, files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
+    targets = Targets(staging)
     for relative in sorted(files):
-        target = safe_target(staging, relative)
+        target = targets.of(relative)
         previous = out / relative
         if relative not in changed and previous.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
 from builder.forked import forked_map
 from builder.incremental import Previous, pages_to_render
-from builder.output import check_output_folder, differences, publish, safe_target
+from builder.output import Targets, check_output_folder, differences, publish
 from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
@@ -281,8 +281,9 @@ def said_by(page_warnings: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def check_paths(files: Mapping[str, object], out: Path) -> None:
+    targets = Targets(out)
     for relative in files:
-        safe_target(out, relative)
+        targets.of(relative)
 
 
 __all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "check_paths", "differences", "publish"]

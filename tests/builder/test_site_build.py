@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 
 from builder import output, site, stamp
 from builder.cli import run
-from builder.output import check_output_folder, publish, safe_target
+from builder.output import Targets, check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
 from catalog.layout import is_signature
 from tests.builder.factory import REPO, write_catalog
@@ -359,3 +359,17 @@ def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, 
     assert caught.value.file == str(victim)
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
+
+
+def test_targets_resolve_each_folder_once_and_still_refuse_a_link_out(tmp_path):
+    out = tmp_path / "site"
+    (out / "inside").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (out / "link").symlink_to(tmp_path / "elsewhere")
+    (out / "alias").symlink_to(out / "inside")
+    targets = Targets(out)
+    for _ in range(2):  # the second time from the folder cache
+        with pytest.raises(CatalogError, match="resolves outside"):
+            targets.of("link/x.html")
+        assert targets.of("alias/y.html") == (out / "inside" / "y.html").resolve()
+    assert targets.of("packets/a/index.html") == out.resolve() / "packets" / "a" / "index.html"
