@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache, cached_property
 
 from builder import routes
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
 from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
-from catalog.selection import headline_order, qualified
+from catalog.selection import Headline, headline_order, lead_of, qualified
 
 # The packet states' words and order live on catalog.packet.State; a page adds one state of its
 # own, for a combination no packet covers.
@@ -21,6 +22,7 @@ STATE_MEANINGS = {**{s.value: s.meaning for s in _BY_RANK}, UNTESTED: "no packet
 STATE_RANK = [*(s.value for s in _BY_RANK), UNTESTED]
 
 
+@cache  # a handful of labels, asked for on every result of every page
 def label_key(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown"
 
@@ -77,6 +79,9 @@ def state_reason(packet: Packet, arm: Arm) -> str | None:
 
 @dataclass(frozen=True)
 class ArmResult:
+    """One arm with its packet's grade; each figure derived from the arm is computed once (a page
+    asks for a result's centre, reason and link many times: scorecards, charts, picks, projection)."""
+
     packet: Packet
     arm: Arm
     grade: Grade
@@ -104,7 +109,7 @@ class ArmResult:
     def draft_head(self) -> str | None:
         return self.arm.config.draft_head
 
-    @property
+    @cached_property
     def hardware_id(self) -> str:
         return self.packet.identity.host.hardware
 
@@ -116,26 +121,36 @@ class ArmResult:
     def published(self) -> bool:
         return self.arm.state.published
 
-    @property
+    @cached_property
     def centre(self) -> float | None:
         return self.arm.decode_tok_s
 
-    @property
+    @cached_property
     def values(self) -> list[float]:
         return self.arm.server_values
 
     @property
     def unpublished_value(self) -> float | None:
         """What a withheld arm would have shown: never displayed as a result, only struck."""
-        return self.arm.decode_tok_s if self.arm.decode_tok_s is not None else self.arm.published_figure
+        return self.centre if self.centre is not None else self.arm.published_figure
 
-    @property
+    @cached_property
     def reason(self) -> str | None:
         return state_reason(self.packet, self.arm)
 
-    @property
+    @cached_property
     def href(self) -> str:
         return routes.packet_page(self.packet.id, self.arm.id)
+
+    @cached_property
+    def qualified(self) -> bool:
+        """catalog.selection.qualified: a candidate for the headline."""
+        return qualified(self.arm)
+
+    @cached_property
+    def lead_order(self) -> tuple[bool, int, float]:
+        """catalog.selection.headline_order of this result."""
+        return headline_order(self.packet, self.grade, self.centre or 0.0)
 
     @property
     def series_head(self) -> str:
@@ -178,7 +193,13 @@ def configuration(result: ArmResult) -> tuple[str, str, int, int, str, str]:
 
 def _lead_order(result: ArmResult) -> tuple[bool, tuple[bool, int, float]]:
     """catalog.selection.headline's order, so the family's headline result always represents its cell."""
-    return (qualified(result.arm), headline_order(result.packet, result.grade, result.centre or 0.0))
+    return (result.qualified, result.lead_order)
+
+
+def headline_result(results: Sequence[ArmResult]) -> ArmResult | None:
+    """catalog.selection.headline over results graded once each (arm_results), as a result."""
+    lead = lead_of([Headline(r.packet, r.arm, r.grade) for r in results if r.qualified])
+    return next((r for r in results if lead and r.arm is lead.arm and r.packet is lead.packet), None)
 
 
 def _newest_order(result: ArmResult) -> tuple[str, str]:
