@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 
 from builder import routes
@@ -79,8 +79,9 @@ def state_reason(packet: Packet, arm: Arm) -> str | None:
 
 @dataclass(frozen=True)
 class ArmResult:
-    """One arm with its packet's grade; each figure derived from the arm is computed once (a page
-    asks for a result's centre, reason and link many times: scorecards, charts, picks, projection)."""
+    """One arm with its packet's grade. What pages read of the arm is derived once, on creation:
+    a family page asks for a result's state, cards, centre and link many times (scorecards,
+    charts, picks, projection), and reading through the packet model each time was most of it."""
 
     packet: Packet
     arm: Arm
@@ -88,46 +89,43 @@ class ArmResult:
     hardware: Hardware | None
     quant_key: str
     quant_label: str
+    state: str = field(init=False, repr=False, compare=False)
+    tp: int = field(init=False, repr=False, compare=False)
+    depth: int = field(init=False, repr=False, compare=False)
+    method: str | None = field(init=False, repr=False, compare=False)
+    draft_head: str | None = field(init=False, repr=False, compare=False)
+    hardware_id: str = field(init=False, repr=False, compare=False)
+    published: bool = field(init=False, repr=False, compare=False)
+    centre: float | None = field(init=False, repr=False, compare=False)
+    values: list[float] = field(init=False, repr=False, compare=False)
+    # catalog.selection's qualified (a headline candidate) and headline_order
+    qualified: bool = field(init=False, repr=False, compare=False)
+    lead_order: tuple[bool, int, float] = field(init=False, repr=False, compare=False)
+    href: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def state(self) -> str:
-        return self.arm.state.value
-
-    @property
-    def tp(self) -> int:
-        return self.arm.config.tensor_parallel_size
-
-    @property
-    def depth(self) -> int:
-        return self.arm.config.spec_depth
-
-    @property
-    def method(self) -> str | None:
-        return self.arm.config.spec_method
-
-    @property
-    def draft_head(self) -> str | None:
-        return self.arm.config.draft_head
-
-    @cached_property
-    def hardware_id(self) -> str:
-        return self.packet.identity.host.hardware
+    def __post_init__(self) -> None:
+        arm, config = self.arm, self.arm.config
+        centre = arm.decode_tok_s
+        derived = {
+            "state": arm.state.value,
+            "tp": config.tensor_parallel_size,
+            "depth": config.spec_depth,
+            "method": config.spec_method,
+            "draft_head": config.draft_head,
+            "hardware_id": self.packet.identity.host.hardware,
+            "published": arm.state.published,
+            "centre": centre,
+            "values": arm.server_values,
+            "qualified": qualified(arm),
+            "lead_order": headline_order(self.packet, self.grade, centre or 0.0),
+            "href": routes.packet_page(self.packet.id, arm.id),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)  # a frozen dataclass sets its own fields this way
 
     @property
     def hardware_name(self) -> str:
         return self.hardware.name if self.hardware else self.hardware_id
-
-    @property
-    def published(self) -> bool:
-        return self.arm.state.published
-
-    @cached_property
-    def centre(self) -> float | None:
-        return self.arm.decode_tok_s
-
-    @cached_property
-    def values(self) -> list[float]:
-        return self.arm.server_values
 
     @property
     def unpublished_value(self) -> float | None:
@@ -137,20 +135,6 @@ class ArmResult:
     @cached_property
     def reason(self) -> str | None:
         return state_reason(self.packet, self.arm)
-
-    @cached_property
-    def href(self) -> str:
-        return routes.packet_page(self.packet.id, self.arm.id)
-
-    @cached_property
-    def qualified(self) -> bool:
-        """catalog.selection.qualified: a candidate for the headline."""
-        return qualified(self.arm)
-
-    @cached_property
-    def lead_order(self) -> tuple[bool, int, float]:
-        """catalog.selection.headline_order of this result."""
-        return headline_order(self.packet, self.grade, self.centre or 0.0)
 
     @property
     def series_head(self) -> str:
