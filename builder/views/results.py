@@ -105,23 +105,23 @@ class ArmResult:
 
     def __post_init__(self) -> None:
         arm, config = self.arm, self.arm.config
+        values = arm.server_values
         centre = arm.decode_tok_s
-        derived = {
-            "state": arm.state.value,
-            "tp": config.tensor_parallel_size,
-            "depth": config.spec_depth,
-            "method": config.spec_method,
-            "draft_head": config.draft_head,
-            "hardware_id": self.packet.identity.host.hardware,
-            "published": arm.state.published,
-            "centre": centre,
-            "values": arm.server_values,
-            "qualified": qualified(arm),
-            "lead_order": headline_order(self.packet, self.grade, centre or 0.0),
-            "href": routes.packet_page(self.packet.id, arm.id),
-        }
-        for name, value in derived.items():
-            object.__setattr__(self, name, value)  # a frozen dataclass sets its own fields this way
+        # a frozen dataclass sets its own derived fields through its __dict__ (no __setattr__)
+        self.__dict__.update(
+            state=arm.state.value,
+            tp=config.tensor_parallel_size,
+            depth=config.spec_depth,
+            method=config.spec_method,
+            draft_head=config.draft_head,
+            hardware_id=self.packet.identity.host.hardware,
+            published=arm.state.published,
+            centre=centre,
+            values=values,
+            qualified=qualified(arm),
+            lead_order=headline_order(self.packet, self.grade, centre or 0.0),
+            href=routes.packet_page(self.packet.id, arm.id),
+        )
 
     @property
     def hardware_name(self) -> str:
