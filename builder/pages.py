@@ -129,6 +129,10 @@ def render_pages(
     the warnings each page's view gave (the caller merges them in page order)."""
     workers = _workers(len(found))
     job = _Job(found, ctx, templates, scratch if workers >= 2 else None)
+    if workers >= 2:  # compiled once, before the workers fork, instead of once in each
+        job.env = make_environment(templates)
+        for template in sorted({page.template for page in found}):
+            job.env.get_template(template)
     results = forked_map(partial(_render, job), range(len(found)), per_worker=PAGES_PER_WORKER, chunk=CHUNK)
     files: dict[str, bytes | Path] = {}
     said: dict[str, list[str]] = {}
