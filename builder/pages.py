@@ -19,9 +19,9 @@ from pathlib import Path
 
 from jinja2 import Environment
 
-from builder.forked import forked_map
 from builder.render import make_environment, render_page
 from builder.views.common import SiteContext
+from catalog.forked import forked_map
 
 PAGES_PER_WORKER = 64  # below this a worker process costs more than it saves
 CHUNK = 16
@@ -64,6 +64,7 @@ class PageCosts:
         pages = {
             kind: {"pages": self.count[kind], "cpu_ms_per_page": 1000 * self.seconds[kind] / self.count[kind]}
             for kind in sorted(self.count)
+            if self.count[kind]  # a family view made for the index while no family page was rendered
         }
         return {"pages": pages, "phases_s": dict(self.phases)}
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
-from builder.forked import forked_map
 from builder.incremental import Previous, pages_to_render
 from builder.output import Targets, check_output_folder, differences, publish
 from builder.pages import Page, PageCosts, render_pages
@@ -30,6 +29,7 @@ from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
+from catalog.forked import forked_map
 from catalog.layout import signature_path
 from catalog.recipe import Recipe
 from catalog.repository import Catalog, load_catalog
@@ -82,7 +82,8 @@ def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
 def family_views(ctx: SiteContext, costs: PageCosts | None = None) -> list[FamilyView]:
     """Every family's view, on every core when there are many (`costs` gets the CPU they took);
     each family's warnings are said in family order, as one process would say them."""
-    made = forked_map(partial(_family_view, ctx), sorted(ctx.catalog.recipes.items()), per_worker=FAMILIES_PER_WORKER)
+    items = sorted(ctx.catalog.recipes.items())
+    made = list(forked_map(partial(_family_view, ctx), items, per_worker=FAMILIES_PER_WORKER))
     for _, said, _ in made:
         for warning in said:
             ctx.warn(warning)

@@ -10,19 +10,18 @@ unpickled once, in the process that keeps it.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import pickle
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from catalog.consistency import packet_problems
 from catalog.cross_check import Reference, cross_check, located
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.evidence import evidence_problems
+from catalog.forked import forked_map
 from catalog.keys import KeyRing
 from catalog.packet import Packet
 from catalog.packet_io import read_bytes, read_packet
@@ -122,34 +121,20 @@ class Reader:
         return problems
 
 
-_READER: Reader | None = None
-
-
-def _read_chunk(paths: list[Path]) -> list[tuple[Packet | bytes | None, list[CatalogError], list[CatalogError]]]:
-    assert _READER is not None, "a worker forked before the reader was set"
-    found = []
-    for path in paths:
-        packet, problems, checked = _READER._read(path)
-        if isinstance(packet, Packet) and _READER.summaries:
-            packet = pickle.dumps(packet, protocol=pickle.HIGHEST_PROTOCOL)  # unpickled once, by the caller
-        found.append((packet, problems, checked))
-    return found
+def _read_for_parent(
+    reader: Reader, path: Path
+) -> tuple[Packet | bytes | None, list[CatalogError], list[CatalogError]]:
+    """In a worker: a summary goes back as pickled bytes, unpickled once, by the caller."""
+    packet, problems, checked = reader._read(path)
+    if isinstance(packet, Packet) and reader.summaries:
+        packet = pickle.dumps(packet, protocol=pickle.HIGHEST_PROTOCOL)
+    return packet, problems, checked
 
 
 def read_packets(paths: list[Path], reader: Reader) -> Iterator[Read]:
     """`reader.read` over every path, in order; on every core when there are enough packets."""
-    global _READER
-    workers = min(len(os.sched_getaffinity(0)), len(paths) // PACKETS_PER_WORKER)
-    if workers < 2:
-        yield from map(reader.read, paths)
-        return
-    chunks = [paths[i : i + CHUNK] for i in range(0, len(paths), CHUNK)]
-    _READER = reader
-    try:
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for chunk, results in zip(chunks, pool.map(_read_chunk, chunks), strict=True):
-                for path, (packet, problems, checked) in zip(chunk, results, strict=True):
-                    yield reader.received(path, packet, problems, checked)
-    finally:
-        _READER = None
+    read = partial(_read_for_parent, reader)
+    for path, (packet, problems, checked) in zip(
+        paths, forked_map(read, paths, per_worker=PACKETS_PER_WORKER, chunk=CHUNK), strict=True
+    ):
+        yield reader.received(path, packet, problems, checked)

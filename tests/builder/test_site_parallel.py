@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import forked, output, pages, site
+from builder import output, pages, site
 from builder.cli import run
 from builder.site import build_files
+from catalog import forked
 from tests.builder.factory import write_catalog
 
 
