@@ -145,10 +145,14 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
             "add_one_s": added["wall_s"],
             "add_one_cpu_s": added["cpu_s"],
             "add_one_said": added["stdout"].strip()[-200:],
-            "add_one_pages_rendered": {k: v["pages"] for k, v in json.loads(added_timings.read_text()).items()},
+            "add_one_pages_rendered": {
+                k: v["pages"] for k, v in json.loads(added_timings.read_text())["pages"].items()
+            },
+            "add_one_phases_s": json.loads(added_timings.read_text())["phases_s"],
             "noop_s": noop["wall_s"],
             "noop_said": noop["stdout"].strip()[-200:],
-            "page_cpu_ms": json.loads(timings.read_text()),
+            "page_cpu_ms": json.loads(timings.read_text())["pages"],
+            "warm_phases_s": json.loads(timings.read_text())["phases_s"],
             "floor_s": floor_s,
             "floor_runs_s": [floor_a["seconds"], floor_b["seconds"]],
             "floor_read": floor_a["read"],

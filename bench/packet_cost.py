@@ -7,7 +7,7 @@ its file size, and the CPU time (time.process_time, median of many runs after a 
 - read its bytes;
 - read and hash-check it (catalog.packet_io.read_packet without keys: strict validation, the
   canonical-form check, sha256 of the bytes and the name it gives);
-- fully verify it (catalog.repository.read_verified against data/keys.yaml: the above, the DSSE
+- fully verify it (catalog.packet_reading.read_verified against data/keys.yaml: the above, the DSSE
   signature by a listed measurer key, and every derived figure, gate and canary verdict
   re-derived from the rows), which is what every build and `make verify` pays per packet.
 Each is also given per recorded token (token ids over every row of every server).
@@ -59,7 +59,7 @@ def measure(runs: int) -> dict[str, Any]:
     from catalog.keys import load_keys
     from catalog.layout import signature_path
     from catalog.packet_io import read_packet
-    from catalog.repository import read_verified
+    from catalog.packet_reading import read_verified
 
     path = demo_packet()
     keys = load_keys(REPO / "data" / "keys.yaml")

@@ -128,8 +128,7 @@ def _finish(
     from builder.output import Copy
     from builder.site import check_paths, differences, publish
 
-    if options.timings is not None:
-        options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    step = time.perf_counter()
     own = result.rendered_in
     hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
@@ -165,6 +164,9 @@ def _finish(
     for relative, sha in hashes.items():
         known.record(options.out / relative, sha)
     known.save(options.out)
+    result.costs.phase("hash, publish", step)
+    if options.timings is not None:
+        options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     elapsed = time.perf_counter() - started
     print(f"built {len(files)} files into {options.out}: {changed} changed ({elapsed:.2f} s)")
     return 0

@@ -67,10 +67,12 @@ def pages_to_render(previous: Previous | None, context: str, ctx: SiteContext) -
         same = previous.files.get(routes.packet_json(packet_id)) == packet.seal.sha256
         if same and previous.files.get(routes.packet_signature(packet_id)) == signed:
             continue
+        original = catalog.packets.get(packet.reproduces) if packet.reproduces else None
+        cards = {packet.identity.host.hardware} | ({original.identity.host.hardware} if original else set())
         affected |= routes.pages_affected_by(
             packet_id,
             packet.identity.model.slug,
-            [packet.identity.host.hardware],
+            sorted(cards),
             reproduces=packet.reproduces,
             filtered_indexes=filtered,
         )

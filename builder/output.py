@@ -38,14 +38,39 @@ Digest = Callable[[Path], str]
 
 def safe_target(root: Path, relative: str) -> Path:
     """The absolute path of `relative` under `root`; refuses anything that could escape it."""
-    parts = relative.split("/")
-    if not relative or relative.startswith("/") or "\\" in relative or any(p in ("", ".", "..") for p in parts):
-        raise CatalogError(f"refusing to write {relative!r}: not a plain path inside the output folder")
-    base = root.resolve()
-    target = (base / relative).resolve()
-    if not target.is_relative_to(base) or target == base:
-        raise CatalogError(f"refusing to write {relative!r}: it resolves outside {base}")
-    return target
+    return Targets(root).of(relative)
+
+
+class Targets:
+    """Absolute paths of files under one root, each refused if it could escape the root (a plain
+    relative path whose links, if any, resolve inside it). Each folder is resolved once: a site
+    has tens of thousands of files in as many folders, and resolving a whole path costs a system
+    call per component."""
+
+    def __init__(self, root: Path) -> None:
+        self.base = root.resolve()
+        self._folders: dict[str, Path] = {"": self.base}
+
+    def of(self, relative: str) -> Path:
+        parts = relative.split("/")
+        if not relative or relative.startswith("/") or "\\" in relative or any(p in ("", ".", "..") for p in parts):
+            raise CatalogError(f"refusing to write {relative!r}: not a plain path inside the output folder")
+        return self._inside(self._folder("/".join(parts[:-1]), relative) / parts[-1], relative)
+
+    def _folder(self, folder: str, relative: str) -> Path:
+        found = self._folders.get(folder)
+        if found is None:
+            parent, _, name = folder.rpartition("/")
+            found = self._folders[folder] = self._inside(self._folder(parent, relative) / name, relative)
+        return found
+
+    def _inside(self, path: Path, relative: str) -> Path:
+        if not path.is_symlink():
+            return path
+        target = path.resolve()
+        if not target.is_relative_to(self.base) or target == self.base:
+            raise CatalogError(f"refusing to write {relative!r}: it resolves outside {self.base}")
+        return target
 
 
 def check_output_folder(out: Path, protected: Iterable[Path]) -> None:
@@ -93,7 +118,7 @@ def differences(files: Files, out: Path, *, digest: Digest | None = None) -> lis
     return lines
 
 
-def _write(target: Path, content: Content) -> None:
+def _write(target: Path, content: Content, digest: Digest | None = None) -> None:
     if isinstance(content, Copy) and content.movable:
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -104,7 +129,8 @@ def _write(target: Path, content: Content) -> None:
     if isinstance(content, Copy):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(content.source, target)  # the kernel copies; the bytes never pass through Python
-        if file_sha256(target) != content.sha256:
+        # With fingerprints, the source is re-hashed only if it was written since it was hashed.
+        if (digest(content.source) if digest is not None else file_sha256(target)) != content.sha256:
             raise CatalogError("changed while the site was being built: build again", file=content.source)
     else:
         write_file(target, content)
@@ -120,28 +146,29 @@ def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
     if out.is_dir() and not changed and not existing_files(out) - set(files):
         return 0
     try:
-        _replace(files, out, changed)
+        _replace(files, out, changed, digest)
     except OSError as error:  # a read-only or special file system, no space, no permission
         raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
     return len(changed)
 
 
-def _replace(files: Files, out: Path, changed: set[str]) -> None:
+def _replace(files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
     try:
         with _locked(staging):  # tells a concurrent build's clean_leftovers this one is alive
             os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
-            _fill(staging, files, out, changed)
+            _fill(staging, files, out, changed, digest)
             _swap(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _fill(staging: Path, files: Files, out: Path, changed: set[str]) -> None:
+def _fill(staging: Path, files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
+    targets = Targets(staging)
     for relative in sorted(files):
-        target = safe_target(staging, relative)
+        target = targets.of(relative)
         previous = out / relative
         if relative not in changed and previous.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +177,7 @@ def _fill(staging: Path, files: Files, out: Path, changed: set[str]) -> None:
                 continue
             except OSError:
                 pass
-        _write(target, files[relative])
+        _write(target, files[relative], digest)
 
 
 @contextmanager

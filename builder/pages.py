@@ -10,18 +10,18 @@ which page, and a page kept from the previous site (builder/incremental.py) says
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from jinja2 import Environment
 
 from builder.render import make_environment, render_page
 from builder.views.common import SiteContext
+from catalog.forked import forked_map
 
 PAGES_PER_WORKER = 64  # below this a worker process costs more than it saves
 CHUNK = 16
@@ -50,16 +50,23 @@ class PageCosts:
 
     seconds: dict[str, float] = field(default_factory=dict)
     count: dict[str, int] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # wall seconds of each step of the build
 
     def add(self, kind: str, seconds: float, pages: int = 1) -> None:
         self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
         self.count[kind] = self.count.get(kind, 0) + pages
 
-    def report(self) -> dict[str, dict[str, float]]:
-        return {
+    def phase(self, name: str, started: float) -> None:
+        """Record the wall time of a step of the build that began at `started` (perf_counter)."""
+        self.phases[name] = round(time.perf_counter() - started, 3)
+
+    def report(self) -> dict[str, dict[str, dict[str, float]] | dict[str, float]]:
+        pages = {
             kind: {"pages": self.count[kind], "cpu_ms_per_page": 1000 * self.seconds[kind] / self.count[kind]}
             for kind in sorted(self.count)
+            if self.count[kind]  # a family view made for the index while no family page was rendered
         }
+        return {"pages": pages, "phases_s": dict(self.phases)}
 
 
 @dataclass
@@ -73,7 +80,6 @@ class _Job:
     env: Environment | None = None
 
 
-_JOB: _Job | None = None
 Rendered = tuple[int, bytes | None, list[str], float]
 
 
@@ -113,25 +119,8 @@ def _body(job: _Job, page: Page, ctx: SiteContext) -> bytes:
     )
 
 
-def _render_chunk(indices: list[int]) -> list[Rendered]:
-    assert _JOB is not None, "a worker forked before the job was set"
-    return [_render(_JOB, i) for i in indices]
-
-
 def _workers(pages: int) -> int:
     return min(len(os.sched_getaffinity(0)), pages // PAGES_PER_WORKER)
-
-
-def _in_workers(job: _Job, workers: int) -> Iterator[Rendered]:
-    global _JOB
-    chunks = [list(range(i, min(i + CHUNK, len(job.pages)))) for i in range(0, len(job.pages), CHUNK)]
-    _JOB = job
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            for rendered in pool.map(_render_chunk, chunks):
-                yield from rendered
-    finally:
-        _JOB = None
 
 
 def render_pages(
@@ -141,7 +130,11 @@ def render_pages(
     the warnings each page's view gave (the caller merges them in page order)."""
     workers = _workers(len(found))
     job = _Job(found, ctx, templates, scratch if workers >= 2 else None)
-    results = _in_workers(job, workers) if workers >= 2 else (_render(job, i) for i in range(len(found)))
+    if workers >= 2:  # compiled once, before the workers fork, instead of once in each
+        job.env = make_environment(templates)
+        for template in sorted({page.template for page in found}):
+            job.env.get_template(template)
+    results = forked_map(partial(_render, job), range(len(found)), per_worker=PAGES_PER_WORKER, chunk=CHUNK)
     files: dict[str, bytes | Path] = {}
     said: dict[str, list[str]] = {}
     for index, body, warnings, seconds in results:

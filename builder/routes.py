@@ -131,10 +131,11 @@ def pages_affected_by(
     """The output paths a new or changed packet can change: its own page, file and signature; its
     family's page, recipe page (overlay configurations list packets; docker commands pin the image
     digest the newest packet recorded) and family API; the index, the models API and the sitemap;
-    the page of each card it ran on; and the page of the packet it reproduces (its grade and
-    "reproduced by" link); and the pre-rendered filtered indexes the caller passes (each lists every
-    family and every filter's values, so any packet can change any of them). Every other file is
-    independent of the packet."""
+    the hardware index (its per-card counts); the page of each card named (the one it ran on, and
+    for a reproduction the original's: a grade can change the family's best result there); the
+    page of the packet it reproduces (its grade and "reproduced by" link); and the pre-rendered
+    filtered indexes the caller passes (each lists every family and every filter's values, so any
+    packet can change any of them). Every other file is independent of the packet."""
     affected = {
         packet_page(packet_id),
         packet_json(packet_id),
@@ -145,6 +146,7 @@ def pages_affected_by(
         INDEX,
         MODELS_API,
         SITEMAP,
+        HARDWARE_INDEX,
     }
     affected.update(hardware_page(h) for h in hardware_ids)
     if reproduces:

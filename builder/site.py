@@ -18,19 +18,23 @@ from pathlib import Path
 from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
 from builder.incremental import Previous, pages_to_render
-from builder.output import check_output_folder, differences, publish, safe_target
+from builder.output import Targets, check_output_folder, differences, publish
 from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
-from builder.views.hardware import hardware_view
+from builder.views.hardware import hardware_cards, hardware_view
 from builder.views.index import filtered_index_views, index_view
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
+from catalog.forked import forked_map
 from catalog.layout import signature_path
+from catalog.recipe import Recipe
 from catalog.repository import Catalog, load_catalog
+
+FAMILIES_PER_WORKER = 16  # a family view costs milliseconds: fewer are not worth a worker
 
 
 @dataclass(frozen=True)
@@ -68,15 +72,34 @@ def _view(make: Callable[..., object], *args: object) -> dict[str, object]:
 
 
 def _hardware_cards(ctx: SiteContext) -> dict[str, object]:
-    return {"cards": [hardware_view(h, ctx) for h in sorted(ctx.catalog.hardware.values(), key=lambda h: h.name)]}
+    return {"cards": hardware_cards(ctx.catalog)}
 
 
 def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
     return {"view": view, "jsonld": family_jsonld(view, ctx)}
 
 
-def family_views(ctx: SiteContext) -> list[FamilyView]:
-    return [family_view(slug, recipe, ctx) for slug, recipe in sorted(ctx.catalog.recipes.items())]
+def family_views(ctx: SiteContext, costs: PageCosts | None = None) -> list[FamilyView]:
+    """Every family's view, on every core when there are many (`costs` gets the CPU they took);
+    each family's warnings are said in family order, as one process would say them."""
+    items = sorted(ctx.catalog.recipes.items())
+    made = list(forked_map(partial(_family_view, ctx), items, per_worker=FAMILIES_PER_WORKER))
+    for _, said, _ in made:
+        for warning in said:
+            ctx.warn(warning)
+    if costs is not None:  # counted to the family pages: the views are shared with the index and API
+        costs.add("family", sum(seconds for _, _, seconds in made), pages=0)
+    return [view for view, _, _ in made]
+
+
+def _family_view(ctx: SiteContext, item: tuple[str, Recipe]) -> tuple[FamilyView, list[str], float]:
+    started = time.process_time()
+    shared, ctx.warnings = ctx.warnings, []
+    try:
+        view = family_view(*item, ctx)
+    finally:
+        said, ctx.warnings = ctx.warnings, shared
+    return view, said, time.process_time() - started
 
 
 def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
@@ -147,12 +170,13 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
                 f"Evidence packet {packet_id}",
             )
         )
+    by_slug = {view.slug: view for view in families}
     for hw_id, hw in sorted(hardware.items()):
         found.append(
             Page(
                 routes.hardware_page(hw_id),
                 "hardware.html",
-                partial(_view, hardware_view, hw, ctx),
+                partial(_view, hardware_view, hw, ctx, by_slug),
                 hw.name,
                 f"{hw.name}: specs and results",
             )
@@ -193,12 +217,14 @@ def build_files(
     caller's folder), or in a temporary folder of their own (`BuildResult.scratch`) when none is
     given, which the caller removes. With `previous` (the site being replaced) and this build's
     `context` (stamp.Inputs.context), pages no new packet affects are kept from it (incremental.py)."""
-    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
-    ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
     costs = PageCosts()
-    started = time.process_time()
-    families = family_views(ctx)
-    costs.add("family", time.process_time() - started, pages=0)  # the family views, shared with index and API
+    step = time.perf_counter()
+    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
+    costs.phase("load", step)
+    ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
+    step = time.perf_counter()
+    families = family_views(ctx, costs)
+    costs.phase("family views", step)
     found = pages(ctx, families)
     render_only = pages_to_render(previous, context, ctx)
     kept: dict[str, bytes | Path] = {}
@@ -210,7 +236,9 @@ def build_files(
     own = scratch is None
     folder = Path(tempfile.mkdtemp(prefix="catalog-pages-")) if scratch is None else scratch
     try:
+        step = time.perf_counter()
         rendered, said = render_pages(found_to_render, ctx, templates, folder, costs)
+        costs.phase("render", step)
     except BaseException:
         if own:
             shutil.rmtree(folder, ignore_errors=True)
@@ -222,9 +250,11 @@ def build_files(
         for warning in page_warnings[page.path]:
             ctx.warn(warning)
     files: dict[str, bytes | Path] = {**kept, **rendered}
+    step = time.perf_counter()
     files.update(data_files(ctx, families))
     files.update(asset_files(templates / routes.ASSETS_FOLDER))
     files[routes.SITEMAP] = sitemap([p.path for p in found if p.path != routes.NOT_FOUND], ctx)
+    costs.phase("api, assets, sitemap", step)
     if own and not any(isinstance(p, Path) and p.is_relative_to(folder) for p in files.values()):
         shutil.rmtree(folder, ignore_errors=True)
         return BuildResult(
@@ -252,8 +282,9 @@ def said_by(page_warnings: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def check_paths(files: Mapping[str, object], out: Path) -> None:
+    targets = Targets(out)
     for relative in files:
-        safe_target(out, relative)
+        targets.of(relative)
 
 
 __all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "check_paths", "differences", "publish"]

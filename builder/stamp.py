@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from builder import routes
 
@@ -44,8 +44,8 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fingerprint(path: Path) -> list[int]:
-    st = path.stat()
+def _fingerprint(path: str | Path, st: os.stat_result | None = None) -> list[int]:
+    st = st or os.stat(path)
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
@@ -57,6 +57,7 @@ class Fingerprints:
         self.fresh: dict[str, list[object]] = {}
         self.at_start: dict[str, str] = {}
         self.hashed_bytes = 0
+        self._real_folders: dict[str, str] = {}
 
     @staticmethod
     def path_for(out: Path) -> Path:
@@ -72,24 +73,35 @@ class Fingerprints:
         except (OSError, ValueError):
             return cls()
 
-    def sha256(self, path: Path) -> str:
-        key = str(path.resolve())
-        sha = self._sha256(path, key)
+    def _key(self, path: str | Path) -> str:
+        """The file's absolute path with its folder's links resolved (once per folder: resolving
+        every file's path costs a system call per path component)."""
+        folder, name = os.path.split(os.path.abspath(path))
+        real = self._real_folders.get(folder)
+        if real is None:
+            real = self._real_folders[folder] = os.path.realpath(folder)
+        return os.path.join(real, name)
+
+    def sha256(self, path: str | Path, st: os.stat_result | None = None, key: str | None = None) -> str:
+        """`st` and `key` (`_key` of the path): what a folder scan already knows, passed to save
+        system calls."""
+        key = key or self._key(path)
+        sha = self._sha256(path, key, st)
         self.at_start.setdefault(key, sha)
         return sha
 
     def sha256_at_start(self, path: Path) -> str:
         """What the file held when this run first looked at it (the inputs: before loading)."""
-        return self.at_start.get(str(path.resolve())) or self.sha256(path)
+        return self.at_start.get(self._key(path)) or self.sha256(path)
 
-    def _sha256(self, path: Path, key: str) -> str:
-        fingerprint = _fingerprint(path)
+    def _sha256(self, path: str | Path, key: str, st: os.stat_result | None) -> str:
+        fingerprint = _fingerprint(path, st)
         for table in (self.fresh, self.known):
             entry = table.get(key)
             if isinstance(entry, list) and entry[:4] == fingerprint and isinstance(entry[4], str):
                 self.fresh[key] = entry
                 return entry[4]
-        sha = file_sha256(path)
+        sha = file_sha256(Path(path))
         self.hashed_bytes += fingerprint[0]
         if time.time_ns() - fingerprint[2] > RACY_NS:
             self.fresh[key] = [*fingerprint, sha]
@@ -97,7 +109,7 @@ class Fingerprints:
 
     def record(self, path: Path, sha: str) -> None:
         """A file this build just wrote with known content."""
-        self.fresh[str(path.resolve())] = [*_fingerprint(path), sha]
+        self.fresh[self._key(path)] = [*_fingerprint(path), sha]
 
     def save(self, out: Path) -> None:
         """Keep what this run saw; entries for files it did not look at are dropped."""
@@ -127,25 +139,39 @@ class Inputs:
     context: str = ""  # the same hash without the packets: what an incremental rebuild must share
 
 
-def _walk(folder: Path, root: Path) -> Iterator[tuple[str, str, Path]]:
-    """(name relative to `root`, kind, path) of every entry under `folder`, sorted, links not
-    followed. Kind: "file" (regular), "folder", or "odd" (anything else, or unreadable)."""
+class Entry(NamedTuple):
+    """One entry of a folder scan: its name relative to the root, its kind ("file": regular,
+    "folder", "odd": anything else or unreadable), its path, and a regular file's stat."""
+
+    relative: str
+    kind: str
+    path: str
+    stat: os.stat_result | None = None
+
+
+def _walk(folder: str, prefix: str = "") -> Iterator[Entry]:
+    """Every entry under `folder`, sorted by name, links not followed; strings and the stat the
+    scan gives, not Path objects: a site holds tens of thousands of files."""
     try:
         with os.scandir(folder) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError:
-        yield folder.relative_to(root).as_posix(), "odd", folder
+        yield Entry(prefix.rstrip("/") or ".", "odd", folder)
         return
     for entry in entries:
-        path = Path(entry.path)
-        relative = path.relative_to(root).as_posix()
         if entry.name == "__pycache__":
             continue
-        if entry.is_dir(follow_symlinks=False):
-            yield relative, "folder", path
-            yield from _walk(path, root)
-        else:
-            yield relative, "file" if entry.is_file(follow_symlinks=False) else "odd", path
+        relative = prefix + entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                yield Entry(relative, "folder", entry.path)
+                yield from _walk(entry.path, relative + "/")
+            elif entry.is_file(follow_symlinks=False):
+                yield Entry(relative, "file", entry.path, entry.stat(follow_symlinks=False))
+            else:
+                yield Entry(relative, "odd", entry.path)
+        except OSError:
+            yield Entry(relative, "odd", entry.path)
 
 
 def _root_lines(name: str, root: Path, known: Fingerprints, irregular: list[str]) -> Iterator[bytes]:
@@ -154,18 +180,21 @@ def _root_lines(name: str, root: Path, known: Fingerprints, irregular: list[str]
         irregular.append(str(root))
         yield f"{name}\0missing\0".encode()
         return
-    for relative, kind, path in _walk(root, root):
-        if name in CODE and (kind != "file" or path.suffix != ".py"):
+    real_root = os.path.realpath(root)
+    for entry in _walk(str(root)):
+        kind = entry.kind
+        suffix = os.path.splitext(entry.relative)[1]
+        if name in CODE and (kind != "file" or suffix != ".py"):
             continue
         sha = ""
         if kind == "file":
             try:
-                sha = known.sha256(path)
+                sha = known.sha256(entry.path, entry.stat, os.path.join(real_root, entry.relative))
             except OSError:
                 kind = "odd"  # unreadable: the full build names it
-        yield f"{name}/{relative}\0{kind}\0{sha}\0".encode()
-        if kind == "odd" or (kind == "folder" and path.suffix in INPUT_SUFFIXES):
-            irregular.append(str(path))
+        yield f"{name}/{entry.relative}\0{kind}\0{sha}\0".encode()
+        if kind == "odd" or (kind == "folder" and suffix in INPUT_SUFFIXES):
+            irregular.append(entry.path)
 
 
 def input_hash(
@@ -260,16 +289,18 @@ def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | Non
 
 def intact(out: Path, known: Fingerprints) -> dict[str, Any] | None:
     """The manifest of the site in `out` when it holds exactly the files it records, none touched
-    since; None otherwise (no site, a hand edit, a stray file)."""
+    since; None otherwise (no site, a hand edit, a stray file, a link)."""
     try:
         recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         expected: dict[str, str] = recorded["files"]
-        present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_symlink() or not p.is_dir()}
-        if present != set(expected) | {MANIFEST}:
+        present = {entry.relative: entry for entry in _walk(str(out)) if entry.kind != "folder"}
+        real_out = os.path.realpath(out)
+        if present.keys() != set(expected) | {MANIFEST}:
             return None
         for relative, sha in expected.items():
-            path = out / relative
-            if path.is_symlink() or known.sha256(path) != sha:
+            entry = present[relative]
+            key = os.path.join(real_out, relative)
+            if entry.kind != "file" or known.sha256(entry.path, entry.stat, key) != sha:
                 return None
         return recorded if isinstance(recorded, dict) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

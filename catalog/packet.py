@@ -51,15 +51,17 @@ class State(StrEnum):
     IMPORTED = "imported"
     ESTIMATED = "estimated"
 
+    # These compare plain values: on Python 3.11 each `State.X` lookup is a descriptor call, and
+    # pages ask these of every arm many times.
     @property
     def published(self) -> bool:
         """A figure that may lead a page: measured here, or imported from a named source."""
-        return self in (State.MEASURED, State.IMPORTED)
+        return self._value_ in _PUBLISHED
 
     @property
     def has_speed(self) -> bool:
         """A speed figure exists and may be drawn (screened is speed only); withheld never is."""
-        return self.published or self == State.SCREENED
+        return self._value_ in _HAS_SPEED
 
     @property
     def rank(self) -> int:
@@ -79,6 +81,8 @@ class State(StrEnum):
 # outcome (runner/import_reference.py seals such arms as screened, never with a borrowed count).
 IDENTITY_NOT_PUBLISHED = "identity not published by the source"
 
+_PUBLISHED = frozenset({State.MEASURED.value, State.IMPORTED.value})
+_HAS_SPEED = _PUBLISHED | {State.SCREENED.value}
 _STATE_ORDER = [State.MEASURED, State.IMPORTED, State.SCREENED, State.ESTIMATED, State.WITHHELD]
 _STATE_MEANINGS = {
     State.MEASURED: "measured by this runner on fresh servers; every gate it carries passed",
@@ -606,9 +610,12 @@ class Packet(PacketBody):
 
     @property
     def seal(self) -> PacketSeal:
-        if self._seal is None:
+        # Read from pydantic's documented private-value dict: `self._seal` goes through
+        # BaseModel.__getattr__ (microseconds), and a catalog page asks for packet ids thousands of times.
+        seal: PacketSeal | None = self.__pydantic_private__["_seal"] if self.__pydantic_private__ else None
+        if seal is None:
             raise RuntimeError("an unsealed packet has no digest or id: seal it or read it from its file")
-        return self._seal
+        return seal
 
     @property
     def sha256(self) -> str:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from catalog.consistency import Problem, packet_problems, reference_problems, reproduction_problems
-from catalog.consistency_load import load_prompt_problems
+from catalog.consistency import reproduction_problems
+from catalog.cross_check import Reference, data_digest, located
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.evidence import canary_problems, evidence_problems
 from catalog.hardware import Hardware, HardwareFile
 from catalog.keys import KeyRing, load_keys
 from catalog.layout import SIGNATURE_SUFFIX, is_signature
@@ -24,13 +21,13 @@ from catalog.lint import lint
 from catalog.loading import load_file
 from catalog.overlay import load_overlay
 from catalog.packet import Packet
-from catalog.packet_io import read_bytes, read_packet
+from catalog.packet_io import read_packet
+from catalog.packet_reading import Reader, read_packets
 from catalog.recipe import Recipe
 from catalog.suite import CanarySet, Suite
-from catalog.summary import SummaryCache, summarize
+from catalog.summary import SummaryCache
 
 T = TypeVar("T")
-PACKETS_PER_WORKER = 8  # below this a worker process costs more than it saves
 
 
 @dataclass(frozen=True)
@@ -46,9 +43,15 @@ class Catalog:
     by_family: dict[str, list[Packet]] = field(default_factory=dict)
     # Data warnings (catalog/lint.py): shown by verify and the builder, fatal under --strict.
     warnings: list[str] = field(default_factory=list)
+    # card id -> family slug -> its packets on that card, in id order (the hardware pages' rows)
+    by_hardware: dict[str, dict[str, list[Packet]]] = field(default_factory=dict)
 
     def packets_of(self, slug: str) -> list[Packet]:
         return self.by_family.get(slug, [])
+
+    def families_on(self, hardware_id: str) -> dict[str, list[Packet]]:
+        """Each family measured on the card, by slug, with its packets there: looked up, not scanned."""
+        return self.by_hardware.get(hardware_id, {})
 
     def reproductions(self, packets: Iterable[Packet]) -> list[Packet]:
         """The packets that reproduce any of `packets`: all a grade needs to see, looked up, not scanned."""
@@ -88,6 +91,25 @@ def load_catalog(
     (catalog/summary.py: what pages show), whole only where a reproduction compares arrays;
     `use_cache` (with summaries) trusts the summary cache for content verified before: the
     builder's default, never `make verify`'s."""
+    with collector_paused():
+        return _load_catalog(data_dir, packets_dir, allow_unsigned, summaries, use_cache)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Loading makes hundreds of long-lived objects per packet and frees almost none; Python's cycle
+    collector would re-scan every one of them on each full pass, a cost that grows with the square
+    of the catalog. Nothing loaded forms a cycle that needs it, so it waits until loading is done."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load_catalog(data_dir: Path, packets_dir: Path, allow_unsigned: bool, summaries: bool, use_cache: bool) -> Catalog:
     _require_inputs(data_dir, packets_dir)
     found = _Collector()
     keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
@@ -101,14 +123,16 @@ def load_catalog(
     unloaded = {Path(error.file).stem for error in found.errors if error.file}
     if hardware_file is None:
         unloaded.add("*hardware")  # not a valid slug, so no hardware id can collide with it
+    reference = Reference(recipes, hardware, suites, canary_sets, frozenset(unloaded), data_digest(data_dir))
+    reader = Reader(keys, allow_unsigned, cache, summaries, reference)
     packets: dict[str, Packet] = {}
     paths: dict[str, Path] = {}
     entries = sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []
     packet_files = [path for path in entries if not is_signature(path)]
     _check_signatures_have_packets(entries, found)
-    verified = read_packets(packet_files, keys, allow_unsigned, cache, summaries=summaries)
-    for path, (packet, problems) in zip(packet_files, verified, strict=True):
-        found.errors.extend(problems)
+    for path, read in zip(packet_files, read_packets(packet_files, reader), strict=True):
+        found.errors.extend(read.problems)
+        packet = read.packet
         if packet is None:
             continue
         if packet.id in packets:
@@ -116,23 +140,37 @@ def load_catalog(
             continue
         packets[packet.id] = packet
         paths[packet.id] = path
-        _cross_check(packet, path, recipes, hardware, suites, canary_sets, found, unloaded)
+        found.errors.extend(read.reference_problems)
     if summaries:
         _read_whole(packets, paths, keys, allow_unsigned)
     for packet_id, packet in packets.items():
         if packet.reproduces and packet.reproduces not in packets:
             found.add(f"names unknown packet {packet.reproduces!r}", file=paths[packet_id], field="reproduces")
         elif packet.reproduces:
-            found.errors.extend(_located(reproduction_problems(packet, packets[packet.reproduces]), paths[packet_id]))
+            found.errors.extend(located(reproduction_problems(packet, packets[packet.reproduces]), paths[packet_id]))
     found.raise_if_any()
     reproduced_by: dict[str, list[Packet]] = {}
     by_family: dict[str, list[Packet]] = {}
+    by_hardware: dict[str, dict[str, list[Packet]]] = {}
     for _, packet in sorted(packets.items()):
-        by_family.setdefault(packet.identity.model.slug, []).append(packet)
+        slug = packet.identity.model.slug
+        by_family.setdefault(slug, []).append(packet)
+        by_hardware.setdefault(packet.identity.host.hardware, {}).setdefault(slug, []).append(packet)
         if packet.reproduces:
             reproduced_by.setdefault(packet.reproduces, []).append(packet)
+    by_hardware = {hw: dict(sorted(families.items())) for hw, families in by_hardware.items()}
     return Catalog(
-        recipes, hardware, suites, canary_sets, packets, keys, paths, reproduced_by, by_family, lint(recipes, packets)
+        recipes,
+        hardware,
+        suites,
+        canary_sets,
+        packets,
+        keys,
+        paths,
+        reproduced_by,
+        by_family,
+        lint(recipes, packets),
+        by_hardware,
     )
 
 
@@ -160,45 +198,6 @@ def _check_signatures_have_packets(entries: list[Path], found: _Collector) -> No
             found.add("a signature for a packet that is not here", file=path, field="subject")
 
 
-def read_verified(
-    path: Path, keys: KeyRing | None = None, allow_unsigned: bool = False, now: datetime | None = None
-) -> tuple[Packet | None, list[CatalogError]]:
-    """Read one packet, check its bytes and signature, re-derive its evidence and check it is
-    consistent in itself: the costly part of loading, independent of every other file."""
-    try:
-        packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned)
-    except CatalogErrors as many:
-        return None, many.errors
-    except CatalogError as error:
-        return None, [error]
-    evidence = evidence_problems(packet) if packet.provenance.kind == "measured" else []
-    reported = {where for where, _ in evidence}  # a gate evidence cannot pair is not reported twice
-    consistency = [p for p in packet_problems(packet, now or datetime.now(UTC)) if p[0] not in reported]
-    return packet, _located([*evidence, *consistency], path)
-
-
-def read_summary(
-    path: Path, keys: KeyRing, allow_unsigned: bool = False, cache: SummaryCache | None = None
-) -> tuple[Packet | None, list[CatalogError]]:
-    """`read_verified`, kept as a summary; content the cache has seen verified is not verified again."""
-    key = None
-    if cache is not None:
-        try:
-            key = cache.key(path, read_bytes(path))
-        except CatalogError as error:
-            return None, [error]
-        summary = cache.get(key)
-        if isinstance(summary, Packet):
-            return summary, []
-    packet, problems = read_verified(path, keys, allow_unsigned)
-    if packet is None:
-        return None, problems
-    summary = summarize(packet)
-    if cache is not None and key is not None and not problems:
-        cache.put(key, summary)
-    return summary, problems
-
-
 def _read_whole(packets: dict[str, Packet], paths: dict[str, Path], keys: KeyRing, allow_unsigned: bool) -> None:
     """Reproductions and the packets they name compare whole token arrays: read those few whole
     again (their bytes were verified a moment ago; a file changed since is refused here)."""
@@ -207,33 +206,6 @@ def _read_whole(packets: dict[str, Packet], paths: dict[str, Path], keys: KeyRin
     }
     for packet_id in sorted(involved & packets.keys()):
         packets[packet_id] = read_packet(paths[packet_id], keys, allow_unsigned=allow_unsigned)
-
-
-def _located(problems: list[Problem], path: Path) -> list[CatalogError]:
-    return [CatalogError(message, file=path, field=where) for where, message in problems]
-
-
-def read_packets(
-    paths: list[Path],
-    keys: KeyRing,
-    allow_unsigned: bool = False,
-    cache: SummaryCache | None = None,
-    *,
-    summaries: bool = False,
-) -> Iterator[tuple[Packet | None, list[CatalogError]]]:
-    """`read_verified` (or `read_summary`) over every path, in order; on every core when there
-    are enough packets."""
-    read: Callable[[Path], tuple[Packet | None, list[CatalogError]]] = (
-        partial(read_summary, keys=keys, allow_unsigned=allow_unsigned, cache=cache)
-        if summaries
-        else partial(read_verified, keys=keys, allow_unsigned=allow_unsigned)
-    )
-    workers = min(len(os.sched_getaffinity(0)), len(paths) // PACKETS_PER_WORKER)
-    if workers < 2:
-        yield from map(read, paths)
-        return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(read, paths, chunksize=2)
 
 
 def _load_recipes(directory: Path, found: _Collector, cache: SummaryCache | None = None) -> dict[str, Recipe]:
@@ -290,97 +262,3 @@ def _load_suites(directory: Path, found: _Collector) -> tuple[dict[str, Suite], 
 def _file_named_by_id(item_id: str, path: Path, found: _Collector) -> None:
     if item_id != path.stem:
         found.add(f"id {item_id!r} must match the file name {path.stem!r}", file=path, field="id")
-
-
-def _cross_check(
-    packet: Packet,
-    path: Path,
-    recipes: dict[str, Recipe],
-    hardware: dict[str, Hardware],
-    suites: dict[str, Suite],
-    canary_sets: dict[str, CanarySet],
-    found: _Collector,
-    unloaded: set[str],
-) -> None:
-    model = packet.identity.model
-    recipe = recipes.get(model.slug)
-    if recipe is None:
-        if model.slug not in unloaded:
-            found.add(f"model {model.slug!r} has no recipe in data/models", file=path, field="identity.model.slug")
-    elif model.variant is None and packet.provenance.kind == "measured":
-        found.add("a measured packet names its recipe variant", file=path, field="identity.model.variant")
-    elif model.variant is not None and model.variant not in recipe.variants:
-        found.add(f"recipe {model.slug!r} has no variant {model.variant!r}", file=path, field="identity.model.variant")
-    if packet.identity.host.hardware not in hardware and "*hardware" not in unloaded:
-        found.add(
-            f"hardware {packet.identity.host.hardware!r} is not in data/hardware.yaml",
-            file=path,
-            field="identity.host.hardware",
-        )
-    found.errors.extend(_located(reference_problems(packet, recipe, hardware.get(packet.identity.host.hardware)), path))
-    if packet.provenance.kind == "measured":
-        _check_workload(packet, path, suites, canary_sets, found, unloaded)
-
-
-def _check_workload(
-    packet: Packet,
-    path: Path,
-    suites: dict[str, Suite],
-    canary_sets: dict[str, CanarySet],
-    found: _Collector,
-    unloaded: set[str],
-) -> None:
-    workload = packet.workload
-    suite = suites.get(workload.suite_id)
-    if suite is None:
-        if workload.suite_id not in unloaded:
-            found.add(f"suite {workload.suite_id!r} is not in data/suites", file=path, field="workload.suite_id")
-    elif workload.suite_sha256 != suite.sha256:
-        found.add("suite hash differs from data/suites: the suite changed", file=path, field="workload.suite_sha256")
-    else:
-        _check_coverage(packet, path, suite, found)
-        found.errors.extend(_located(load_prompt_problems(packet, suite), path))
-    if workload.canary_set_id is not None:
-        canaries = canary_sets.get(workload.canary_set_id)
-        if canaries is None:
-            if workload.canary_set_id not in unloaded:
-                found.add(
-                    f"canary set {workload.canary_set_id!r} is not in data/suites",
-                    file=path,
-                    field="workload.canary_set_id",
-                )
-        elif workload.canary_set_sha256 != canaries.sha256:
-            found.add("canary set hash differs from data/suites", file=path, field="workload.canary_set_sha256")
-        else:
-            for where, message in canary_problems(packet, canaries):
-                found.add(message, file=path, field=where)
-
-
-def _listed(items: list[str]) -> str:
-    return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
-
-
-def _check_coverage(packet: Packet, path: Path, suite: Suite, found: _Collector) -> None:
-    """Every server that published rows ran the whole suite, each prompt once under its own class:
-    a median over a chosen subset of prompts would not be the suite's figure."""
-    class_of = suite.class_of()
-    for arm_index, arm in enumerate(packet.arms):
-        for server_index, server in enumerate(arm.servers):
-            if server.status != "ok" or not server.rows:
-                continue  # publishes nothing from rows; a gate that claims rows is caught by evidence
-            where = f"arms[{arm_index}].servers[{server_index}].rows"
-            ids = [row.prompt_id for row in server.rows]
-            missing = sorted(set(class_of) - set(ids))
-            unknown = sorted(set(ids) - set(class_of))
-            repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
-            misfiled = [
-                r.prompt_id for r in server.rows if r.prompt_id in class_of and r.class_id != class_of[r.prompt_id]
-            ]
-            for problem, items in [
-                (f"misses prompts of suite {suite.id!r}", missing),
-                (f"has prompts that are not in suite {suite.id!r}", unknown),
-                ("has prompts more than once", repeated),
-                ("files prompts under another class than the suite's", misfiled),
-            ]:
-                if items:
-                    found.add(f"{problem}: {_listed(items)}", file=path, field=where)

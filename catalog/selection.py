@@ -34,7 +34,17 @@ def qualified(arm: Arm) -> bool:
 
 
 def headline(packets: Sequence[Packet], reproductions: Sequence[Packet] = ()) -> Headline | None:
-    candidates = [Headline(p, a, evidence_grade(p, reproductions)) for p in packets for a in p.arms if qualified(a)]
+    candidates: list[Headline] = []
+    for packet in packets:
+        arms = [a for a in packet.arms if qualified(a)]
+        if arms:
+            grade = evidence_grade(packet, reproductions)  # one per packet: every arm of it shares it
+            candidates += [Headline(packet, a, grade) for a in arms]
+    return lead_of(candidates)
+
+
+def lead_of(candidates: Sequence[Headline]) -> Headline | None:
+    """The headline among already graded qualified candidates, for a caller that graded them once."""
     if not candidates:
         return None
     fewest_cards = min(c.arm.config.tensor_parallel_size for c in candidates)

@@ -12,8 +12,10 @@ function of: the packet's bytes, its file name (the id check), its signature env
 the key ring (data/keys.yaml), --allow-unsigned, and the verifier itself (the source of every
 catalog module and the versions of the libraries it validates with). So an entry can never be
 stale: any change to one of them is another key. Only packets that verified with no problem are
-stored. Entries are pickles, trusted like the Python bytecode cache beside them: whoever can
-write the user's cache folder can already change the code that runs.
+stored. Beside an entry, an empty `.checked` file records that the content also passed the checks
+against data/ (catalog/cross_check.py), under a key that adds the digest of every data file.
+Entries are pickles, trusted like the Python bytecode cache beside them: whoever can write the
+user's cache folder can already change the code that runs.
 """
 
 from __future__ import annotations
@@ -82,6 +84,14 @@ def verifier_digest() -> str:
     return digest.hexdigest()
 
 
+def _unpickled(stored: bytes) -> BaseModel | None:
+    try:
+        found = pickle.loads(stored)  # noqa: S301 - the user's own cache
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError, IndexError):
+        return None
+    return found if isinstance(found, BaseModel) else None
+
+
 @dataclass(frozen=True)
 class SummaryCache:
     """Where summaries are kept, and the part of every key that is the same for the whole run
@@ -127,11 +137,38 @@ class SummaryCache:
         return self.root / key[:2] / f"{key}.pickle"
 
     def get(self, key: str) -> BaseModel | None:
+        stored = self.get_bytes(key)
+        return None if stored is None else _unpickled(stored)
+
+    def get_bytes(self, key: str) -> bytes | None:
+        """An entry as stored: a worker passes it on to the process that keeps it, unpickled once."""
         try:
-            found = pickle.loads(self._file(key).read_bytes())  # noqa: S301 - the user's own cache
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return self._file(key).read_bytes()
+        except OSError:
             return None
-        return found if isinstance(found, BaseModel) else None
+
+    @staticmethod
+    def decode(stored: bytes) -> Packet | None:
+        found = _unpickled(stored)
+        return found if isinstance(found, Packet) else None
+
+    def _verdict_file(self, key: str, data_digest: str) -> Path:
+        verdict = hashlib.sha256(f"{key}\0{data_digest}".encode()).hexdigest()
+        return self.root / verdict[:2] / f"{verdict}.checked"
+
+    def has_verdict(self, key: str, data_digest: str) -> bool:
+        """Whether the content under `key` passed the checks against exactly this data/ before."""
+        return bool(data_digest) and self._verdict_file(key, data_digest).exists()
+
+    def put_verdict(self, key: str, data_digest: str) -> None:
+        if not data_digest:
+            return
+        target = self._verdict_file(key, data_digest)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            target.touch()
+        except OSError:
+            pass
 
     def put(self, key: str, summary: BaseModel) -> None:
         """Store atomically; a cache that cannot be written only makes the next build slower."""

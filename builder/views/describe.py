@@ -11,13 +11,17 @@ from collections.abc import Mapping, Sequence
 from builder.format import fmt, tokens_label
 from builder.views.results import against_words
 from catalog.packet import Arm, GateResult, Packet
-from catalog.selection import headline
+from catalog.selection import Headline, headline
 from catalog.suite import CanarySet, Suite
 
 
 def lead_arm(packet: Packet, reproductions: Sequence[Packet] = ()) -> Arm:
     """The arm a packet card talks about: the packet's own headline, else its first published arm."""
-    lead = headline([packet], reproductions)
+    return card_arm(packet, headline([packet], reproductions))
+
+
+def card_arm(packet: Packet, lead: Headline | None) -> Arm:
+    """`lead_arm` for a caller that has the packet's own headline already."""
     if lead is not None:
         return lead.arm
     published = [a for a in packet.arms if a.state.published]

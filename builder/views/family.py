@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import product
 
 from builder import routes
 from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, SiteContext
-from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.describe import card_arm, coverage_chips, methodology_sentence
 from builder.views.load import LoadSection, load_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
 from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
@@ -19,16 +20,16 @@ from builder.views.results import (
     arm_results,
     best_state,
     gate_words,
-    label_key,
+    headline_result,
     ladder_sources,
     representatives,
 )
 from builder.views.scorecard import Matrix, matrices
-from catalog.grade import GRADE_MEANING, evidence_grade
+from catalog.grade import GRADE_MEANING
 from catalog.hardware import Hardware
 from catalog.packet import Packet
 from catalog.recipe import Recipe
-from catalog.selection import Headline, headline, headline_order, qualified
+from catalog.selection import Headline, lead_of
 
 CARD_LIMIT = 6  # more packets than this: full cards only for those the page's results cite
 
@@ -132,51 +133,42 @@ class FamilyView:
 def _picks(results: list[ArmResult]) -> tuple[list[ResultPick], dict[str, int]]:
     """For every combination of the index's result filters (card, quantization, method, each
     possibly "any"), the result the headline rule would choose among the matching qualified ones:
-    the fewest cards, then measured over imported, the better grade, the faster."""
-    ok = [r for r in results if qualified(r.arm)]
-    hws = ["", *sorted({r.hardware_id for r in ok})]
-    quants = ["", *sorted({label_key(r.quant_label) for r in ok})]
-    specs = ["", *sorted({r.method or "none" for r in ok})]
+    the fewest cards, then measured over imported, the better grade, the faster. One pass: each
+    result is a candidate for the eight filters it matches; of equals, the first is kept."""
+    best: dict[tuple[str, str, str], ArmResult] = {}
+    for r in results:
+        if not r.qualified:
+            continue
+        for key in product(("", r.hardware_id), ("", r.quant_key), ("", r.method or "none")):
+            held = best.get(key)
+            if held is None or (-r.tp, r.lead_order) > (-held.tp, held.lead_order):
+                best[key] = r
     picks: list[ResultPick] = []
     index: dict[int, int] = {}
     pick_for: dict[str, int] = {}
-    for hw in hws:
-        for quant in quants:
-            for spec in specs:
-                found = [
-                    r
-                    for r in ok
-                    if hw in ("", r.hardware_id)
-                    and quant in ("", label_key(r.quant_label))
-                    and spec in ("", r.method or "none")
-                ]
-                if not found:
-                    continue
-                fewest = min(r.tp for r in found)
-                best = max(
-                    (r for r in found if r.tp == fewest),
-                    key=lambda r: headline_order(r.packet, r.grade, r.centre or 0.0),
-                )
-                if id(best) not in index:
-                    index[id(best)] = len(picks)
-                    picks.append(
-                        ResultPick(
-                            hardware_id=best.hardware_id,
-                            hardware_name=best.hardware_name,
-                            quant=label_key(best.quant_label),
-                            quant_label=best.quant_label,
-                            spec=best.method or "none",
-                            cards=best.tp,
-                            value=num(best.centre or 0.0, unit="tok/s"),
-                            words=words_per_second(best.centre or 0.0),
-                            label=best.arm.label,
-                            href=best.href,
-                            state=best.state,
-                            state_label=STATE_LABELS[best.state],
-                        )
-                    )
-                pick_for[f"{hw}|{quant}|{spec}"] = index[id(best)]
+    for (hw, quant, spec), chosen in sorted(best.items()):  # "" (any) sorts first, as the index lists it
+        if id(chosen) not in index:
+            index[id(chosen)] = len(picks)
+            picks.append(_pick(chosen))
+        pick_for[f"{hw}|{quant}|{spec}"] = index[id(chosen)]
     return picks, pick_for
+
+
+def _pick(result: ArmResult) -> ResultPick:
+    return ResultPick(
+        hardware_id=result.hardware_id,
+        hardware_name=result.hardware_name,
+        quant=result.quant_key,
+        quant_label=result.quant_label,
+        spec=result.method or "none",
+        cards=result.tp,
+        value=num(result.centre or 0.0, unit="tok/s"),
+        words=words_per_second(result.centre or 0.0),
+        label=result.arm.label,
+        href=result.href,
+        state=result.state,
+        state_label=STATE_LABELS[result.state],
+    )
 
 
 def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
@@ -261,10 +253,10 @@ def _count_signal(results: list[ArmResult]) -> Signal:
     return Signal("Results", num(counts["measured"] + counts["imported"], 0), ", ".join(parts) or "none yet")
 
 
-def _card(packet: Packet, ctx: SiteContext, featured: bool) -> PacketCard:
-    reproductions = ctx.catalog.reproductions([packet])
-    arm = lead_arm(packet, reproductions)
-    grade = evidence_grade(packet, reproductions)
+def _card(packet: Packet, own: list[ArmResult], ctx: SiteContext, featured: bool) -> PacketCard:
+    """`own`: the packet's results, graded once (the card's arm is the packet's own headline)."""
+    arm = card_arm(packet, lead_of([Headline(packet, r.arm, r.grade) for r in own if r.qualified]))
+    grade = own[0].grade
     source = packet.provenance.source
     return PacketCard(
         id=packet.id,
@@ -284,12 +276,17 @@ def _card(packet: Packet, ctx: SiteContext, featured: bool) -> PacketCard:
     )
 
 
-def _cards(packets: list[Packet], shown: list[ArmResult], ctx: SiteContext) -> list[PacketCard]:
+def _cards(
+    packets: list[Packet], results: list[ArmResult], shown: list[ArmResult], ctx: SiteContext
+) -> list[PacketCard]:
     """Every packet is listed; a full card for each when there are few, otherwise only for the
     packets whose results the page shows (the rest are repeats, one compact row each)."""
-    cited = {r.packet.id for r in shown}
+    cited = {id(r.packet) for r in shown}
     few = len(packets) <= CARD_LIMIT
-    return [_card(p, ctx, few or p.id in cited) for p in packets]
+    own: dict[int, list[ArmResult]] = {}
+    for r in results:
+        own.setdefault(id(r.packet), []).append(r)
+    return [_card(p, own[id(p)], ctx, few or id(p) in cited) for p in packets]
 
 
 def _fine_print(recipe: Recipe | None, packets: list[Packet]) -> list[Fact]:
@@ -338,14 +335,13 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     reproductions = catalog.reproductions(packets)
     results = arm_results(packets, catalog.hardware, reproductions)
     shown = representatives(results)
-    lead = headline(packets, reproductions)
+    lead_result = headline_result(results)
+    lead = Headline(lead_result.packet, lead_result.arm, lead_result.grade) if lead_result else None
     ladders = ladder_sources(results)
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
     load = load_section(ladders, catalog.hardware, recipe)
-    lead_result = next((r for r in results if lead and r.packet is lead.packet and r.arm is lead.arm), None)
     projection = projection_view(lead_result, shown, recipe, ctx.warn)
-    grades = sorted(evidence_grade(p, reproductions) for p in packets)
     picks, pick_for = _picks(results)
     dates = [str(recipe.meta.date_updated)] if recipe else []
     dates += [p.created.date().isoformat() for p in packets if p.created]
@@ -357,7 +353,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         performance_headline=recipe.meta.performance_headline if recipe else None,
         hero=_hero(lead, catalog.hardware),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
-        packets=_cards(packets, shown, ctx),
+        packets=_cards(packets, results, shown, ctx),
         matrices=matrices(results, recipe, _estimators(packets, recipe, results, ctx)),
         charts=charts,
         concurrency=concurrency,
@@ -369,7 +365,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         projection_gap=None if projection else PROJECTION_GAP,
         fine_print=_fine_print(recipe, packets),
         best_state=best_state(r.state for r in results),
-        grade=grades[0] if grades else None,
+        grade=min((r.grade for r in results), default=None),
         hardware_ids=sorted({r.hardware_id for r in results}),
         recipe_hardware_ids=sorted(
             h for h, status in (recipe.meta.hardware.items() if recipe else []) if status == "verified"

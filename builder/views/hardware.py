@@ -1,27 +1,47 @@
-"""Hardware pages: a card's specs with the source of every figure, and every result taken on it."""
+"""Hardware pages: a card's specs with the source of every figure, and one row per model family
+measured on it: the family's best published result there, by the rule the index's card filter
+uses (builder/views/index.py best_pick), so a page's size follows the families, not the packets."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from builder import routes
-from builder.format import Num, num, opt_num
+from builder.format import Num, num
 from builder.views.common import Fact, Link, SiteContext
-from builder.views.results import STATE_LABELS, arm_results
+from builder.views.family import FamilyView
+from builder.views.index import best_pick
+from builder.views.results import STATE_LABELS
 from catalog.hardware import Hardware
+from catalog.packet import Packet
+from catalog.repository import Catalog
+
+NO_PICK_REASON = "no result on this card qualifies for a figure (two servers, every gate passed)"
 
 
 @dataclass(frozen=True)
-class ResultRow:
+class FamilyRow:
+    """One family on the card: its best published result there, or without one its best-evidenced
+    packet (no figure); either way the packet the row comes from is linked."""
+
     family: Link
-    packet: Link
-    arm: str
+    evidence: Link
     quantization: str
-    cards: Num
+    cards: Num | None
     state: str
     state_label: str
     value: Num | None
     reason: str | None
+    packets: Num
+
+
+@dataclass(frozen=True)
+class RecipeOnCard:
+    """A recipe that names the card, and what it says of it (verified, untested, ...)."""
+
+    link: Link
+    status: str
 
 
 @dataclass(frozen=True)
@@ -31,19 +51,39 @@ class HardwareView:
     vendor: str
     platform: str
     generation: str
-    memory: Num
-    bandwidth: Num
     specs: list[Fact]
     notes: str | None
-    results: list[ResultRow]
-    recipes: list[Fact]
-    recipe_links: list[Link]
+    families: list[FamilyRow]
+    packet_count: Num
+    recipes: list[RecipeOnCard]
+
+
+@dataclass(frozen=True)
+class HardwareCard:
+    """A card on the hardware index: names, headline figures and counts, no result rows."""
+
+    id: str
+    name: str
+    vendor: str
+    platform: str
+    memory: Num
+    bandwidth: Num
+    families: Num
+    packets: Num
+
+
+def _memory(hw: Hardware) -> Num:
+    return num(hw.memory_gb.value, 0, f"GB {hw.memory_type}")
+
+
+def _bandwidth(hw: Hardware) -> Num:
+    return num(hw.memory_bandwidth_gb_s.value, 0, "GB/s")
 
 
 def _specs(hw: Hardware) -> list[Fact]:
     facts = [
-        Fact("memory", num(hw.memory_gb.value, 0, f"GB {hw.memory_type}"), hw.memory_gb.source),
-        Fact("memory bandwidth", num(hw.memory_bandwidth_gb_s.value, 0, "GB/s"), hw.memory_bandwidth_gb_s.source),
+        Fact("memory", _memory(hw), hw.memory_gb.source),
+        Fact("memory bandwidth", _bandwidth(hw), hw.memory_bandwidth_gb_s.source),
     ]
     if hw.compute_tflops_bf16:
         facts.append(
@@ -60,29 +100,46 @@ def _specs(hw: Hardware) -> list[Fact]:
     return facts
 
 
-def hardware_view(hw: Hardware, ctx: SiteContext) -> HardwareView:
-    catalog = ctx.catalog
-    packets = sorted((p for p in catalog.packets.values() if p.identity.host.hardware == hw.id), key=lambda p: p.id)
-    results = arm_results(packets, catalog.hardware, catalog.reproductions(packets))
-    rows = []
-    for r in results:
-        slug = r.packet.identity.model.slug
-        recipe = catalog.recipes.get(slug)
-        rows.append(
-            ResultRow(
-                family=Link(recipe.meta.title if recipe else slug, routes.family_page(slug)),
-                packet=Link(r.packet.id, r.href),
-                arm=r.arm.label,
-                quantization=r.quant_label,
-                cards=num(r.tp, 0),
-                state=r.state,
-                state_label=STATE_LABELS[r.state],
-                value=opt_num(r.centre, unit="tok/s") if r.published else None,
-                reason=r.reason,
-            )
+def _family_row(slug: str, on_card: list[Packet], view: FamilyView | None, hw_id: str) -> FamilyRow:
+    family = Link(view.title if view else slug, routes.family_page(slug))
+    packets = num(len(on_card), 0)
+    pick = best_pick(view, {"hw": hw_id}) if view else None
+    if pick is not None:
+        return FamilyRow(
+            family=family,
+            evidence=Link(pick.label, pick.href),
+            quantization=pick.quant_label,
+            cards=num(pick.cards, 0),
+            state=pick.state,
+            state_label=pick.state_label,
+            value=pick.value,
+            reason=None,
+            packets=packets,
         )
-    listed = [
-        (slug, recipe.meta.hardware[hw.id])
+    best = min(on_card, key=lambda p: p.state.rank)  # the first in id order among the best-evidenced
+    return FamilyRow(
+        family=family,
+        evidence=Link(best.id, routes.packet_page(best.id)),
+        quantization=best.identity.model.quantization_label,
+        cards=None,
+        state=best.state.value,
+        state_label=STATE_LABELS[best.state.value],
+        value=None,
+        reason=NO_PICK_REASON,
+        packets=packets,
+    )
+
+
+def _fastest_first(row: FamilyRow) -> tuple[float, str]:
+    return (-(row.value.value if row.value else -1.0), row.family.label.lower())
+
+
+def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyView]) -> HardwareView:
+    catalog = ctx.catalog
+    on_card = catalog.families_on(hw.id)
+    rows = [_family_row(slug, packets, families.get(slug), hw.id) for slug, packets in on_card.items()]
+    recipes = [
+        RecipeOnCard(Link(recipe.meta.title, routes.recipe_page(slug)), recipe.meta.hardware[hw.id])
         for slug, recipe in sorted(catalog.recipes.items())
         if hw.id in recipe.meta.hardware
     ]
@@ -92,11 +149,29 @@ def hardware_view(hw: Hardware, ctx: SiteContext) -> HardwareView:
         vendor=hw.vendor,
         platform=hw.platform,
         generation=hw.generation,
-        memory=num(hw.memory_gb.value, 0, f"GB {hw.memory_type}"),
-        bandwidth=num(hw.memory_bandwidth_gb_s.value, 0, "GB/s"),
         specs=_specs(hw),
         notes=hw.notes,
-        results=rows,
-        recipes=[Fact(catalog.recipes[slug].meta.title, status) for slug, status in listed],
-        recipe_links=[Link(catalog.recipes[slug].meta.title, routes.recipe_page(slug)) for slug, _ in listed],
+        families=sorted(rows, key=_fastest_first),
+        packet_count=num(sum(map(len, on_card.values())), 0),
+        recipes=recipes,
     )
+
+
+def hardware_cards(catalog: Catalog) -> list[HardwareCard]:
+    """The hardware index's rows, by name: counts looked up in the catalog, no hardware view built."""
+    cards = []
+    for hw in sorted(catalog.hardware.values(), key=lambda h: h.name):
+        on_card = catalog.families_on(hw.id)
+        cards.append(
+            HardwareCard(
+                id=hw.id,
+                name=hw.name,
+                vendor=hw.vendor,
+                platform=hw.platform,
+                memory=_memory(hw),
+                bandwidth=_bandwidth(hw),
+                families=num(len(on_card), 0),
+                packets=num(sum(map(len, on_card.values())), 0),
+            )
+        )
+    return cards

@@ -8,6 +8,8 @@ same list with the matching families shown, each with its best matching result, 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from builder import routes
@@ -56,6 +58,30 @@ class FamilyCard:
 
 
 @dataclass(frozen=True)
+class FamilyData:
+    """A family's data-* attributes for site.js, written once and shared by every index page
+    (the index and each pre-rendered filter list every family)."""
+
+    hardware: str
+    quantizations: str
+    spec_methods: str
+    speed: str
+    name: str
+    picks: str  # pick_for as JSON
+
+
+def family_data(card: FamilyCard) -> FamilyData:
+    return FamilyData(
+        hardware=" ".join(card.hardware),
+        quantizations=" ".join(card.quantizations),
+        spec_methods=" ".join(card.spec_methods),
+        speed=card.headline.text if card.headline else "",
+        name=card.title.lower(),
+        picks=json.dumps(card.pick_for, sort_keys=True),
+    )
+
+
+@dataclass(frozen=True)
 class ResultRow:
     """One row of the no-JS table: a family's best result on one card and quantization."""
 
@@ -86,6 +112,7 @@ class IndexView:
     sorts: list[Option]
     by_result: list[ResultRow]
     filter_links: list[FilterLinks]
+    data: dict[str, FamilyData]  # by family slug
     # the pre-rendered filter (name -> value), empty on the index itself
     chosen: dict[str, str] = field(default_factory=dict)
     chosen_words: str = ""
@@ -167,7 +194,8 @@ def index_view(families: list[FamilyView], hardware: dict[str, Hardware]) -> Ind
             if quant:
                 by_result.append(ResultRow(card.title, card.href, card.picks[card.pick_for[key]]))
     by_result.sort(key=lambda row: (row.pick.hardware_name, row.pick.quant_label, -row.pick.value.value, row.family))
-    view = IndexView(cards, filters, sorts, by_result, _filter_links(filters, {}))
+    data = {card.slug: family_data(card) for card in cards}
+    view = IndexView(cards, filters, sorts, by_result, _filter_links(filters, {}), data)
     return replace(view, shown={c.slug: "default" for c in cards}, count=f"{len(cards)} of {len(cards)} families")
 
 
@@ -197,8 +225,19 @@ def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
     return views
 
 
+def pick_key(chosen: Mapping[str, str]) -> str:
+    """The `pick_for` key of a choice of result filters (name -> value; site.js pickKey)."""
+    return "|".join(chosen.get(name, "") for name in RESULT_FILTERS)
+
+
+def best_pick(family: FamilyView | FamilyCard, chosen: Mapping[str, str]) -> ResultPick | None:
+    """The family's best published result matching `chosen`: what the index shows for that filter."""
+    index = family.pick_for.get(pick_key(chosen))
+    return None if index is None else family.picks[index]
+
+
 def _filtered(index: IndexView, chosen: dict[str, str], words: str) -> IndexView:
-    key = "|".join(chosen.get(name, "") for name in RESULT_FILTERS)
+    key = pick_key(chosen)
     values = {"hw": lambda c: c.hardware, "quant": lambda c: c.quantizations}
     shown: dict[str, str] = {}
     speed: dict[str, float] = {}

@@ -128,7 +128,7 @@ def projection_view(
         return None
     rows = []
     for result in results:
-        projection = project(result, recipe, warn)
+        projection = main if result is lead else project(result, recipe, warn)  # the lead: projected once
         if projection is not None:
             rows.append(_row(result, projection))
     grade = main.optimisation_grade

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache, cached_property
 
 from builder import routes
 from catalog.grade import Grade, evidence_grade
 from catalog.hardware import Hardware
 from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
-from catalog.selection import headline_order, qualified
+from catalog.selection import Headline, headline_order, lead_of, qualified
 
 # The packet states' words and order live on catalog.packet.State; a page adds one state of its
 # own, for a combination no packet covers.
@@ -21,6 +22,7 @@ STATE_MEANINGS = {**{s.value: s.meaning for s in _BY_RANK}, UNTESTED: "no packet
 STATE_RANK = [*(s.value for s in _BY_RANK), UNTESTED]
 
 
+@cache  # a handful of labels, asked for on every result of every page
 def label_key(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown"
 
@@ -77,65 +79,62 @@ def state_reason(packet: Packet, arm: Arm) -> str | None:
 
 @dataclass(frozen=True)
 class ArmResult:
+    """One arm with its packet's grade. What pages read of the arm is derived once, on creation:
+    a family page asks for a result's state, cards, centre and link many times (scorecards,
+    charts, picks, projection), and reading through the packet model each time was most of it."""
+
     packet: Packet
     arm: Arm
     grade: Grade
     hardware: Hardware | None
     quant_key: str
     quant_label: str
+    state: str = field(init=False, repr=False, compare=False)
+    tp: int = field(init=False, repr=False, compare=False)
+    depth: int = field(init=False, repr=False, compare=False)
+    method: str | None = field(init=False, repr=False, compare=False)
+    draft_head: str | None = field(init=False, repr=False, compare=False)
+    hardware_id: str = field(init=False, repr=False, compare=False)
+    published: bool = field(init=False, repr=False, compare=False)
+    centre: float | None = field(init=False, repr=False, compare=False)
+    values: list[float] = field(init=False, repr=False, compare=False)
+    # catalog.selection's qualified (a headline candidate) and headline_order
+    qualified: bool = field(init=False, repr=False, compare=False)
+    lead_order: tuple[bool, int, float] = field(init=False, repr=False, compare=False)
+    href: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def state(self) -> str:
-        return self.arm.state.value
-
-    @property
-    def tp(self) -> int:
-        return self.arm.config.tensor_parallel_size
-
-    @property
-    def depth(self) -> int:
-        return self.arm.config.spec_depth
-
-    @property
-    def method(self) -> str | None:
-        return self.arm.config.spec_method
-
-    @property
-    def draft_head(self) -> str | None:
-        return self.arm.config.draft_head
-
-    @property
-    def hardware_id(self) -> str:
-        return self.packet.identity.host.hardware
+    def __post_init__(self) -> None:
+        arm, config = self.arm, self.arm.config
+        values = arm.server_values
+        centre = arm.decode_tok_s
+        # a frozen dataclass sets its own derived fields through its __dict__ (no __setattr__)
+        self.__dict__.update(
+            state=arm.state.value,
+            tp=config.tensor_parallel_size,
+            depth=config.spec_depth,
+            method=config.spec_method,
+            draft_head=config.draft_head,
+            hardware_id=self.packet.identity.host.hardware,
+            published=arm.state.published,
+            centre=centre,
+            values=values,
+            qualified=qualified(arm),
+            lead_order=headline_order(self.packet, self.grade, centre or 0.0),
+            href=routes.packet_page(self.packet.id, arm.id),
+        )
 
     @property
     def hardware_name(self) -> str:
         return self.hardware.name if self.hardware else self.hardware_id
 
     @property
-    def published(self) -> bool:
-        return self.arm.state.published
-
-    @property
-    def centre(self) -> float | None:
-        return self.arm.decode_tok_s
-
-    @property
-    def values(self) -> list[float]:
-        return self.arm.server_values
-
-    @property
     def unpublished_value(self) -> float | None:
         """What a withheld arm would have shown: never displayed as a result, only struck."""
-        return self.arm.decode_tok_s if self.arm.decode_tok_s is not None else self.arm.published_figure
+        return self.centre if self.centre is not None else self.arm.published_figure
 
-    @property
+    @cached_property
     def reason(self) -> str | None:
         return state_reason(self.packet, self.arm)
-
-    @property
-    def href(self) -> str:
-        return routes.packet_page(self.packet.id, self.arm.id)
 
     @property
     def series_head(self) -> str:
@@ -178,7 +177,13 @@ def configuration(result: ArmResult) -> tuple[str, str, int, int, str, str]:
 
 def _lead_order(result: ArmResult) -> tuple[bool, tuple[bool, int, float]]:
     """catalog.selection.headline's order, so the family's headline result always represents its cell."""
-    return (qualified(result.arm), headline_order(result.packet, result.grade, result.centre or 0.0))
+    return (result.qualified, result.lead_order)
+
+
+def headline_result(results: Sequence[ArmResult]) -> ArmResult | None:
+    """catalog.selection.headline over results graded once each (arm_results), as a result."""
+    lead = lead_of([Headline(r.packet, r.arm, r.grade) for r in results if r.qualified])
+    return next((r for r in results if lead and r.arm is lead.arm and r.packet is lead.packet), None)
 
 
 def _newest_order(result: ArmResult) -> tuple[str, str]:

@@ -110,7 +110,7 @@ def _kv_bytes(arm: Arm | None, packet: Packet | None, recipe: Recipe | None) -> 
 def _prompt_tokens(arm: Arm | None) -> tuple[int, str]:
     rows = [row for server in arm.servers for row in server.rows] if arm is not None else []
     if arm is not None and rows:
-        mean = round(statistics.fmean(row.prompt_tokens for row in rows))
+        mean = round(statistics.fmean([row.prompt_tokens for row in rows]))  # a list: fmean counts a generator per item
         return mean, f"packet arm {arm.id}: mean prompt_tokens of its {len(rows)} prompt rows"
     return DEFAULT_PROMPT_TOKENS, DEFAULT_PROMPT_SOURCE
 

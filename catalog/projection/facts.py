@@ -11,6 +11,7 @@ architecture of their base model, so the table is keyed by the base repository w
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import Generic, Literal, TypeVar
 
 from catalog.packet import ModelConfigFacts, Packet
@@ -187,6 +188,7 @@ KNOWN_MODELS: tuple[KnownModel, ...] = (
 )
 
 
+@cache  # KNOWN_MODELS is constant; every projection asks, twice, for the same few repos
 def known_model(*repos: str | None) -> KnownModel | None:
     wanted = [r.lower() for r in repos if r]
     for repo in wanted:

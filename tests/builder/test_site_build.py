@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 
 from builder import output, site, stamp
 from builder.cli import run
-from builder.output import check_output_folder, publish, safe_target
+from builder.output import Targets, check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
 from catalog.layout import is_signature
 from tests.builder.factory import REPO, write_catalog
@@ -332,17 +332,24 @@ def test_a_site_file_edited_behind_the_fingerprints_is_rebuilt(tmp_path, catalog
     assert page.read_bytes() == original
 
 
-def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, monkeypatch):
-    """The pages were rendered from what was verified; a copy of other bytes must not be published."""
+@pytest.mark.parametrize("keep_mtime", [False, True])
+def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, monkeypatch, keep_mtime):
+    """The pages were rendered from what was verified; a copy of other bytes must not be published.
+    The copy is checked through the source's fingerprint, which the edit's ctime moves even when
+    size and mtime are put back."""
+    monkeypatch.setattr(stamp, "RACY_NS", 0)  # the packet was hashed a moment ago: trust its fingerprint
     data, packets = catalog
     victim = _packet_file(packets)
     real_build = site.build_files
 
     def build_then_edit(*args, **kwargs):  # type: ignore[no-untyped-def]
         result = real_build(*args, **kwargs)
-        edited = victim.read_text().replace('"seed":7', '"seed":8')
-        assert edited != victim.read_text()
-        victim.write_text(edited)
+        if keep_mtime:
+            _rewrite_keeping_size_and_mtime(victim, b'"seed":7', b'"seed":8')
+        else:
+            edited = victim.read_text().replace('"seed":7', '"seed":8')
+            assert edited != victim.read_text()
+            victim.write_text(edited)
         return result
 
     monkeypatch.setattr(site, "build_files", build_then_edit)
@@ -352,3 +359,17 @@ def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, 
     assert caught.value.file == str(victim)
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
+
+
+def test_targets_resolve_each_folder_once_and_still_refuse_a_link_out(tmp_path):
+    out = tmp_path / "site"
+    (out / "inside").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (out / "link").symlink_to(tmp_path / "elsewhere")
+    (out / "alias").symlink_to(out / "inside")
+    targets = Targets(out)
+    for _ in range(2):  # the second time from the folder cache
+        with pytest.raises(CatalogError, match="resolves outside"):
+            targets.of("link/x.html")
+        assert targets.of("alias/y.html") == (out / "inside" / "y.html").resolve()
+    assert targets.of("packets/a/index.html") == out.resolve() / "packets" / "a" / "index.html"

@@ -227,3 +227,51 @@ def test_single_measured_cell_matrix(tmp_path: Path):
     assert len(soup.select(".scorecard .entry.state-measured")) >= 1
     assert soup.select_one("#measured .gap") is not None  # nothing to compare: a labelled gap
     assert soup.select_one("#concurrency .gap") is not None
+
+
+def test_each_index_pick_is_the_headline_rule_over_its_matching_results(built, api):
+    """The family view picks every filter's result in one pass; each must be what
+    catalog.selection's rule chooses among the qualified results the filter matches."""
+    from itertools import product
+
+    from builder import routes
+    from builder.views.results import label_key
+    from catalog.grade import evidence_grade
+    from catalog.selection import Headline, lead_of, qualified
+
+    catalog = load_catalog(built.parent / "data", built.parent / "packets")
+    checked = 0
+    for slug in sorted(catalog.recipes):
+        packets = catalog.packets_of(slug)
+        reproductions = catalog.reproductions(packets)
+        candidates = [
+            (Headline(p, a, evidence_grade(p, reproductions)), label_key(p.identity.model.quantization_label))
+            for p in packets
+            for a in p.arms
+            if qualified(a)
+        ]
+        family = api(f"api/models/{slug}.json")["family"]
+        assert isinstance(family, dict)
+        expected = {}
+        for c, quant in candidates:
+            for hw, q, spec in product(
+                ("", c.packet.identity.host.hardware), ("", quant), ("", c.arm.config.spec_method or "none")
+            ):
+                key = f"{hw}|{q}|{spec}"
+                if key in expected:
+                    continue
+                matching = [
+                    m
+                    for m, m_quant in candidates
+                    if hw in ("", m.packet.identity.host.hardware)
+                    and q in ("", m_quant)
+                    and spec in ("", m.arm.config.spec_method or "none")
+                ]
+                lead = lead_of(matching)
+                assert lead is not None
+                expected[key] = routes.packet_page(lead.packet.id, lead.arm.id)
+        assert sorted(family["pick_for"]) == sorted(expected), slug
+        for key, href in expected.items():
+            assert family["picks"][family["pick_for"][key]]["href"] == href, (slug, key)
+            checked += 1
+    assert checked > 3  # the fixture catalog has results on more than one card, build and method

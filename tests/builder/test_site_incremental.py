@@ -22,7 +22,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 def _build(data: Path, packets: Path, out: Path, timings: Path, *extra: str) -> dict[str, int]:
     argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(out), "--timings", str(timings)]
     assert run([*argv, *extra]) == 0
-    return {kind: cost["pages"] for kind, cost in json.loads(timings.read_text()).items()}
+    return {kind: cost["pages"] for kind, cost in json.loads(timings.read_text())["pages"].items()}
 
 
 def _add_campaign(packets: Path, title: str) -> Path:

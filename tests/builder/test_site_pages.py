@@ -159,15 +159,30 @@ def test_index_lists_every_family_with_filter_data(built, page):
     assert names == {"hw", "quant", "spec", "grade", "state", "sort"}
 
 
-def test_hardware_page_lists_sources_and_results(page):
+def test_hardware_page_lists_sources_and_one_row_per_family(built, page):
     soup = page("hardware/arc_pro_b70/index.html")
     specs = soup.select_one("#specs").get_text()
     assert "608" in specs and "Intel Arc Pro B70 product specifications" in specs
     rows = soup.select("#results tbody tr")
-    assert len(rows) == 6
-    for row in rows:
-        if "state-withheld" in row["class"]:
-            assert row.find_all("td")[5].get_text() == "—"
+    on_card = [p for p in _catalog(built).packets.values() if p.identity.host.hardware == "arc_pro_b70"]
+    assert {p.identity.model.slug for p in on_card} == {"fixture-7b"} and len(on_card) == 2
+    assert len(rows) == 1  # one family, however many packets
+    cells = rows[0].find_all("td")
+    assert cells[0].a["href"] == "../../models/fixture-7b/index.html"
+    assert cells[5].data["value"] == "2"  # its packets on this card
+    # the figure is the index's pick for this card, linked to the same packet arm
+    family = next(li for li in page("index.html").select("[data-family-list] > li") if li.h2.get_text() == "Fixture 7B")
+    chosen = family.select_one(f'.pick[data-pick="{json.loads(family["data-picks"])["arc_pro_b70||"]}"]')
+    assert cells[1].data["value"] == chosen.select_one(".family-value data")["value"]
+    assert cells[6].a["href"] == "../../" + chosen.select_one("a")["href"]
+    assert cells[6].a["href"].startswith("../../packets/fixture-7b-")
+
+
+def test_hardware_index_counts_families_and_packets_per_card(page):
+    rows = {tr.td.get_text(): tr.find_all("td") for tr in page("hardware/index.html").select("tbody tr")}
+    assert [c.data["value"] for c in rows["Intel Arc Pro B70"][5:]] == ["1", "2"]
+    assert [c.data["value"] for c in rows["NVIDIA H100 SXM"][5:]] == ["0", "0"]
+    assert rows["Intel Arc Pro B70"][0].a["href"] == "../hardware/arc_pro_b70/index.html"
 
 
 def test_methodology_renders_the_code_docstrings(page):

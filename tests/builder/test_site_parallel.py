@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import output, pages
+from builder import output, pages, site
 from builder.cli import run
 from builder.site import build_files
+from catalog import forked
 from tests.builder.factory import write_catalog
 
 
@@ -25,7 +26,17 @@ def test_pages_rendered_in_workers_are_the_pages_one_process_renders(tmp_path, m
     assert one.scratch is None and all(isinstance(v, bytes) for k, v in one.files.items() if k.endswith(".html"))
     monkeypatch.setattr(pages, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(pages, "CHUNK", 1)
+    monkeypatch.setattr(site, "FAMILIES_PER_WORKER", 1)  # family views made in workers too
+    pools: list[int] = []
+    real_pool = forked.ProcessPoolExecutor  # type: ignore[attr-defined]
+
+    def counting_pool(max_workers: int, mp_context: object) -> object:
+        pools.append(max_workers)
+        return real_pool(max_workers=max_workers, mp_context=mp_context)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(forked, "ProcessPoolExecutor", counting_pool)
     many = build_files(data, packets)
+    assert pools and pools[0] >= 2
     assert many.scratch is not None
     rendered = {k: v for k, v in many.files.items() if isinstance(v, Path) and v.is_relative_to(many.scratch)}
     assert rendered and all(k.endswith(".html") for k in rendered)
@@ -66,7 +77,10 @@ def test_page_costs_name_every_kind_with_its_page_count(tmp_path):
     (site / "index.html").write_text("edited")  # not a no-op: the build renders again
     argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(site), "--timings", str(timings)]
     assert run(argv) == 0
-    report = json.loads(timings.read_text())
+    recorded = json.loads(timings.read_text())
+    report = recorded["pages"]
+    assert set(recorded["phases_s"]) == {"load", "family views", "render", "api, assets, sitemap", "hash, publish"}
+    assert all(seconds >= 0 for seconds in recorded["phases_s"].values())
     assert report["packet"]["pages"] == len(list(site.glob("packets/*/index.html")))
     assert report["family"]["pages"] == len(list(site.glob("models/*/index.html")))
     assert sum(k["pages"] for k in report.values()) == len(list(site.rglob("*.html")))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog import repository
+from catalog import forked, packet_reading
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.layout import is_signature
 from catalog.repository import load_catalog
@@ -46,14 +46,14 @@ def test_parallel_read_gives_what_a_sequential_read_gives(tmp_path, monkeypatch)
     assert sequential[1] and any("broken-copy.json: id: file name should be" in e for e in sequential[1])
 
     spawned: list[int] = []
-    real_pool = repository.ProcessPoolExecutor  # type: ignore[attr-defined]
+    real_pool = forked.ProcessPoolExecutor  # type: ignore[attr-defined]
 
-    def counting_pool(max_workers: int) -> object:
+    def counting_pool(max_workers: int, mp_context: object) -> object:
         spawned.append(max_workers)
-        return real_pool(max_workers=max_workers)
+        return real_pool(max_workers=max_workers, mp_context=mp_context)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(repository, "PACKETS_PER_WORKER", 1)
-    monkeypatch.setattr(repository, "ProcessPoolExecutor", counting_pool)
+    monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 1)
+    monkeypatch.setattr(forked, "ProcessPoolExecutor", counting_pool)
     assert _outcome(data, packets) == sequential
     assert spawned and spawned[0] >= 2
 

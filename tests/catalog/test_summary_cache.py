@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog import repository, summary
+from catalog import packet_reading, summary
 from catalog.errors import CatalogError
 from catalog.layout import is_signature
 from catalog.metrics import decode_rate
@@ -35,14 +35,14 @@ def _packet_files(packets: Path) -> list[Path]:
 def _count_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Load in this process (so the patch is seen) and record every packet verified from scratch."""
     verified: list[Path] = []
-    real = repository.read_verified
+    real = packet_reading.read_verified
 
     def counting(path: Path, *args: object, **kwargs: object) -> object:
         verified.append(path)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(repository, "read_verified", counting)
-    monkeypatch.setattr(repository, "PACKETS_PER_WORKER", 10**9)
+    monkeypatch.setattr(packet_reading, "read_verified", counting)
+    monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 10**9)
     return verified
 
 
@@ -204,3 +204,31 @@ def test_recipes_are_parsed_once_per_content(catalog_dirs, cache_home, monkeypat
     edited.write_text(edited.read_text().replace("meta:", "meta:  # edited", 1), encoding="utf-8")
     load_catalog(data, packets, summaries=True, use_cache=True)
     assert parsed == [edited]
+
+
+def test_the_checks_against_data_are_kept_per_data_content(catalog_dirs, cache_home, monkeypatch):
+    """A cached summary skips verification, never the checks against data/ as it is now: a recipe
+    that lost the variant a packet names is an error on the next load, cached or not."""
+    data, packets = catalog_dirs
+    checked: list[Path] = []
+    real = packet_reading.cross_check  # type: ignore[attr-defined]
+
+    def counting(packet: object, path: Path, ref: object) -> object:
+        checked.append(path)
+        return real(packet, path, ref)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packet_reading, "cross_check", counting)
+    monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 10**9)
+    first = load_catalog(data, packets, summaries=True, use_cache=True)
+    assert sorted(checked) == _packet_files(packets)
+    checked.clear()
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    assert checked == []  # this content passed against this data/ before
+    packet = next(p for p in first.packets.values() if p.identity.model.variant not in (None, "default"))
+    recipe = data / "models" / f"{packet.identity.model.slug}.yaml"
+    variant = packet.identity.model.variant
+    recipe.write_text(recipe.read_text().replace(f"\n  {variant}:", "\n  renamed-variant:", 1), encoding="utf-8")
+    with pytest.raises(CatalogError) as refused:
+        load_catalog(data, packets, summaries=True, use_cache=True)
+    assert f"has no variant {variant!r}" in str(refused.value)
+    assert checked  # checked again: the data changed
