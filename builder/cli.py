@@ -130,7 +130,7 @@ def _finish(
 
     step = time.perf_counter()
     own = result.rendered_in
-    hashes = {relative: _sha256(content, known) for relative, content in result.files.items()}
+    hashes = {r: result.digests.get(r) or _sha256(content, known) for r, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
         relative: Copy(content, hashes[relative], own is not None and content.is_relative_to(own))
         if isinstance(content, Path)

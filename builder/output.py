@@ -10,7 +10,9 @@ import glob
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,9 @@ from builder import routes
 from builder.stamp import file_sha256
 from catalog.errors import CatalogError
 from catalog.files import write_file
+
+COPY_THREADS = 4  # enough to keep two cores' worth of kernel copying busy
+_DIGESTING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,9 @@ def _write(target: Path, content: Content, digest: Digest | None = None) -> None
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(content.source, target)  # the kernel copies; the bytes never pass through Python
         # With fingerprints, the source is re-hashed only if it was written since it was hashed.
-        if (digest(content.source) if digest is not None else file_sha256(target)) != content.sha256:
+        with _DIGESTING:  # copies run on threads; the fingerprint table is not theirs to share
+            copied = digest(content.source) if digest is not None else file_sha256(target)
+        if copied != content.sha256:
             raise CatalogError("changed while the site was being built: build again", file=content.source)
     else:
         write_file(target, content)
@@ -166,6 +173,21 @@ def _replace(files: Files, out: Path, changed: set[str], digest: Digest | None) 
 
 
 def _fill(staging: Path, files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
+    """Packets are copied on threads while the rest is written: the kernel does the copying, with
+    the GIL released, and a cold build copies thousands of them."""
+    with ThreadPoolExecutor(max_workers=COPY_THREADS) as copying:
+        copies = [
+            copying.submit(_write, target, content, digest)
+            for target, content in _written(staging, files, out, changed, digest)
+        ]
+        for copy in copies:
+            copy.result()  # the first error, after every copy has ended
+
+
+def _written(
+    staging: Path, files: Files, out: Path, changed: set[str], digest: Digest | None
+) -> Iterator[tuple[Path, Copy]]:
+    """Links what is unchanged, writes pages, and yields the packets left to copy."""
     targets = Targets(staging)
     for relative in sorted(files):
         target = targets.of(relative)
@@ -177,7 +199,12 @@ def _fill(staging: Path, files: Files, out: Path, changed: set[str], digest: Dig
                 continue
             except OSError:
                 pass
-        _write(target, files[relative], digest)
+        content = files[relative]
+        if isinstance(content, Copy) and not content.movable:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            yield target, content
+        else:
+            _write(target, content, digest)
 
 
 @contextmanager

@@ -10,6 +10,7 @@ which page, and a page kept from the previous site (builder/incremental.py) says
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -80,7 +81,7 @@ class _Job:
     env: Environment | None = None
 
 
-Rendered = tuple[int, bytes | None, list[str], float]
+Rendered = tuple[int, bytes | None, list[str], float, str]  # index, bytes or None (written), warnings, CPU, sha256
 
 
 def _render(job: _Job, index: int) -> Rendered:
@@ -95,11 +96,12 @@ def _render(job: _Job, index: int) -> Rendered:
     finally:
         warnings, ctx.warnings = ctx.warnings, shared
     if job.scratch is None:
-        return index, body, warnings, time.process_time() - started
+        return index, body, warnings, time.process_time() - started, ""
     target = job.scratch / page.path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(body)  # a scratch copy: publish moves it into the new site
-    return index, None, warnings, time.process_time() - started
+    # hashed here, from the bytes in hand, so the site's manifest need not read the file back
+    return index, None, warnings, time.process_time() - started, hashlib.sha256(body).hexdigest()
 
 
 def _body(job: _Job, page: Page, ctx: SiteContext) -> bytes:
@@ -125,9 +127,10 @@ def _workers(pages: int) -> int:
 
 def render_pages(
     found: list[Page], ctx: SiteContext, templates: Path, scratch: Path, costs: PageCosts
-) -> tuple[dict[str, bytes | Path], dict[str, list[str]]]:
-    """Every page, in order: its bytes (one process) or the scratch file its worker wrote; and
-    the warnings each page's view gave (the caller merges them in page order)."""
+) -> tuple[dict[str, bytes | Path], dict[str, list[str]], dict[str, str]]:
+    """Every page, in order: its bytes (one process) or the scratch file its worker wrote; the
+    warnings each page's view gave (the caller merges them in page order); and the sha256 of each
+    page a worker wrote."""
     workers = _workers(len(found))
     job = _Job(found, ctx, templates, scratch if workers >= 2 else None)
     if workers >= 2:  # compiled once, before the workers fork, instead of once in each
@@ -137,10 +140,13 @@ def render_pages(
     results = forked_map(partial(_render, job), range(len(found)), per_worker=PAGES_PER_WORKER, chunk=CHUNK)
     files: dict[str, bytes | Path] = {}
     said: dict[str, list[str]] = {}
-    for index, body, warnings, seconds in results:
+    digests: dict[str, str] = {}
+    for index, body, warnings, seconds, sha256 in results:
         page = found[index]
         if warnings:
             said[page.path] = warnings
         costs.add(page.kind, seconds)
         files[page.path] = body if body is not None else scratch / page.path
-    return files, said
+        if body is None:
+            digests[page.path] = sha256
+    return files, said, digests

@@ -49,6 +49,7 @@ class BuildResult:
     rendered_in: Path | None = None  # the folder whose files are this build's own pages (movable)
     build_date: str = ""
     page_warnings: dict[str, list[str]] = field(default_factory=dict)  # recorded for incremental rebuilds
+    digests: dict[str, str] = field(default_factory=dict)  # sha256 of the pages workers wrote into `scratch`
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -237,7 +238,7 @@ def build_files(
     folder = Path(tempfile.mkdtemp(prefix="catalog-pages-")) if scratch is None else scratch
     try:
         step = time.perf_counter()
-        rendered, said = render_pages(found_to_render, ctx, templates, folder, costs)
+        rendered, said, digests = render_pages(found_to_render, ctx, templates, folder, costs)
         costs.phase("render", step)
     except BaseException:
         if own:
@@ -265,6 +266,7 @@ def build_files(
             None,
             ctx.build_date.isoformat(),
             said_by(page_warnings),
+            digests,
         )
     return BuildResult(
         dict(sorted(files.items())),
@@ -274,6 +276,7 @@ def build_files(
         folder,
         ctx.build_date.isoformat(),
         said_by(page_warnings),
+        digests,
     )
 
 
