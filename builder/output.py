@@ -50,17 +50,27 @@ class Targets:
     """Absolute paths of files under one root, each refused if it could escape the root (a plain
     relative path whose links, if any, resolve inside it). Each folder is resolved once: a site
     has tens of thousands of files in as many folders, and resolving a whole path costs a system
-    call per component."""
+    call per component. Files are only written into a fresh staging folder, where nothing stands
+    at their names yet, so only folders are followed."""
 
     def __init__(self, root: Path) -> None:
         self.base = root.resolve()
         self._folders: dict[str, Path] = {"": self.base}
+        self._made: set[Path] = set()
 
     def of(self, relative: str) -> Path:
         parts = relative.split("/")
         if not relative or relative.startswith("/") or "\\" in relative or any(p in ("", ".", "..") for p in parts):
             raise CatalogError(f"refusing to write {relative!r}: not a plain path inside the output folder")
-        return self._inside(self._folder("/".join(parts[:-1]), relative) / parts[-1], relative)
+        return self._folder("/".join(parts[:-1]), relative) / parts[-1]
+
+    def made(self, relative: str) -> Path:
+        """`of(relative)`, its folder created (once per folder)."""
+        target = self.of(relative)
+        if target.parent not in self._made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(target.parent)
+        return target
 
     def _folder(self, folder: str, relative: str) -> Path:
         found = self._folders.get(folder)
@@ -124,15 +134,14 @@ def differences(files: Files, out: Path, *, digest: Digest | None = None) -> lis
 
 
 def _write(target: Path, content: Content, digest: Digest | None = None) -> None:
+    """Into `target`, whose folder exists."""
     if isinstance(content, Copy) and content.movable:
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.replace(content.source, target)  # same file system: the page is renamed, never copied
             return
         except OSError:
             pass  # another file system: copied and checked below
     if isinstance(content, Copy):
-        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(content.source, target)  # the kernel copies; the bytes never pass through Python
         # With fingerprints, the source is re-hashed only if it was written since it was hashed.
         with _DIGESTING:  # copies run on threads; the fingerprint table is not theirs to share
@@ -190,10 +199,9 @@ def _written(
     """Links what is unchanged, writes pages, and yields the packets left to copy."""
     targets = Targets(staging)
     for relative in sorted(files):
-        target = targets.of(relative)
+        target = targets.made(relative)
         previous = out / relative
         if relative not in changed and previous.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.link(previous, target)  # unchanged: share the old file's bytes, no rewrite
                 continue
@@ -201,7 +209,6 @@ def _written(
                 pass
         content = files[relative]
         if isinstance(content, Copy) and not content.movable:
-            target.parent.mkdir(parents=True, exist_ok=True)
             yield target, content
         else:
             _write(target, content, digest)

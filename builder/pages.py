@@ -97,11 +97,14 @@ def _render(job: _Job, index: int) -> Rendered:
         warnings, ctx.warnings = ctx.warnings, shared
     if job.scratch is None:
         return index, body, warnings, time.process_time() - started, ""
-    target = job.scratch / page.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(body)  # a scratch copy: publish moves it into the new site
+    # a scratch copy, publish moves it into the new site; one flat folder: nothing to make per page
+    (job.scratch / _scratch_name(index)).write_bytes(body)
     # hashed here, from the bytes in hand, so the site's manifest need not read the file back
     return index, None, warnings, time.process_time() - started, hashlib.sha256(body).hexdigest()
+
+
+def _scratch_name(index: int) -> str:
+    return f"{index:06d}.html"
 
 
 def _body(job: _Job, page: Page, ctx: SiteContext) -> bytes:
@@ -146,7 +149,7 @@ def render_pages(
         if warnings:
             said[page.path] = warnings
         costs.add(page.kind, seconds)
-        files[page.path] = body if body is not None else scratch / page.path
+        files[page.path] = body if body is not None else scratch / _scratch_name(index)
         if body is None:
             digests[page.path] = sha256
     return files, said, digests

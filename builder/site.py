@@ -80,27 +80,41 @@ def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
     return {"view": view, "jsonld": family_jsonld(view, ctx)}
 
 
-def family_views(ctx: SiteContext, costs: PageCosts | None = None) -> list[FamilyView]:
-    """Every family's view, on every core when there are many (`costs` gets the CPU they took);
-    each family's warnings are said in family order, as one process would say them."""
+def family_views(
+    ctx: SiteContext, costs: PageCosts | None = None, apis: dict[str, bytes] | None = None
+) -> list[FamilyView]:
+    """Every family's view, on every core when there are many (`costs` gets the CPU they took;
+    `apis` each family's JSON API file, made where its view is); each family's warnings are said
+    in family order, as one process would say them."""
     items = sorted(ctx.catalog.recipes.items())
-    made = list(forked_map(partial(_family_view, ctx), items, per_worker=FAMILIES_PER_WORKER))
-    for _, said, _ in made:
-        for warning in said:
+    made = list(forked_map(partial(_family_view, ctx, apis is not None), items, per_worker=FAMILIES_PER_WORKER))
+    for family in made:
+        for warning in family.said:
             ctx.warn(warning)
+        if apis is not None and family.api is not None:
+            apis[family.view.slug] = family.api
     if costs is not None:  # counted to the family pages: the views are shared with the index and API
-        costs.add("family", sum(seconds for _, _, seconds in made), pages=0)
-    return [view for view, _, _ in made]
+        costs.add("family", sum(family.seconds for family in made), pages=0)
+    return [family.view for family in made]
 
 
-def _family_view(ctx: SiteContext, item: tuple[str, Recipe]) -> tuple[FamilyView, list[str], float]:
+@dataclass(frozen=True)
+class _Made:
+    view: FamilyView
+    said: list[str]
+    seconds: float
+    api: bytes | None
+
+
+def _family_view(ctx: SiteContext, with_api: bool, item: tuple[str, Recipe]) -> _Made:
     started = time.process_time()
     shared, ctx.warnings = ctx.warnings, []
     try:
         view = family_view(*item, ctx)
     finally:
         said, ctx.warnings = ctx.warnings, shared
-    return view, said, time.process_time() - started
+    api = family_api(view, ctx.build_date.isoformat()) if with_api else None
+    return _Made(view, said, time.process_time() - started, api)
 
 
 def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
@@ -185,10 +199,14 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
     return found
 
 
-def data_files(ctx: SiteContext, families: list[FamilyView]) -> dict[str, bytes | Path]:
+def data_files(
+    ctx: SiteContext, families: list[FamilyView], apis: dict[str, bytes] | None = None
+) -> dict[str, bytes | Path]:
+    """The JSON API (`apis`: family files already made) and the packets with their signatures."""
     stamp = ctx.build_date.isoformat()
+    made = apis or {}
     files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(index_view(families, ctx.catalog.hardware), stamp)}
-    files.update({routes.family_api(v.slug): family_api(v, stamp) for v in families})
+    files.update({routes.family_api(v.slug): made.get(v.slug) or family_api(v, stamp) for v in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
         files[routes.packet_json(packet_id)] = path  # copied verbatim: the bytes the digest covers
         if ctx.catalog.packets[packet_id].signed:
@@ -224,7 +242,8 @@ def build_files(
     costs.phase("load", step)
     ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
     step = time.perf_counter()
-    families = family_views(ctx, costs)
+    apis: dict[str, bytes] = {}
+    families = family_views(ctx, costs, apis)
     costs.phase("family views", step)
     found = pages(ctx, families)
     render_only = pages_to_render(previous, context, ctx)
@@ -252,7 +271,7 @@ def build_files(
             ctx.warn(warning)
     files: dict[str, bytes | Path] = {**kept, **rendered}
     step = time.perf_counter()
-    files.update(data_files(ctx, families))
+    files.update(data_files(ctx, families, apis))
     files.update(asset_files(templates / routes.ASSETS_FOLDER))
     files[routes.SITEMAP] = sitemap([p.path for p in found if p.path != routes.NOT_FOUND], ctx)
     costs.phase("api, assets, sitemap", step)
