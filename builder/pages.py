@@ -11,7 +11,6 @@ which page, and a page kept from the previous site (builder/incremental.py) says
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from jinja2 import Environment
 
 from builder.render import make_environment, render_page
 from builder.views.common import SiteContext
-from catalog.forked import forked_map
+from catalog.forked import forked_map, worker_count
 
 PAGES_PER_WORKER = 64  # below this a worker process costs more than it saves
 CHUNK = 16
@@ -124,17 +123,13 @@ def _body(job: _Job, page: Page, ctx: SiteContext) -> bytes:
     )
 
 
-def _workers(pages: int) -> int:
-    return min(len(os.sched_getaffinity(0)), pages // PAGES_PER_WORKER)
-
-
 def render_pages(
     found: list[Page], ctx: SiteContext, templates: Path, scratch: Path, costs: PageCosts
 ) -> tuple[dict[str, bytes | Path], dict[str, list[str]], dict[str, str]]:
     """Every page, in order: its bytes (one process) or the scratch file its worker wrote; the
     warnings each page's view gave (the caller merges them in page order); and the sha256 of each
     page a worker wrote."""
-    workers = _workers(len(found))
+    workers = worker_count(len(found), PAGES_PER_WORKER)
     job = _Job(found, ctx, templates, scratch if workers >= 2 else None)
     if workers >= 2:  # compiled once, before the workers fork, instead of once in each
         job.env = make_environment(templates)

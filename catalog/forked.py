@@ -23,12 +23,17 @@ def _chunk(indices: range) -> list[Any]:
     return [function(items[i]) for i in indices]
 
 
+def worker_count(items: int, per_worker: int) -> int:
+    """How many workers `forked_map` uses for `items` (fewer than 2: none, it maps in this process)."""
+    return min(len(os.sched_getaffinity(0)), items // per_worker)
+
+
 def forked_map(function: Callable[[T], R], items: Sequence[T], *, per_worker: int, chunk: int = 8) -> Iterator[R]:
     """`function(item)` for every item, in order, each as soon as it is there; in forked workers
     when there are at least `per_worker` items for each of two (below that a worker costs more
     than it saves). Consume it whole: the workers live until it is exhausted."""
     global _WORK
-    workers = min(len(os.sched_getaffinity(0)), len(items) // per_worker)
+    workers = worker_count(len(items), per_worker)
     if workers < 2:
         yield from map(function, items)
         return
