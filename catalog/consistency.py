@@ -24,7 +24,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
-from catalog.consistency_load import fastest_requests, load_problems
+from catalog.consistency_load import load_problems, per_user_rates
 from catalog.hardware import Hardware
 from catalog.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
 from catalog.projection.cells import cell_for_arm
@@ -317,7 +317,7 @@ def ceiling_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
             for k, point in enumerate(ladder.context)
         ]
         # load sweeps: each user's decode rate under batching is at most the single-stream one
-        rates += [(field, rate, depth + 1.0, _depth_text(depth)) for field, rate in fastest_requests(packet, arm.id)]
+        rates += [(field, rate, depth + 1.0, _depth_text(depth)) for field, rate in per_user_rates(packet, arm.id)]
         for field, rate, tokens, text in rates:
             allowed = plain * tokens * CEILING_MARGIN
             if rate is not None and rate > allowed:
