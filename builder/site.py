@@ -72,6 +72,11 @@ def _view(make: Callable[..., object], *args: object) -> dict[str, object]:
     return {"view": make(*args)}
 
 
+def _packet_context(packet_id: str, ctx: SiteContext) -> dict[str, object]:
+    """A packet page shows its prompt rows: its summary is read here, in the worker rendering it."""
+    return {"view": packet_view(ctx.catalog.summary(packet_id), ctx)}
+
+
 def _hardware_cards(ctx: SiteContext) -> dict[str, object]:
     return {"cards": hardware_cards(ctx.catalog)}
 
@@ -180,7 +185,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
             Page(
                 routes.packet_page(packet_id),
                 "packet.html",
-                partial(_view, packet_view, packet, ctx),
+                partial(_packet_context, packet_id, ctx),
                 packet.title,
                 f"Evidence packet {packet_id}",
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -25,7 +25,8 @@ from catalog.forked import forked_map
 from catalog.keys import KeyRing
 from catalog.packet import Packet
 from catalog.packet_io import read_bytes, read_packet
-from catalog.summary import SummaryCache, summarize
+from catalog.record import record
+from catalog.summary import RECORD, SummaryCache, summarize
 
 PACKETS_PER_WORKER = 8  # below this a worker process costs more than it saves
 CHUNK = 32
@@ -33,12 +34,18 @@ CHUNK = 32
 
 @dataclass(frozen=True)
 class Read:
-    """One file's outcome: the packet (whole, or a summary), the problems of the packet alone, and
-    those against data/ (kept apart: a duplicate's are not reported)."""
+    """One file's outcome: the packet (whole, a summary, or a record), the problems of the packet
+    alone, and those against data/ (kept apart: a duplicate's are not reported); with a record,
+    the cache key its summary is kept under."""
 
     packet: Packet | None
     problems: list[CatalogError]
     reference_problems: list[CatalogError]
+    key: str | None = None
+
+
+# What a worker hands back: a packet, or a cached one's pickled bytes; its problems; its key.
+Raw = tuple[Packet | bytes | None, list[CatalogError], list[CatalogError], str | None]
 
 
 def read_verified(
@@ -60,7 +67,9 @@ def read_verified(
 
 @dataclass(frozen=True)
 class Reader:
-    """How this run reads packets; picklable, and inherited by forked workers."""
+    """How this run reads packets; picklable, and inherited by forked workers. With `summaries`
+    and a cache, a packet comes back as its record (catalog/record.py) once its summary is in
+    the cache, where a packet page reads it back (`Summaries`)."""
 
     keys: KeyRing
     allow_unsigned: bool = False
@@ -70,47 +79,59 @@ class Reader:
 
     def read(self, path: Path) -> Read:
         """One file, in this process."""
-        packet, problems, checked = self._read(path)
-        return self.received(path, packet, problems, checked)
+        return self.received(path, *self._read(path))
 
     def received(
-        self, path: Path, packet: Packet | bytes | None, problems: list[CatalogError], checked: list[CatalogError]
+        self,
+        path: Path,
+        packet: Packet | bytes | None,
+        problems: list[CatalogError],
+        checked: list[CatalogError],
+        key: str | None = None,
     ) -> Read:
-        """A summary's pickled bytes unpickled; bytes that no longer unpickle (a cache entry from
+        """A cached packet's pickled bytes unpickled; bytes that no longer unpickle (an entry from
         another version of a library) are read again, uncached."""
         if isinstance(packet, bytes):
-            summary = SummaryCache.decode(packet)
-            if summary is None:
-                return Reader(self.keys, self.allow_unsigned, None, self.summaries, self.reference).read(path)
-            packet = summary
-        return Read(packet, problems, checked)
+            decoded = SummaryCache.decode(packet)
+            if decoded is None:
+                return self.uncached().read(path)
+            packet = decoded
+        return Read(packet, problems, checked, key)
 
-    def _read(self, path: Path) -> tuple[Packet | bytes | None, list[CatalogError], list[CatalogError]]:
-        """A summary comes back as its pickled bytes when they are at hand (cached)."""
-        if not self.summaries:
+    def uncached(self) -> Reader:
+        return replace(self, cache=None)
+
+    def _read(self, path: Path) -> Raw:
+        if not self.summaries or self.cache is None:
             packet, problems = read_verified(path, self.keys, self.allow_unsigned)
-            return packet, problems, self._checked(packet, path)
+            if packet is not None and self.summaries:
+                packet = summarize(packet)
+            return packet, problems, self._checked(packet, path), None
         cache = self.cache
-        key = None
-        if cache is not None:
-            try:
-                key = cache.key(path, read_bytes(path))
-            except CatalogError as error:
-                return None, [error], []
-            stored = cache.get_bytes(key)
+        try:
+            key = cache.key(path, read_bytes(path))
+        except CatalogError as error:
+            return None, [error], [], None
+        if self.reference is not None and cache.has_verdict(key, self.reference.digest):
+            stored = cache.get_bytes(key, RECORD)
             if stored is not None:
-                if self.reference is not None and cache.has_verdict(key, self.reference.digest):
-                    return stored, [], []
-                summary = SummaryCache.decode(stored)
-                if summary is not None:
-                    return stored, [], self._checked(summary, path, key)
-        packet, problems = read_verified(path, self.keys, self.allow_unsigned)
-        if packet is None:
-            return None, problems, []
-        summary = summarize(packet)
-        if cache is not None and key is not None and not problems:
-            cache.put(key, summary)
-        return summary, problems, self._checked(summary, path, key if not problems else None)
+                return stored, [], [], key
+        stored = cache.get_bytes(key)
+        summary = None if stored is None else SummaryCache.decode(stored)
+        held = summary is not None
+        if summary is None:
+            packet, problems = read_verified(path, self.keys, self.allow_unsigned)
+            if packet is None or problems:
+                summary = None if packet is None else summarize(packet)
+                return summary, problems, self._checked(summary, path), None
+            summary = summarize(packet)
+            held = cache.put(key, summary)
+        checked = self._checked(summary, path, key)
+        if not held:
+            return summary, [], checked, None
+        made = record(summary)
+        cache.put(key, made, RECORD)
+        return made, [], checked, key
 
     def _checked(self, packet: Packet | None, path: Path, key: str | None = None) -> list[CatalogError]:
         if packet is None or self.reference is None:
@@ -121,20 +142,40 @@ class Reader:
         return problems
 
 
-def _read_for_parent(
-    reader: Reader, path: Path
-) -> tuple[Packet | bytes | None, list[CatalogError], list[CatalogError]]:
-    """In a worker: a summary goes back as pickled bytes, unpickled once, by the caller."""
-    packet, problems, checked = reader._read(path)
+@dataclass(frozen=True)
+class Summaries:
+    """Where a record's summary is read back from: the cache, under the key each record was read
+    with. A summary the cache has lost since is read and verified again, and a file that changed
+    since the build read it is refused: its pages would disagree with the rest of the site."""
+
+    reader: Reader
+    keys: dict[str, str]
+
+    def of(self, packet_id: str, path: Path) -> Packet:
+        cache = self.reader.cache
+        key = self.keys[packet_id]
+        stored = None if cache is None else cache.get_bytes(key)
+        found = None if stored is None else SummaryCache.decode(stored)
+        if found is not None and found.id == packet_id:
+            return found
+        if cache is None or cache.key(path, read_bytes(path)) != key:
+            raise CatalogError("changed while the site was built: build again", file=path)
+        read = self.reader.uncached().read(path)
+        if read.packet is None or read.problems or read.packet.id != packet_id:
+            raise CatalogError("changed while the site was built: build again", file=path)
+        return read.packet
+
+
+def _read_for_parent(reader: Reader, path: Path) -> Raw:
+    """In a worker: a summary or record goes back as pickled bytes, unpickled once, by the caller."""
+    packet, problems, checked, key = reader._read(path)
     if isinstance(packet, Packet) and reader.summaries:
         packet = pickle.dumps(packet, protocol=pickle.HIGHEST_PROTOCOL)
-    return packet, problems, checked
+    return packet, problems, checked, key
 
 
 def read_packets(paths: list[Path], reader: Reader) -> Iterator[Read]:
     """`reader.read` over every path, in order; on every core when there are enough packets."""
     read = partial(_read_for_parent, reader)
-    for path, (packet, problems, checked) in zip(
-        paths, forked_map(read, paths, per_worker=PACKETS_PER_WORKER, chunk=CHUNK), strict=True
-    ):
-        yield reader.received(path, packet, problems, checked)
+    for path, raw in zip(paths, forked_map(read, paths, per_worker=PACKETS_PER_WORKER, chunk=CHUNK), strict=True):
+        yield reader.received(path, *raw)

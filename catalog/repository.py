@@ -22,8 +22,9 @@ from catalog.loading import load_file
 from catalog.overlay import load_overlay
 from catalog.packet import Packet
 from catalog.packet_io import read_packet
-from catalog.packet_reading import Reader, read_packets
+from catalog.packet_reading import Reader, Summaries, read_packets
 from catalog.recipe import Recipe
+from catalog.record import is_record
 from catalog.suite import CanarySet, Suite
 from catalog.summary import SummaryCache
 
@@ -45,6 +46,15 @@ class Catalog:
     warnings: list[str] = field(default_factory=list)
     # card id -> family slug -> its packets on that card, in id order (the hardware pages' rows)
     by_hardware: dict[str, dict[str, list[Packet]]] = field(default_factory=dict)
+    # Where the summaries of packets held as records are (catalog/record.py); None: none is.
+    summaries: Summaries | None = None
+
+    def summary(self, packet_id: str) -> Packet:
+        """The packet with its prompt rows: the one held, or, for a record, its summary read back."""
+        packet = self.packets[packet_id]
+        if self.summaries is None or not is_record(packet):
+            return packet
+        return self.summaries.of(packet_id, self.packet_paths[packet_id])
 
     def packets_of(self, slug: str) -> list[Packet]:
         return self.by_family.get(slug, [])
@@ -89,8 +99,9 @@ def load_catalog(
     """`allow_unsigned` admits packets without a signature (a local build; pages say so); a
     signature that is present is always checked. `summaries` holds packets as summaries
     (catalog/summary.py: what pages show), whole only where a reproduction compares arrays;
-    `use_cache` (with summaries) trusts the summary cache for content verified before: the
-    builder's default, never `make verify`'s."""
+    `use_cache` (with summaries) trusts the summary cache for content verified before, and holds
+    each cached packet as its record (catalog/record.py; `Catalog.summary` reads the rest back):
+    the builder's default, never `make verify`'s."""
     with collector_paused():
         return _load_catalog(data_dir, packets_dir, allow_unsigned, summaries, use_cache)
 
@@ -127,6 +138,7 @@ def _load_catalog(data_dir: Path, packets_dir: Path, allow_unsigned: bool, summa
     reader = Reader(keys, allow_unsigned, cache, summaries, reference)
     packets: dict[str, Packet] = {}
     paths: dict[str, Path] = {}
+    keys_of_records: dict[str, str] = {}
     entries = sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []
     packet_files = [path for path in entries if not is_signature(path)]
     _check_signatures_have_packets(entries, found)
@@ -140,6 +152,8 @@ def _load_catalog(data_dir: Path, packets_dir: Path, allow_unsigned: bool, summa
             continue
         packets[packet.id] = packet
         paths[packet.id] = path
+        if read.key is not None:
+            keys_of_records[packet.id] = read.key
         found.errors.extend(read.reference_problems)
     if summaries:
         _read_whole(packets, paths, keys, allow_unsigned)
@@ -171,6 +185,7 @@ def _load_catalog(data_dir: Path, packets_dir: Path, allow_unsigned: bool, summa
         by_family,
         lint(recipes, packets),
         by_hardware,
+        Summaries(reader, keys_of_records) if keys_of_records else None,
     )
 
 

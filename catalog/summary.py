@@ -12,8 +12,10 @@ function of: the packet's bytes, its file name (the id check), its signature env
 the key ring (data/keys.yaml), --allow-unsigned, and the verifier itself (the source of every
 catalog module and the versions of the libraries it validates with). So an entry can never be
 stale: any change to one of them is another key. Only packets that verified with no problem are
-stored. Beside an entry, an empty `.checked` file records that the content also passed the checks
-against data/ (catalog/cross_check.py), under a key that adds the digest of every data file.
+stored, each as its summary and, beside it, its record (catalog/record.py: the summary without
+its prompt rows, what the builder holds). Beside an entry, an empty `.checked` file records that
+the content also passed the checks against data/ (catalog/cross_check.py), under a key that adds
+the digest of every data file.
 Entries are pickles, trusted like the Python bytecode cache beside them: whoever can write the
 user's cache folder can already change the code that runs.
 """
@@ -42,6 +44,8 @@ KEPT_TOKENS = MIN_COMPLETION_TOKENS  # tokens 0..100: TTFT, the decode window, t
 CATALOG_SOURCE = Path(__file__).resolve().parent
 VERIFIER_LIBRARIES = ("pydantic", "pydantic-core", "cryptography", "securesystemslib", "pyyaml")
 FORMAT = 1  # bump when the stored form changes
+SUMMARY = "pickle"  # an entry's kinds: the summary, and its record (catalog/record.py)
+RECORD = "record"
 
 
 def summarize(packet: Packet) -> Packet:
@@ -133,17 +137,17 @@ class SummaryCache:
         self.put(key, loaded)
         return loaded
 
-    def _file(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.pickle"
+    def _file(self, key: str, kind: str = SUMMARY) -> Path:
+        return self.root / key[:2] / f"{key}.{kind}"
 
-    def get(self, key: str) -> BaseModel | None:
-        stored = self.get_bytes(key)
+    def get(self, key: str, kind: str = SUMMARY) -> BaseModel | None:
+        stored = self.get_bytes(key, kind)
         return None if stored is None else _unpickled(stored)
 
-    def get_bytes(self, key: str) -> bytes | None:
+    def get_bytes(self, key: str, kind: str = SUMMARY) -> bytes | None:
         """An entry as stored: a worker passes it on to the process that keeps it, unpickled once."""
         try:
-            return self._file(key).read_bytes()
+            return self._file(key, kind).read_bytes()
         except OSError:
             return None
 
@@ -170,13 +174,15 @@ class SummaryCache:
         except OSError:
             pass
 
-    def put(self, key: str, summary: BaseModel) -> None:
-        """Store atomically; a cache that cannot be written only makes the next build slower."""
-        target = self._file(key)
+    def put(self, key: str, summary: BaseModel, kind: str = SUMMARY) -> bool:
+        """Store atomically; whether it was stored (a cache that cannot be written only makes the
+        next build slower, and the builder then holds the summary itself)."""
+        target = self._file(key, kind)
         try:
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
             temporary.write_bytes(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
             os.replace(temporary, target)
         except OSError:
-            pass
+            return False
+        return True

@@ -12,6 +12,7 @@ from catalog.projection.facts import ArchitectureFacts, Fact, resolve_architectu
 from catalog.projection.models import Origin, ProjectionInput
 from catalog.projection.precision import BF16, DRAFT_INT4_ENV, QuantScheme, packet_scheme
 from catalog.recipe import Recipe
+from catalog.record import prompt_sizes
 
 ALLREDUCE_LATENCY_US = 10.0
 ALLREDUCE_LATENCY_SOURCE = (
@@ -108,10 +109,10 @@ def _kv_bytes(arm: Arm | None, packet: Packet | None, recipe: Recipe | None) -> 
 
 
 def _prompt_tokens(arm: Arm | None) -> tuple[int, str]:
-    rows = [row for server in arm.servers for row in server.rows] if arm is not None else []
-    if arm is not None and rows:
-        mean = round(statistics.fmean([row.prompt_tokens for row in rows]))  # a list: fmean counts a generator per item
-        return mean, f"packet arm {arm.id}: mean prompt_tokens of its {len(rows)} prompt rows"
+    sizes = [size for server in arm.servers for size in prompt_sizes(server.rows)] if arm is not None else []
+    if arm is not None and sizes:
+        mean = round(statistics.fmean(sizes))
+        return mean, f"packet arm {arm.id}: mean prompt_tokens of its {len(sizes)} prompt rows"
     return DEFAULT_PROMPT_TOKENS, DEFAULT_PROMPT_SOURCE
 
 
