@@ -103,6 +103,7 @@ def run(argv: list[str] | None = None) -> int:
         base_url=options.base_url,
         allow_unsigned=options.allow_unsigned,
         use_cache=not options.no_cache,
+        known=known.sha256_if_known,
     )
     if options.check:  # writes nothing beside the site: pages rendered by workers go to a temporary folder
         result = build()

@@ -33,6 +33,7 @@ from catalog.forked import forked_map
 from catalog.layout import signature_path
 from catalog.recipe import Recipe
 from catalog.repository import Catalog, load_catalog
+from catalog.summary import KnownDigest
 
 FAMILIES_PER_WORKER = 16  # a family view costs milliseconds: fewer are not worth a worker
 
@@ -236,14 +237,18 @@ def build_files(
     scratch: Path | None = None,
     previous: Previous | None = None,
     context: str = "",
+    known: KnownDigest | None = None,
 ) -> BuildResult:
     """Load, view and render everything. Pages rendered by workers are files in `scratch` (the
     caller's folder), or in a temporary folder of their own (`BuildResult.scratch`) when none is
     given, which the caller removes. With `previous` (the site being replaced) and this build's
-    `context` (stamp.Inputs.context), pages no new packet affects are kept from it (incremental.py)."""
+    `context` (stamp.Inputs.context), pages no new packet affects are kept from it (incremental.py).
+    `known`: the sha256 of input files already hashed (stamp.Fingerprints), not read again."""
     costs = PageCosts()
     step = time.perf_counter()
-    catalog = load_catalog(data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache)
+    catalog = load_catalog(
+        data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache, known=known
+    )
     costs.phase("load", step)
     ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
     step = time.perf_counter()

@@ -91,6 +91,10 @@ class Fingerprints:
         self.at_start.setdefault(key, sha)
         return sha
 
+    def sha256_if_known(self, path: Path) -> str | None:
+        """What this run already took of the file (hashing the inputs), or None: never reads it."""
+        return self.at_start.get(self._key(path))
+
     def sha256_at_start(self, path: Path) -> str:
         """What the file held when this run first looked at it (the inputs: before loading)."""
         return self.at_start.get(self._key(path)) or self.sha256(path)

@@ -39,6 +39,7 @@ def forked_map(function: Callable[[T], R], items: Sequence[T], *, per_worker: in
         return
     chunks = [range(i, min(i + chunk, len(items))) for i in range(0, len(items), chunk)]
     _WORK = (function, items)
+    frozen_before = gc.get_freeze_count() > 0  # a loaded catalog stays frozen (catalog/repository.py)
     gc.freeze()  # what the workers inherit is never collected: they need not scan (and so copy) it
     try:
         context = multiprocessing.get_context("fork")
@@ -47,4 +48,5 @@ def forked_map(function: Callable[[T], R], items: Sequence[T], *, per_worker: in
                 yield from results
     finally:
         _WORK = None
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()

@@ -26,7 +26,7 @@ from catalog.keys import KeyRing
 from catalog.packet import Packet
 from catalog.packet_io import read_bytes, read_packet
 from catalog.record import record
-from catalog.summary import RECORD, SummaryCache, summarize
+from catalog.summary import RECORD, KnownDigest, SummaryCache, summarize
 
 PACKETS_PER_WORKER = 8  # below this a worker process costs more than it saves
 CHUNK = 32
@@ -76,6 +76,7 @@ class Reader:
     cache: SummaryCache | None = None
     summaries: bool = False
     reference: Reference | None = None
+    known: KnownDigest | None = None  # files' sha256 the caller already has (SummaryCache.key)
 
     def read(self, path: Path) -> Read:
         """One file, in this process."""
@@ -99,7 +100,7 @@ class Reader:
         return Read(packet, problems, checked, key)
 
     def uncached(self) -> Reader:
-        return replace(self, cache=None)
+        return replace(self, cache=None, known=None)
 
     def _read(self, path: Path) -> Raw:
         if not self.summaries or self.cache is None:
@@ -109,7 +110,7 @@ class Reader:
             return packet, problems, self._checked(packet, path), None
         cache = self.cache
         try:
-            key = cache.key(path, read_bytes(path))
+            key = cache.key(path, known=self.known)
         except CatalogError as error:
             return None, [error], [], None
         if self.reference is not None and cache.has_verdict(key, self.reference.digest):
@@ -120,6 +121,11 @@ class Reader:
         summary = None if stored is None else SummaryCache.decode(stored)
         held = summary is not None
         if summary is None:
+            if self.known is not None:  # what is verified and kept is keyed by the bytes read now
+                try:
+                    key = cache.key(path)
+                except CatalogError as error:
+                    return None, [error], [], None
             packet, problems = read_verified(path, self.keys, self.allow_unsigned)
             if packet is None or problems:
                 summary = None if packet is None else summarize(packet)

@@ -26,6 +26,7 @@ import hashlib
 import os
 import pickle
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -44,6 +45,7 @@ KEPT_TOKENS = MIN_COMPLETION_TOKENS  # tokens 0..100: TTFT, the decode window, t
 CATALOG_SOURCE = Path(__file__).resolve().parent
 VERIFIER_LIBRARIES = ("pydantic", "pydantic-core", "cryptography", "securesystemslib", "pyyaml")
 FORMAT = 1  # bump when the stored form changes
+KnownDigest = Callable[[Path], str | None]  # a file's sha256 when already known, else None
 SUMMARY = "pickle"  # an entry's kinds: the summary, and its record (catalog/record.py)
 RECORD = "record"
 
@@ -113,13 +115,21 @@ class SummaryCache:
         context = hashlib.sha256(f"{verifier_digest()}\0{keys}\0{allow_unsigned}".encode()).hexdigest()
         return cls(root or cache_root(), context)
 
-    def key(self, path: Path, data: bytes) -> str:
+    def key(self, path: Path, data: bytes | None = None, known: KnownDigest | None = None) -> str:
+        """The entry's key for the packet at `path` (its bytes `data`, read here when not given).
+        `known` gives a file's sha256 when the caller has it already (the builder: by stat
+        fingerprint, builder/stamp.py), so gigabytes of packets are not read again to key them."""
+        content = known(path) if known is not None else None
+        if content is None:
+            content = sha256_hex(data if data is not None else read_bytes(path))
         envelope = signature_path(path)
-        try:
-            signed = sha256_hex(envelope.read_bytes()) if envelope.exists() else "none"
-        except OSError:
-            signed = "unreadable"
-        line = f"{self.context}\0{path.name}\0{sha256_hex(data)}\0{signed}"
+        signed = known(envelope) if known is not None else None
+        if signed is None:
+            try:
+                signed = sha256_hex(envelope.read_bytes()) if envelope.exists() else "none"
+            except OSError:
+                signed = "unreadable"
+        line = f"{self.context}\0{path.name}\0{content}\0{signed}"
         return hashlib.sha256(line.encode()).hexdigest()
 
     def load_model(self, model: type[ModelT], path: Path) -> ModelT:

@@ -236,3 +236,41 @@ def test_the_checks_against_data_are_kept_per_data_content(catalog_dirs, cache_h
         load_catalog(data, packets, summaries=True, use_cache=True)
     assert f"has no variant {variant!r}" in str(refused.value)
     assert checked  # checked again: the data changed
+
+
+def test_known_digests_spare_reading_the_packets_again(catalog_dirs, cache_home, monkeypatch):
+    """The builder has hashed its inputs before loading (builder/stamp.py): a packet verified
+    before is then found in the cache without reading its bytes a second time."""
+    import hashlib
+
+    data, packets = catalog_dirs
+    monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 10**9)
+    first = load_catalog(data, packets, summaries=True, use_cache=True)
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in packets.glob("*.json")}
+    read: list[Path] = []
+    real = summary.read_bytes  # type: ignore[attr-defined]
+
+    def counting(path: Path) -> bytes:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(summary, "read_bytes", counting)
+    again = load_catalog(data, packets, summaries=True, use_cache=True, known=digests.get)
+    assert not [p for p in read if p.parent == packets]
+    assert again.packets == first.packets
+
+
+def test_a_packet_the_cache_does_not_hold_is_verified_as_it_is_now(catalog_dirs, cache_home):
+    """Whatever digest the builder knew for a file that changed after it hashed it: on a cache
+    miss the bytes are read and verified now, and nothing is kept under the stale digest."""
+    import hashlib
+
+    data, packets = catalog_dirs
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in packets.glob("*.json")}
+    path = _packet_files(packets)[0]
+    path.write_bytes(path.read_bytes().replace(b'"seed":', b'"seed": ', 1))  # not canonical
+    with pytest.raises(CatalogError) as refused:
+        load_catalog(data, packets, summaries=True, use_cache=True, known=digests.get)
+    assert path.name in str(refused.value)
+    stale_key = SummaryCache.for_run(data / "keys.yaml", False).key(path, known=digests.get)
+    assert SummaryCache.for_run(data / "keys.yaml", False).get(stale_key) is None
