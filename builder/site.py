@@ -21,6 +21,7 @@ from builder.incremental import Previous, pages_to_render
 from builder.output import Targets, check_output_folder, differences, publish
 from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
+from builder.view_cache import ViewCache
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
 from builder.views.hardware import hardware_cards, hardware_view
@@ -87,20 +88,35 @@ def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
 
 
 def family_views(
-    ctx: SiteContext, costs: PageCosts | None = None, apis: dict[str, bytes] | None = None
+    ctx: SiteContext, costs: PageCosts | None = None, apis: dict[str, bytes] | None = None, context: str = ""
 ) -> list[FamilyView]:
     """Every family's view, on every core when there are many (`costs` gets the CPU they took;
     `apis` each family's JSON API file, made where its view is); each family's warnings are said
-    in family order, as one process would say them."""
+    in family order, as one process would say them. With the build's `context` (stamp.Inputs),
+    a view made before for the same content is taken from the cache (builder/view_cache.py)."""
+    started = time.process_time()
     items = sorted(ctx.catalog.recipes.items())
-    made = list(forked_map(partial(_family_view, ctx, apis is not None), items, per_worker=FAMILIES_PER_WORKER))
+    cache = ViewCache.for_build(context, ctx.build_date.isoformat(), apis is not None)
+    keys = [cache.key(slug, ctx.catalog) if cache is not None else None for slug, _ in items]
+    found: dict[int, _Made] = {}
+    if cache is not None:
+        for index, key in enumerate(keys):
+            held = cache.get(key) if key is not None else None
+            if isinstance(held, _Made):
+                found[index] = held
+    todo = [i for i in range(len(items)) if i not in found]
+    make = partial(_family_view, ctx, apis is not None, cache)
+    work = [(*items[i], keys[i]) for i in todo]
+    found.update(zip(todo, forked_map(make, work, per_worker=FAMILIES_PER_WORKER), strict=True))
+    made = [found[i] for i in range(len(items))]
     for family in made:
         for warning in family.said:
             ctx.warn(warning)
         if apis is not None and family.api is not None:
             apis[family.view.slug] = family.api
     if costs is not None:  # counted to the family pages: the views are shared with the index and API
-        costs.add("family", sum(family.seconds for family in made), pages=0)
+        made_here = sum(made[i].seconds for i in todo)
+        costs.add("family", made_here + time.process_time() - started, pages=0)
     return [family.view for family in made]
 
 
@@ -112,15 +128,21 @@ class _Made:
     api: bytes | None
 
 
-def _family_view(ctx: SiteContext, with_api: bool, item: tuple[str, Recipe]) -> _Made:
+def _family_view(
+    ctx: SiteContext, with_api: bool, cache: ViewCache | None, item: tuple[str, Recipe, str | None]
+) -> _Made:
     started = time.process_time()
+    slug, recipe, key = item
     shared, ctx.warnings = ctx.warnings, []
     try:
-        view = family_view(*item, ctx)
+        view = family_view(slug, recipe, ctx)
     finally:
         said, ctx.warnings = ctx.warnings, shared
     api = family_api(view, ctx.build_date.isoformat()) if with_api else None
-    return _Made(view, said, time.process_time() - started, api)
+    made = _Made(view, said, time.process_time() - started, api)
+    if cache is not None and key is not None:
+        cache.put(key, made)
+    return made
 
 
 def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
@@ -253,7 +275,7 @@ def build_files(
     ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
     step = time.perf_counter()
     apis: dict[str, bytes] = {}
-    families = family_views(ctx, costs, apis)
+    families = family_views(ctx, costs, apis, context)
     costs.phase("family views", step)
     found = pages(ctx, families)
     render_only = pages_to_render(previous, context, ctx)

@@ -79,3 +79,36 @@ def test_another_build_date_renders_every_page(built, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767312000")
     _add_campaign(packets, "Fixture 7B, the same campaign again")
     assert sum(_build(data, packets, site, tmp_path / "t2.json").values()) == all_pages + 1
+
+
+def test_a_new_packet_makes_only_its_familys_view_again(built, tmp_path, monkeypatch):
+    """Family views are kept per content (builder/view_cache.py): the rebuild makes the view of
+    the family that gained a packet and takes the rest from the cache, and the site is the one a
+    build that makes every view (no cache at all) writes."""
+    from builder import site as site_module
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    monkeypatch.setattr(site_module, "FAMILIES_PER_WORKER", 10**9)  # made in this process: counted
+    made: list[str] = []
+    real = site_module.family_view  # type: ignore[attr-defined]
+
+    def counting(slug: str, *args: object) -> object:
+        made.append(slug)
+        return real(slug, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(site_module, "family_view", counting)
+    data, packets, site = built
+    _build(data, packets, site, tmp_path / "t1.json", "--full")  # the pinned build date: every view made
+    assert len(made) == len(list((data / "models").glob("*.yaml")))
+    made.clear()
+    added = _add_campaign(packets, "Fixture 7B, the same campaign again")
+    _build(data, packets, site, tmp_path / "t2.json")
+    assert made == [measured_parts().identity.model.slug]
+    made.clear()
+    _build(data, packets, tmp_path / "another", tmp_path / "t3.json")  # a full build: every view from the cache
+    assert made == []
+    uncached = tmp_path / "uncached"
+    _build(data, packets, uncached, tmp_path / "t4.json", "--full", "--no-cache")
+    assert len(made) == len(list((data / "models").glob("*.yaml")))
+    assert _snapshot(site) == _snapshot(uncached)
+    assert (site / "packets" / added.stem / "index.html").is_file()

@@ -33,6 +33,9 @@ def test_a_failing_projection_warns_and_strict_fails(tmp_path, monkeypatch, caps
     assert not [w for w in before if "no projection" in w]
 
     monkeypatch.setattr(projection, "project_arm", _fail)
+    monkeypatch.setenv(
+        "XDG_CACHE_HOME", str(tmp_path / "patched-cache")
+    )  # views are cached by code source, not patches
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
     failures = [w for w in _warnings(capsys.readouterr().err) if "no projection" in w]
