@@ -104,3 +104,18 @@ def test_without_a_cache_the_summaries_are_held(catalog_dirs):
     assert held.summaries is None
     assert not any(is_record(p) for p in held.packets.values())
     assert _cache_entries("record") == []
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_summaries_held(catalog_dirs, monkeypatch):
+    """A record is only held when its summary is in the cache to be read back; otherwise the
+    build holds the summary itself (slower to load, never missing rows)."""
+    from catalog import packet_reading
+    from catalog.summary import SummaryCache
+
+    monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 10**9)
+    monkeypatch.setattr(SummaryCache, "put", lambda *_args, **_kwargs: False)
+    data, packets = catalog_dirs
+    whole = load_catalog(data, packets)
+    held = load_catalog(data, packets, summaries=True, use_cache=True)
+    assert held.summaries is None
+    assert {i: held.summary(i) for i in held.packets} == {i: summarize(p) for i, p in whole.packets.items()}
