@@ -151,7 +151,8 @@ def _load_catalog(
     packets: dict[str, Packet] = {}
     paths: dict[str, Path] = {}
     keys_of_records: dict[str, str] = {}
-    entries = sorted(packets_dir.glob("*.json")) if packets_dir.is_dir() else []
+    # by name: the same order as the paths' own, without 40,000 Path comparisons in Python
+    entries = sorted(packets_dir.glob("*.json"), key=lambda path: path.name) if packets_dir.is_dir() else []
     packet_files = [path for path in entries if not is_signature(path)]
     _check_signatures_have_packets(entries, found)
     for path, read in zip(packet_files, read_packets(packet_files, reader), strict=True):
