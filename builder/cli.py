@@ -116,7 +116,8 @@ def run(argv: list[str] | None = None) -> int:
     previous = None
     if not options.full and not inputs.irregular:
         current_site = stamp.intact(real_output(options.out), known)
-        previous = Previous.from_manifest(real_output(options.out), current_site) if current_site else None
+        site_now = real_output(options.out)
+        previous = Previous.from_manifest(site_now, current_site, known.sha256_at_start) if current_site else None
     with scratch_folder(options.out) as scratch:
         return _finish(
             options, build(scratch=scratch, previous=previous, context=inputs.context), inputs, known, started
@@ -126,8 +127,8 @@ def run(argv: list[str] | None = None) -> int:
 def _finish(
     options: argparse.Namespace, result: BuildResult, inputs: stamp.Inputs, known: stamp.Fingerprints, started: float
 ) -> int:
-    from builder.output import Copy
-    from builder.site import check_paths, differences, publish
+    from builder.output import Copy, differences, publish
+    from builder.site import check_paths
 
     step = time.perf_counter()
     own = result.rendered_in
@@ -161,15 +162,15 @@ def _finish(
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
     check_paths(files, options.out)
-    changed = publish(files, options.out, digest=known.sha256)
-    for relative, sha in hashes.items():
-        known.record(options.out / relative, sha)
+    published = publish(files, options.out, digest=known.sha256, spare=stamp.spare_site(options.out))
+    for relative in published.touched & hashes.keys():  # the rest: the inodes whose fingerprints were looked up
+        known.record(options.out / relative, hashes[relative])
     known.save(options.out)
     result.costs.phase("hash, publish", step)
     if options.timings is not None:
         options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     elapsed = time.perf_counter() - started
-    print(f"built {len(files)} files into {options.out}: {changed} changed ({elapsed:.2f} s)")
+    print(f"built {len(files)} files into {options.out}: {published.changed} changed ({elapsed:.2f} s)")
     return 0
 
 

@@ -11,7 +11,8 @@ removed (its pages' data is gone with it). Anything else is a full build.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder import routes
@@ -29,9 +30,13 @@ class Previous:
     context: str
     build_date: str
     page_warnings: dict[str, list[str]]
+    # sha256 of an input file as this build first read it: through fingerprints, no re-read
+    digest: Callable[[Path], str] = field(default=file_sha256, compare=False)
 
     @classmethod
-    def from_manifest(cls, out: Path, recorded: dict[str, object]) -> Previous | None:
+    def from_manifest(
+        cls, out: Path, recorded: dict[str, object], digest: Callable[[Path], str] = file_sha256
+    ) -> Previous | None:
         files, said = recorded.get("files"), recorded.get("page_warnings")
         context, built = recorded.get("context"), recorded.get("build_date")
         if not (isinstance(files, dict) and isinstance(said, dict)):
@@ -39,7 +44,7 @@ class Previous:
         if not (isinstance(context, str) and isinstance(built, str) and context and built):
             return None  # a site from before these were recorded
         warnings = {str(page): [str(w) for w in listed] for page, listed in said.items() if isinstance(listed, list)}
-        return cls(out, {str(k): str(v) for k, v in files.items()}, context, built, warnings)
+        return cls(out, {str(k): str(v) for k, v in files.items()}, context, built, warnings, digest)
 
 
 def _packet_ids(files: dict[str, str]) -> set[str]:
@@ -63,7 +68,7 @@ def pages_to_render(previous: Previous | None, context: str, ctx: SiteContext) -
     filtered = {path for path in previous.files if routes.is_filtered_index(path)}
     for packet_id, packet in catalog.packets.items():
         envelope = signature_path(catalog.packet_paths[packet_id])
-        signed = file_sha256(envelope) if packet.signed else None
+        signed = previous.digest(envelope) if packet.signed else None
         same = previous.files.get(routes.packet_json(packet_id)) == packet.seal.sha256
         if same and previous.files.get(routes.packet_signature(packet_id)) == signed:
             continue

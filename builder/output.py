@@ -7,18 +7,20 @@ import ctypes
 import errno
 import fcntl
 import glob
+import hashlib
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from builder import routes
-from builder.stamp import file_sha256
+from builder.stamp import Entry, file_sha256, walk
 from catalog.errors import CatalogError
 from catalog.files import write_file
 
@@ -38,7 +40,12 @@ class Copy:
 
 Content = bytes | Copy
 Files = Mapping[str, Content]
-Digest = Callable[[Path], str]
+
+
+class Digest(Protocol):
+    """sha256 of a file; `st`, its stat when the caller has it (saves a system call)."""
+
+    def __call__(self, path: str | Path, st: os.stat_result | None = None, /) -> str: ...
 
 
 def safe_target(root: Path, relative: str) -> Path:
@@ -103,38 +110,50 @@ def check_output_folder(out: Path, protected: Iterable[Path]) -> None:
         raise CatalogError(f"refusing to replace {out}: it is not empty and does not look like a built site")
 
 
-def existing_files(out: Path) -> set[str]:
+def _present(out: Path) -> dict[str, Entry]:
+    """Every entry of `out` but its folders, by relative path, with the stat the scan gives."""
     if not out.is_dir():
-        return set()
-    return {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
+        return {}
+    return {entry.relative: entry for entry in walk(str(out), ordered=False) if entry.kind != "folder"}
 
 
-def _same(path: Path, content: Content, digest: Digest | None) -> bool:
+def _same(entry: Entry | None, content: Content, digest: Digest | None) -> bool:
+    """True when `entry` is a regular file holding `content` (through `digest` when given: a
+    fingerprint lookup instead of a read, and the fingerprint is fresh for the next build)."""
+    if entry is None or entry.kind != "file" or entry.stat is None:
+        return False
     try:
-        if not path.is_file() or path.is_symlink():
-            return False
         if isinstance(content, Copy):
-            return (digest or file_sha256)(path) == content.sha256
-        return path.stat().st_size == len(content) and path.read_bytes() == content
+            return (digest or _read_digest)(entry.path, entry.stat) == content.sha256
+        if entry.stat.st_size != len(content):
+            return False
+        if digest is not None:
+            return digest(entry.path, entry.stat) == hashlib.sha256(content).hexdigest()
+        return Path(entry.path).read_bytes() == content
     except OSError:
         return False
 
 
+def _read_digest(path: str | Path, st: os.stat_result | None = None) -> str:
+    return file_sha256(Path(path))
+
+
 def differences(files: Files, out: Path, *, digest: Digest | None = None) -> list[str]:
     """One line per file that would change: what `--check` reports."""
+    present = _present(out)
     lines = []
     for relative in sorted(files):
-        path = out / relative
-        if not path.exists():
+        if relative not in present:
             lines.append(f"missing: {relative}")
-        elif not _same(path, files[relative], digest):
+        elif not _same(present[relative], files[relative], digest):
             lines.append(f"differs: {relative}")
-    lines += [f"extra: {relative}" for relative in sorted(existing_files(out) - set(files))]
+    lines += [f"extra: {relative}" for relative in sorted(present.keys() - files.keys())]
     return lines
 
 
 def _write(target: Path, content: Content, digest: Digest | None = None) -> None:
-    """Into `target`, whose folder exists."""
+    """Into `target`, whose folder exists and where nothing stands: an existing file may be
+    another name of a published one (a hard link), never to be written through."""
     if isinstance(content, Copy) and content.movable:
         try:
             os.replace(content.source, target)  # same file system: the page is renamed, never copied
@@ -152,58 +171,166 @@ def _write(target: Path, content: Content, digest: Digest | None = None) -> None
         write_file(target, content)
 
 
-def publish(files: Files, out: Path, *, digest: Digest | None = None) -> int:
-    """Make `out` hold exactly `files`. Returns how many files changed (0: nothing was touched).
-    `digest` (sha256 of a file, e.g. through fingerprints) compares copies without reading them.
-    An `out` that is a link is followed: the folder it names is replaced, the link stays."""
+@dataclass(frozen=True)
+class Published:
+    """What publishing did: `changed` files hold new bytes; `touched` are every file whose inode
+    is new or had its ctime moved (written, or linked from the site replaced), so their
+    fingerprints are new. A file neither names is the very inode the replaced site held."""
+
+    changed: int
+    touched: frozenset[str] = frozenset()
+
+
+def publish(files: Files, out: Path, *, digest: Digest | None = None, spare: Path | None = None) -> Published:
+    """Make `out` hold exactly `files`. `digest` (sha256 of a file, e.g. through fingerprints)
+    compares files without reading them. An `out` that is a link is followed: the folder it
+    names is replaced, the link stays.
+
+    The new site is assembled in a staging folder beside `out` and swapped in whole. With
+    `spare` (a folder on the same file system, stamp.spare_site), the site replaced is kept there
+    afterwards, and the next build assembles its site in it: only what differs is removed,
+    linked or written, instead of making and removing every folder and link of the site."""
     out = real_output(out)
     clean_leftovers(out)
-    changed = {r for r in files if not _same(out / r, files[r], digest)}
-    if out.is_dir() and not changed and not existing_files(out) - set(files):
-        return 0
+    present = _present(out)
+    changed = {r for r in files if not _same(present.get(r), files[r], digest)}
+    if out.is_dir() and not changed and not present.keys() - files.keys():
+        return Published(0)
     try:
-        _replace(files, out, changed, digest)
+        touched = _replace(files, out, present, changed, digest, spare)
     except OSError as error:  # a read-only or special file system, no space, no permission
         raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
-    return len(changed)
+    return Published(len(changed), touched)
 
 
-def _replace(files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
+def _replace(
+    files: Files, out: Path, present: dict[str, Entry], changed: set[str], digest: Digest | None, spare: Path | None
+) -> frozenset[str]:
     out.parent.mkdir(parents=True, exist_ok=True)
+    with _staging(out, spare) as (staging, reused):
+        os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
+        kept = _clear(staging, files, present, changed) if reused else set()
+        _fill(staging, files, present, changed, kept, digest)
+        _swap(staging, out, spare)
+    return frozenset(files.keys() - kept)
+
+
+@contextmanager
+def _staging(out: Path, spare: Path | None) -> Iterator[tuple[Path, bool]]:
+    """A locked staging folder beside `out` (the lock tells a concurrent build's clean_leftovers
+    this one is alive), and whether it is the spare, moved there, rather than a new one. On
+    failure the spare goes back to where it was, a new folder is removed."""
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
+    reused = False
     try:
-        with _locked(staging):  # tells a concurrent build's clean_leftovers this one is alive
-            os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
-            _fill(staging, files, out, changed, digest)
-            _swap(staging, out)
+        fd = _taken(spare, staging) if spare is not None else None
+        reused = fd is not None
+        if fd is None:
+            fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield staging, reused
+        finally:
+            os.close(fd)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if not (reused and spare is not None and _moved(staging, spare)):
+            shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _fill(staging: Path, files: Files, out: Path, changed: set[str], digest: Digest | None) -> None:
+def _taken(spare: Path, staging: Path) -> int | None:
+    """Lock the spare and move it over the empty `staging`; its locked descriptor, or None when
+    there is no spare, another build holds it, or it cannot move there (another file system)."""
+    try:
+        fd = os.open(spare, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(spare, staging)
+        return fd
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _moved(folder: Path, to: Path) -> bool:
+    try:
+        os.rename(folder, to)
+        return True
+    except OSError:
+        return False
+
+
+def _clear(staging: Path, files: Files, present: dict[str, Entry], changed: set[str]) -> set[str]:
+    """Remove from the reused spare everything the new site does not hold as it stands there; the
+    files it keeps: unchanged, and the very file (inode) the current site holds, so the same
+    bytes the current site was just checked to hold."""
+    folders: set[str] = set()
+    for relative in files:
+        folder = relative.rpartition("/")[0]
+        while folder and folder not in folders:
+            folders.add(folder)
+            folder = folder.rpartition("/")[0]
+    kept: set[str] = set()
+    gone = ""  # a folder just removed (with a trailing slash): all of it went with it
+    for entry in walk(str(staging), ordered=False):
+        relative = entry.relative
+        if gone and (relative + "/").startswith(gone):
+            continue
+        if entry.kind == "folder" and relative in folders:
+            continue
+        if relative in files and relative not in changed and _same_inode(entry, present.get(relative)):
+            kept.add(relative)
+        elif entry.kind == "folder":
+            shutil.rmtree(entry.path)
+            gone = relative + "/"
+        else:
+            try:
+                os.unlink(entry.path)
+            except IsADirectoryError:  # a folder the scan could not read
+                shutil.rmtree(entry.path)
+                gone = relative + "/"
+    return kept
+
+
+def _same_inode(entry: Entry, current: Entry | None) -> bool:
+    if current is None or entry.kind != "file" or current.kind != "file":
+        return False
+    if entry.stat is None or current.stat is None:
+        return False
+    return (entry.stat.st_ino, entry.stat.st_dev) == (current.stat.st_ino, current.stat.st_dev)
+
+
+def _fill(
+    staging: Path, files: Files, present: dict[str, Entry], changed: set[str], kept: set[str], digest: Digest | None
+) -> None:
     """Packets are copied on threads while the rest is written: the kernel does the copying, with
     the GIL released, and a cold build copies thousands of them."""
     with ThreadPoolExecutor(max_workers=COPY_THREADS) as copying:
         copies = [
             copying.submit(_write, target, content, digest)
-            for target, content in _written(staging, files, out, changed, digest)
+            for target, content in _written(staging, files, present, changed, kept, digest)
         ]
         for copy in copies:
             copy.result()  # the first error, after every copy has ended
 
 
 def _written(
-    staging: Path, files: Files, out: Path, changed: set[str], digest: Digest | None
+    staging: Path,
+    files: Files,
+    present: dict[str, Entry],
+    changed: set[str],
+    kept: set[str],
+    digest: Digest | None,
 ) -> Iterator[tuple[Path, Copy]]:
     """Links what is unchanged, writes pages, and yields the packets left to copy."""
     targets = Targets(staging)
-    for relative in sorted(files):
+    for relative in sorted(files.keys() - kept):
         target = targets.made(relative)
-        previous = out / relative
-        if relative not in changed and previous.is_file():
+        if relative not in changed:
             try:
-                os.link(previous, target)  # unchanged: share the old file's bytes, no rewrite
+                os.link(present[relative].path, target)  # unchanged: share the old file's bytes, no rewrite
                 continue
             except OSError:
                 pass
@@ -303,12 +430,12 @@ def _exchange(staging: Path, out: Path) -> bool:
     raise OSError(code, os.strerror(code), str(out))
 
 
-def _swap(staging: Path, out: Path) -> None:
+def _swap(staging: Path, out: Path, spare: Path | None = None) -> None:
     if not os.path.lexists(out):
         os.rename(staging, out)  # nothing to replace: the new site appears whole
         return
     if _exchange(staging, out):
-        shutil.rmtree(staging, ignore_errors=True)  # it holds the old site now
+        _retire(staging, spare)  # it holds the old site now
         return
     retired = Path(tempfile.mkdtemp(prefix=f".{out.name}{OLD}", dir=out.parent))
     retired.rmdir()
@@ -318,4 +445,11 @@ def _swap(staging: Path, out: Path) -> None:
     except BaseException:
         os.rename(retired, out)
         raise
-    shutil.rmtree(retired, ignore_errors=True)
+    _retire(retired, spare)
+
+
+def _retire(old_site: Path, spare: Path | None) -> None:
+    """The site just replaced becomes the spare, unless there is none to keep or one is there
+    already (a concurrent build's); otherwise it is removed."""
+    if spare is None or not _moved(old_site, spare):
+        shutil.rmtree(old_site, ignore_errors=True)

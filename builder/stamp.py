@@ -62,9 +62,7 @@ class Fingerprints:
 
     @staticmethod
     def path_for(out: Path) -> Path:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-serving-catalog"
-        key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:24]
-        return cache / f"builder-fingerprints-{key}.json"
+        return _cached(out, "fingerprints", ".json")
 
     @classmethod
     def load(cls, out: Path) -> Fingerprints:
@@ -129,6 +127,19 @@ class Fingerprints:
             pass  # an unwritable cache only makes the next no-op rebuild slower
 
 
+def _cached(out: Path, kind: str, suffix: str = "") -> Path:
+    """What the cache keeps for the output folder `out` (one of each kind per folder)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-serving-catalog"
+    key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:24]
+    return cache / f"builder-{kind}-{key}{suffix}"
+
+
+def spare_site(out: Path) -> Path:
+    """Where the site a build replaced waits to become the next build's staging folder
+    (output.publish): most of its folders and files are already what the next site holds."""
+    return _cached(out, "spare")
+
+
 INPUT_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
 CODE = frozenset({"builder", "catalog"})
 
@@ -154,7 +165,7 @@ class Entry(NamedTuple):
     stat: os.stat_result | None = None
 
 
-def _walk(folder: str, ordered: bool = True) -> Iterator[Entry]:
+def walk(folder: str, ordered: bool = True) -> Iterator[Entry]:
     """Every entry under `folder`, depth first, links not followed (sorted by name when `ordered`);
     strings and the stat the scan gives, not Path objects: a site holds 100,000 files."""
     stack = _scanned(folder, "", ordered)
@@ -203,7 +214,7 @@ def _root_lines(name: str, root: Path, known: Fingerprints, irregular: list[str]
         yield f"{name}\0missing\0".encode()
         return
     real_root = os.path.realpath(root)
-    for entry in _walk(str(root)):
+    for entry in walk(str(root)):
         kind = entry.kind
         suffix = os.path.splitext(entry.relative)[1]
         if name in CODE and (kind != "file" or suffix != ".py"):
@@ -315,7 +326,7 @@ def intact(out: Path, known: Fingerprints) -> dict[str, Any] | None:
     try:
         recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         expected: dict[str, str] = recorded["files"]
-        present = {entry.relative: entry for entry in _walk(str(out), ordered=False) if entry.kind != "folder"}
+        present = {entry.relative: entry for entry in walk(str(out), ordered=False) if entry.kind != "folder"}
         real_out = os.path.realpath(out)
         if present.keys() != set(expected) | {MANIFEST}:
             return None
