@@ -1,0 +1,164 @@
+"""The spare (output.publish, stamp.spare_site): the site a build replaced waits in the cache, and
+the next build assembles its site in it. What the spare holds is never trusted: a file stays only
+when it is the very inode the current site holds and unchanged; anything else in it goes."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+import pytest
+
+from builder import output, stamp
+from builder.cli import run
+from catalog.errors import CatalogError
+from catalog.packet_io import write_packet
+from tests.builder.factory import measured_parts, write_catalog
+from tests.catalog.factories import seal_parts
+
+KEPT_PAGE = "methodology/index.html"  # a page no new packet changes
+
+
+def _build(data: Path, packets: Path, out: Path, *extra: str) -> None:
+    assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out), *extra]) == 0
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _folders(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_dir()}
+
+
+def _add_campaign(packets: Path, title: str) -> Path:
+    return write_packet(seal_parts(measured_parts().model_copy(update={"title": title})), packets)
+
+
+def _siblings(out: Path) -> list[str]:
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}"))
+
+
+def _full_build(data: Path, packets: Path, tmp_path: Path) -> dict[str, bytes]:
+    fresh = tmp_path / "fresh"
+    _build(data, packets, fresh, "--full")
+    return _snapshot(fresh)
+
+
+@pytest.fixture
+def rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """A catalog built, then rebuilt after a new packet: the first site waits as the spare."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets = write_catalog(tmp_path / "tree")
+    out = tmp_path / "site"
+    _build(data, packets, out)
+    _add_campaign(packets, "Fixture 7B, a second campaign")
+    _build(data, packets, out)
+    assert stamp.spare_site(out).is_dir()
+    return data, packets, out
+
+
+def test_the_next_site_is_assembled_in_the_spare_and_is_the_full_builds(rebuilt, tmp_path):
+    data, packets, out = rebuilt
+    spare = stamp.spare_site(out)
+    before, spare_folder, site_folder = _snapshot(out), spare.stat().st_ino, out.stat().st_ino
+    kept_ctime = (out / KEPT_PAGE).stat().st_ctime_ns
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out)
+    assert out.stat().st_ino == spare_folder  # the spare became the site, the site the spare
+    assert spare.stat().st_ino == site_folder and _snapshot(spare) == before
+    assert (out / KEPT_PAGE).stat().st_ctime_ns == kept_ctime  # neither rewritten nor linked again
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
+    assert _folders(out) == _folders(tmp_path / "fresh")
+    assert _siblings(out) == []
+
+
+def _forge(spare: Path) -> None:
+    """Everything a spare could hold that the next site must not."""
+    page = spare / KEPT_PAGE
+    page.unlink()
+    page.write_text("forged: another file at the name of a page the next build keeps")
+    (spare / "stray.html").write_text("not in the site")
+    (spare / "stray-folder" / "deep").mkdir(parents=True)
+    (spare / "stray-folder" / "deep" / "x.html").write_text("not in the site")
+    (spare / "assets" / "link.js").symlink_to("/etc/hostname")
+    index = spare / "index.html"
+    index.unlink()
+    (index / "inside").mkdir(parents=True)  # a folder where a file goes
+    packets = sorted((spare / "packets").glob("*.json"))
+    packets[0].unlink()
+    packets[0].symlink_to(packets[1])
+
+
+def test_whatever_the_spare_holds_the_site_is_the_full_builds(rebuilt, tmp_path):
+    data, packets, out = rebuilt
+    _forge(stamp.spare_site(out))
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out)
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
+    assert _folders(out) == _folders(tmp_path / "fresh")
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+
+
+def test_a_spare_file_edited_in_place_is_caught_through_the_site_it_shares_it_with(rebuilt, tmp_path, monkeypatch):
+    """A spare file unchanged since the last build is the site's own inode: editing it edits the
+    site, whose fingerprint (ctime) tells, even with size and mtime put back."""
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    data, packets, out = rebuilt
+    shared = stamp.spare_site(out) / KEPT_PAGE
+    assert shared.stat().st_ino == (out / KEPT_PAGE).stat().st_ino
+    before = shared.stat()
+    content = shared.read_bytes()
+    shared.write_bytes(content.replace(b"<html", b"<HTML", 1))
+    os.utime(shared, ns=(before.st_atime_ns, before.st_mtime_ns))
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out)
+    assert (out / KEPT_PAGE).read_bytes() == content
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
+
+
+def test_a_spare_another_build_holds_is_left_alone(rebuilt, tmp_path):
+    data, packets, out = rebuilt
+    spare = stamp.spare_site(out)
+    (spare / "marker").write_text("the other build's")
+    fd = os.open(spare, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _add_campaign(packets, "Fixture 7B, a third campaign")
+        _build(data, packets, out)
+    finally:
+        os.close(fd)
+    assert (spare / "marker").read_text() == "the other build's"
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
+    assert _siblings(out) == []
+
+
+def test_a_failed_build_leaves_the_site_and_puts_the_spare_back(rebuilt, monkeypatch):
+    data, packets, out = rebuilt
+    spare = stamp.spare_site(out)
+    before, spare_folder = _snapshot(out), spare.stat().st_ino
+
+    def failing_write(path: Path, content: bytes | str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(output, "write_file", failing_write)
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    with pytest.raises(CatalogError, match="cannot write the site: disk full"):
+        _build(data, packets, out)
+    assert _snapshot(out) == before
+    assert spare.stat().st_ino == spare_folder
+    assert _siblings(out) == []
+
+
+def test_after_a_rebuild_in_the_spare_a_no_op_reads_no_file(rebuilt, monkeypatch):
+    """Files left in place keep the fingerprints looked up while publishing; the rest get new ones."""
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    data, packets, out = rebuilt
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out)
+    read: list[Path] = []
+    real = stamp.file_sha256
+    monkeypatch.setattr(stamp, "file_sha256", lambda path: read.append(path) or real(path))
+    _build(data, packets, out)
+    assert read == []
