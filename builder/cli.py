@@ -134,7 +134,9 @@ def _finish(
     own = result.rendered_in
     hashes = {r: result.digests.get(r) or _sha256(content, known) for r, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
-        relative: Copy(content, hashes[relative], own is not None and content.is_relative_to(own))
+        relative: Copy(
+            content, hashes[relative], own is not None and relative in result.digests and content.is_relative_to(own)
+        )
         if isinstance(content, Path)
         else content
         for relative, content in result.files.items()

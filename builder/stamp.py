@@ -6,7 +6,8 @@ not. So, like git's index, `Fingerprints` remembers each file's sha256 under its
 (size, mtime_ns, ctime_ns, inode) in a cache file per output folder, under
 `$XDG_CACHE_HOME/llm-serving-catalog/` (not in the site: it names paths of the build machine, and
 two builds must stay byte-identical; not beside it: the builder writes nowhere but its output).
-Losing the cache costs one slower rebuild, nothing else. Any write to
+Losing the cache costs one slower rebuild, nothing else (it also keeps the site a build
+replaced, `spare_site`, for the next build to assemble its site in: output.py). Any write to
 a file moves its ctime, which no user tool can set back, so a matching fingerprint means the same
 bytes. A file changed within a second of being fingerprinted is not trusted (git's "racy clean"
 case) and is re-hashed next time.
@@ -73,9 +74,9 @@ class Fingerprints:
             return cls()
 
     def _key(self, path: str | Path) -> str:
-        """The file's absolute path with its folder's links resolved (once per folder: resolving
-        every file's path costs a system call per path component)."""
-        folder, name = os.path.split(os.path.abspath(path))
+        """The file's absolute path with its folder's links resolved (once per folder as written:
+        resolving every file's path costs a system call per path component)."""
+        folder, name = os.path.split(os.fspath(path))
         real = self._real_folders.get(folder)
         if real is None:
             real = self._real_folders[folder] = os.path.realpath(folder)
