@@ -18,6 +18,7 @@ from catalog.lint import report
 
 if TYPE_CHECKING:
     from builder.site import BuildResult
+    from builder.spare import Spare
 
 
 def parser() -> argparse.ArgumentParser:
@@ -92,7 +93,7 @@ def run(argv: list[str] | None = None) -> int:
             return 0
 
     from builder.incremental import Previous
-    from builder.output import check_output_folder, real_output, scratch_folder
+    from builder.output import check_output_folder, real_output, scratch_folder, spare_taken
     from builder.site import build_files
 
     build = partial(
@@ -118,14 +119,19 @@ def run(argv: list[str] | None = None) -> int:
         current_site = stamp.intact(real_output(options.out), known)
         site_now = real_output(options.out)
         previous = Previous.from_manifest(site_now, current_site, known.sha256_at_start) if current_site else None
-    with scratch_folder(options.out) as scratch:
-        return _finish(
-            options, build(scratch=scratch, previous=previous, context=inputs.context), inputs, known, started
-        )
+    # the spare is listed on a thread while the site is built
+    with scratch_folder(options.out) as scratch, spare_taken(options.out, stamp.spare_site(options.out)) as spare:
+        result = build(scratch=scratch, previous=previous, context=inputs.context)
+        return _finish(options, result, inputs, known, started, spare)
 
 
 def _finish(
-    options: argparse.Namespace, result: BuildResult, inputs: stamp.Inputs, known: stamp.Fingerprints, started: float
+    options: argparse.Namespace,
+    result: BuildResult,
+    inputs: stamp.Inputs,
+    known: stamp.Fingerprints,
+    started: float,
+    spare: Spare | None = None,
 ) -> int:
     from builder.output import Copy, differences, publish
     from builder.site import check_paths
@@ -164,7 +170,7 @@ def _finish(
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
     check_paths(files, options.out)
-    published = publish(files, options.out, digest=known.sha256, spare=stamp.spare_site(options.out))
+    published = publish(files, options.out, digest=known.sha256, spare=spare)
     for relative in published.touched & hashes.keys():  # the rest: the inodes whose fingerprints were looked up
         known.record(options.out / relative, hashes[relative])
     known.save(options.out)

@@ -1,11 +1,6 @@
 """Writing the site: every path checked to stay inside the output folder, the new site assembled
 in a temporary sibling folder and swapped in whole, so a failed build leaves the old site intact.
-
-The site a build replaces is kept (the spare, in the cache: stamp.spare_site) and becomes the next
-build's staging folder, since most of its folders and files are already the next site's: a
-file in it stays only when it is the very inode the current site holds and unchanged; anything
-else in it is removed. So a rebuild that changes a few pages of 20,000 makes and removes a few
-folders and links, not all of them."""
+The site a build replaces is kept as the next build's staging folder (builder/spare.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from builder import routes
+from builder.spare import Spare, clear, retire, taken
 from builder.stamp import Entry, file_sha256, walk
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -203,15 +199,12 @@ class Published:
     touched: frozenset[str] = frozenset()
 
 
-def publish(files: Files, out: Path, *, digest: Digest | None = None, spare: Path | None = None) -> Published:
+def publish(files: Files, out: Path, *, digest: Digest | None = None, spare: Spare | None = None) -> Published:
     """Make `out` hold exactly `files`. `digest` (sha256 of a file, e.g. through fingerprints)
     compares files without reading them. An `out` that is a link is followed: the folder it
-    names is replaced, the link stays.
-
-    The new site is assembled in a staging folder beside `out` and swapped in whole. With
-    `spare` (a folder on the same file system, stamp.spare_site), the site replaced is kept there
-    afterwards, and the next build assembles its site in it: only what differs is removed,
-    linked or written, instead of making and removing every folder and link of the site."""
+    names is replaced, the link stays. The new site is assembled in a staging folder beside
+    `out` and swapped in whole: with `spare` (spare_taken), in the spare, and the site replaced
+    becomes the next spare."""
     out = real_output(out)
     clean_leftovers(out)
     present = _looked_up(out, files)
@@ -225,103 +218,47 @@ def publish(files: Files, out: Path, *, digest: Digest | None = None, spare: Pat
     return Published(len(changed), touched)
 
 
+@contextmanager
+def spare_taken(out: Path, home: Path) -> Iterator[Spare]:
+    """The spare kept at `home` taken for this build (builder/spare.py), until it ends."""
+    out = real_output(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
+    except OSError as error:  # a read-only or special file system, no space, no permission
+        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
+    with taken(home, staging) as spare:
+        yield spare
+
+
 def _replace(
-    files: Files, out: Path, present: dict[str, Entry], changed: set[str], digest: Digest | None, spare: Path | None
+    files: Files, out: Path, present: dict[str, Entry], changed: set[str], digest: Digest | None, spare: Spare | None
 ) -> frozenset[str]:
     out.parent.mkdir(parents=True, exist_ok=True)
-    with _staging(out, spare) as (staging, reused):
+    with _staging(out, spare) as staging:
         os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
-        kept = _clear(staging, files, present, changed) if reused else set()
+        listing = spare.listing.result() if spare is not None and spare.listing is not None else None
+        kept = clear(listing, files, present, changed) if listing is not None else set()
         _fill(staging, files, present, changed, kept, digest)
         _swap(staging, out, spare)
     return frozenset(files.keys() - kept)
 
 
 @contextmanager
-def _staging(out: Path, spare: Path | None) -> Iterator[tuple[Path, bool]]:
-    """A locked staging folder beside `out` (the lock tells a concurrent build's clean_leftovers
-    this one is alive), and whether it is the spare, moved there, rather than a new one. On
-    failure the spare goes back to where it was, a new folder is removed."""
+def _staging(out: Path, spare: Spare | None) -> Iterator[Path]:
+    """The taken spare (locked by spare_taken, which gives it back on failure), or a new folder
+    beside `out`, locked (which tells a concurrent build's clean_leftovers this one is alive)
+    and removed on failure."""
+    if spare is not None and spare.folder is not None:
+        yield spare.folder
+        return
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
-    reused = False
     try:
-        fd = _taken(spare, staging) if spare is not None else None
-        reused = fd is not None
-        if fd is None:
-            fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield staging, reused
-        finally:
-            os.close(fd)
+        with _locked(staging):
+            yield staging
     except BaseException:
-        if not (reused and spare is not None and _moved(staging, spare)):
-            shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def _taken(spare: Path, staging: Path) -> int | None:
-    """Lock the spare and move it over the empty `staging`; its locked descriptor, or None when
-    there is no spare, another build holds it, or it cannot move there (another file system)."""
-    try:
-        fd = os.open(spare, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.rename(spare, staging)
-        return fd
-    except OSError:
-        os.close(fd)
-        return None
-
-
-def _moved(folder: Path, to: Path) -> bool:
-    try:
-        os.rename(folder, to)
-        return True
-    except OSError:
-        return False
-
-
-def _clear(staging: Path, files: Files, present: dict[str, Entry], changed: set[str]) -> set[str]:
-    """Remove from the reused spare everything the new site does not hold as it stands there; the
-    files it keeps: unchanged, and the very file (inode) the current site holds, so the same
-    bytes the current site was just checked to hold."""
-    folders: set[str] = set()
-    for relative in files:
-        folder = relative.rpartition("/")[0]
-        while folder and folder not in folders:
-            folders.add(folder)
-            folder = folder.rpartition("/")[0]
-    kept: set[str] = set()
-    gone = ""  # a folder just removed (with a trailing slash): all of it went with it
-    for entry in walk(str(staging), ordered=False):
-        relative = entry.relative
-        if gone and (relative + "/").startswith(gone):
-            continue
-        if entry.kind == "folder" and relative in folders:
-            continue
-        if relative in files and relative not in changed and _same_inode(entry, present.get(relative)):
-            kept.add(relative)
-        elif entry.kind == "folder":
-            shutil.rmtree(entry.path)
-            gone = relative + "/"
-        else:
-            try:
-                os.unlink(entry.path)
-            except IsADirectoryError:  # a folder the scan could not read
-                shutil.rmtree(entry.path)
-                gone = relative + "/"
-    return kept
-
-
-def _same_inode(entry: Entry, current: Entry | None) -> bool:
-    if current is None or entry.kind != "file" or current.kind != "file":
-        return False
-    if entry.stat is None or current.stat is None:
-        return False
-    return (entry.stat.st_ino, entry.stat.st_dev) == (current.stat.st_ino, current.stat.st_dev)
 
 
 def _fill(
@@ -452,12 +389,12 @@ def _exchange(staging: Path, out: Path) -> bool:
     raise OSError(code, os.strerror(code), str(out))
 
 
-def _swap(staging: Path, out: Path, spare: Path | None = None) -> None:
+def _swap(staging: Path, out: Path, spare: Spare | None = None) -> None:
     if not os.path.lexists(out):
         os.rename(staging, out)  # nothing to replace: the new site appears whole
         return
     if _exchange(staging, out):
-        _retire(staging, spare)  # it holds the old site now
+        retire(staging, spare)  # it holds the old site now
         return
     retired = Path(tempfile.mkdtemp(prefix=f".{out.name}{OLD}", dir=out.parent))
     retired.rmdir()
@@ -467,11 +404,4 @@ def _swap(staging: Path, out: Path, spare: Path | None = None) -> None:
     except BaseException:
         os.rename(retired, out)
         raise
-    _retire(retired, spare)
-
-
-def _retire(old_site: Path, spare: Path | None) -> None:
-    """The site just replaced becomes the spare, unless there is none to keep or one is there
-    already (a concurrent build's); otherwise it is removed."""
-    if spare is None or not _moved(old_site, spare):
-        shutil.rmtree(old_site, ignore_errors=True)
+    retire(retired, spare)

@@ -77,10 +77,20 @@ class Fingerprints:
         """The file's absolute path with its folder's links resolved (once per folder as written:
         resolving every file's path costs a system call per path component)."""
         folder, name = os.path.split(os.fspath(path))
+        return os.path.join(self._real_folder(folder), name)
+
+    def _real_folder(self, folder: str) -> str:
+        """A folder with its links resolved: its parent's, resolved once, and one check that the
+        folder itself is not a link (a site's pages sit in thousands of folders of one parent)."""
         real = self._real_folders.get(folder)
         if real is None:
-            real = self._real_folders[folder] = os.path.realpath(folder)
-        return os.path.join(real, name)
+            parent, name = os.path.split(folder)
+            if name in ("", ".", "..") or parent == folder or os.path.islink(folder):
+                real = os.path.realpath(folder)
+            else:
+                real = os.path.join(self._real_folder(parent), name)
+            self._real_folders[folder] = real
+        return real
 
     def sha256(self, path: str | Path, st: os.stat_result | None = None, key: str | None = None) -> str:
         """`st` and `key` (`_key` of the path): what a folder scan already knows, passed to save

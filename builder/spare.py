@@ -1,0 +1,119 @@
+"""The spare: the site a build replaced, kept in the cache (stamp.spare_site) so the next build
+assembles its site in it instead of making every folder and link of a new one. Taken when the
+build starts (locked, moved beside the output folder as its staging folder) and listed on a
+thread while the site is built; given back if the build publishes nothing.
+
+Nothing in it is trusted: a file stays only when it is the very inode the current site holds and
+unchanged, so the bytes the current site was just checked to hold; anything else is removed."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.stamp import Entry, walk
+
+
+@dataclass(frozen=True)
+class Spare:
+    """Where the site a build replaces is kept (`home`), and when this build took the one kept
+    there, the folder it now is (`folder`, beside the output) and its listing (`listing`)."""
+
+    home: Path
+    folder: Path | None = None
+    listing: Future[list[Entry]] | None = None
+
+
+@contextmanager
+def taken(home: Path, staging: Path) -> Iterator[Spare]:
+    """The spare moved over `staging` (an empty folder beside the output) and locked, listed on a
+    thread; `Spare(home)` when there is none, another build holds it, or it cannot move there
+    (another file system). Whatever publishing did not use goes back home (or is removed)."""
+    fd = _locked(home, staging)
+    if fd is None:
+        os.rmdir(staging)
+        yield Spare(home)
+        return
+    try:
+        with ThreadPoolExecutor(max_workers=1) as listing:
+            yield Spare(home, staging, listing.submit(lambda: list(walk(str(staging), ordered=False))))
+    finally:
+        if os.path.lexists(staging) and not moved(staging, home):  # not swapped in: back home
+            shutil.rmtree(staging, ignore_errors=True)
+        os.close(fd)
+
+
+def _locked(home: Path, staging: Path) -> int | None:
+    try:
+        fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the kernel however the process ends
+        os.rename(home, staging)
+        return fd
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def moved(folder: Path, to: Path) -> bool:
+    try:
+        os.rename(folder, to)
+        return True
+    except OSError:
+        return False
+
+
+def retire(old_site: Path, spare: Spare | None) -> None:
+    """The site just replaced becomes the spare, unless there is none to keep or one is home
+    already (a concurrent build's); otherwise it is removed."""
+    if spare is None or not moved(old_site, spare.home):
+        shutil.rmtree(old_site, ignore_errors=True)
+
+
+def clear(listing: list[Entry], files: Mapping[str, object], present: dict[str, Entry], changed: set[str]) -> set[str]:
+    """Remove from the spare (`listing`: its entries, each folder before what it holds)
+    everything the new site does not hold as it stands there; returns the files it keeps."""
+    folders: set[str] = set()
+    for relative in files:
+        folder = relative.rpartition("/")[0]
+        while folder and folder not in folders:
+            folders.add(folder)
+            folder = folder.rpartition("/")[0]
+    kept: set[str] = set()
+    gone = ""  # a folder just removed (with a trailing slash): all of it went with it
+    for entry in listing:
+        relative = entry.relative
+        if gone and (relative + "/").startswith(gone):
+            continue
+        if entry.kind == "folder" and relative in folders:
+            continue
+        if relative in files and relative not in changed and _same_inode(entry, present.get(relative)):
+            kept.add(relative)
+        elif entry.kind == "folder":
+            shutil.rmtree(entry.path)
+            gone = relative + "/"
+        else:
+            try:
+                os.unlink(entry.path)
+            except IsADirectoryError:  # a folder the listing could not read
+                shutil.rmtree(entry.path)
+                gone = relative + "/"
+            except FileNotFoundError:
+                pass
+    return kept
+
+
+def _same_inode(entry: Entry, current: Entry | None) -> bool:
+    if current is None or entry.kind != "file" or current.kind != "file":
+        return False
+    if entry.stat is None or current.stat is None:
+        return False
+    return (entry.stat.st_ino, entry.stat.st_dev) == (current.stat.st_ino, current.stat.st_dev)
