@@ -79,11 +79,13 @@ def run(argv: list[str] | None = None) -> int:
     inputs = stamp.input_hash(
         options.data, options.packets, options.templates, options.base_url, known, allow_unsigned=options.allow_unsigned
     )
+    manifest = None
     if not options.check:
         from builder.output import clean_leftovers, real_output
 
         clean_leftovers(real_output(options.out))  # what a killed build left, even when nothing changed
-        recorded = stamp.unchanged(options.out, inputs, known)
+        manifest = stamp.recorded(real_output(options.out))
+        recorded = stamp.unchanged(options.out, inputs, known, manifest)
         if recorded is not None:
             if known.hashed_bytes:
                 known.save(options.out)  # the next no-op will not read those bytes again
@@ -116,8 +118,8 @@ def run(argv: list[str] | None = None) -> int:
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
     previous = None
     if not options.full and not inputs.irregular:
-        current_site = stamp.intact(real_output(options.out), known)
         site_now = real_output(options.out)
+        current_site = stamp.intact(site_now, known, manifest)
         previous = Previous.from_manifest(site_now, current_site, known.sha256_at_start) if current_site else None
     # the spare is listed on a thread while the site is built
     with scratch_folder(options.out) as scratch, spare_taken(options.out, stamp.spare_site(options.out)) as spare:

@@ -317,26 +317,38 @@ def published_packets(out: Path) -> int:
         return packet_count(f"{routes.PACKETS_FOLDER}/{p.name}" for p in folder.glob("*.json"))
 
 
-def unchanged(out: Path, inputs: Inputs, known: Fingerprints) -> list[str] | None:
+def recorded(out: Path) -> dict[str, Any] | None:
+    """The manifest of the site in `out`, as read; None without a readable one."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def unchanged(
+    out: Path, inputs: Inputs, known: Fingerprints, manifest: dict[str, Any] | None = None
+) -> list[str] | None:
     """The recorded warnings when `out` was built from exactly these inputs and no file in it has
-    been touched since; None when a real build is needed (always, while an input is irregular)."""
+    been touched since; None when a real build is needed (always, while an input is irregular).
+    `manifest`: the site's, when the caller has read it (`recorded`)."""
     if inputs.irregular:
         return None
-    try:
-        if json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("inputs") != inputs.sha256:
-            return None
-    except (OSError, ValueError, AttributeError):
+    manifest = manifest or recorded(out)
+    if manifest is None or manifest.get("inputs") != inputs.sha256:
         return None
-    recorded = intact(out, known)
-    return None if recorded is None else [str(w) for w in recorded.get("warnings", [])]
+    manifest = intact(out, known, manifest)
+    return None if manifest is None else [str(w) for w in manifest.get("warnings", [])]
 
 
-def intact(out: Path, known: Fingerprints) -> dict[str, Any] | None:
+def intact(out: Path, known: Fingerprints, manifest: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The manifest of the site in `out` when it holds exactly the files it records, none touched
-    since; None otherwise (no site, a hand edit, a stray file, a link)."""
+    since; None otherwise (no site, a hand edit, a stray file, a link). `manifest`: as in `unchanged`."""
+    manifest = manifest or recorded(out)
+    if manifest is None:
+        return None
     try:
-        recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        expected: dict[str, str] = recorded["files"]
+        expected: dict[str, str] = manifest["files"]
         present = {entry.relative: entry for entry in walk(str(out), ordered=False) if entry.kind != "folder"}
         real_out = os.path.realpath(out)
         if present.keys() != set(expected) | {MANIFEST}:
@@ -346,6 +358,6 @@ def intact(out: Path, known: Fingerprints) -> dict[str, Any] | None:
             key = os.path.join(real_out, relative)
             if entry.kind != "file" or known.sha256(entry.path, entry.stat, key) != sha:
                 return None
-        return recorded if isinstance(recorded, dict) else None
+        return manifest
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
