@@ -119,7 +119,7 @@ def run(argv: list[str] | None = None) -> int:
     previous = None
     if not options.full and not inputs.irregular:
         site_now = real_output(options.out)
-        current_site = stamp.intact(site_now, known, manifest)
+        current_site = stamp.intact(site_now, known, manifest, strays=False)  # none is taken into the new site
         previous = Previous.from_manifest(site_now, current_site, known.sha256_at_start) if current_site else None
     # the spare is listed on a thread while the site is built
     with scratch_folder(options.out) as scratch, spare_taken(options.out, stamp.spare_site(options.out)) as spare:

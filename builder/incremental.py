@@ -2,8 +2,9 @@
 or re-signed packet are rendered again; every other page is kept, byte for byte, from the site
 being replaced.
 
-Only when that is sure to give the bytes a full build gives: the current site is intact (exactly
-the files its manifest records, none touched since), it was built from the same everything-but-
+Only when that is sure to give the bytes a full build gives: the current site is intact (every
+file its manifest records is there, none touched since; a stray file is not taken into the new
+site, so it does not matter), it was built from the same everything-but-
 the-packets (data, templates, code, libraries, options: `stamp.Inputs.context`), on the same
 build date, with no warning (a kept page's warnings would not be heard again), and no packet was
 removed (its pages' data is gone with it). Anything else is a full build.

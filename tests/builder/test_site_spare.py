@@ -5,6 +5,7 @@ when it is the very inode the current site holds and unchanged; anything else in
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from pathlib import Path
 
@@ -162,3 +163,16 @@ def test_after_a_rebuild_in_the_spare_a_no_op_reads_no_file(rebuilt, monkeypatch
     monkeypatch.setattr(stamp, "file_sha256", lambda path: read.append(path) or real(path))
     _build(data, packets, out)
     assert read == []
+
+
+def test_a_stray_file_in_the_site_neither_stops_an_incremental_build_nor_survives_it(rebuilt, tmp_path):
+    data, packets, out = rebuilt
+    (out / "stray.html").write_text("not the builder's")
+    (out / "models" / "stray").mkdir()
+    timings = tmp_path / "timings.json"
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out, "--timings", str(timings))
+    rendered = json.loads(timings.read_text())["pages"]
+    assert rendered["packet"]["pages"] == 1 and "methodology" not in rendered  # incremental
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
+    assert _folders(out) == _folders(tmp_path / "fresh")
