@@ -13,7 +13,7 @@ import os
 import shutil
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +74,9 @@ def moved(folder: Path, to: Path) -> bool:
 def retire(old_site: Path, spare: Spare | None) -> None:
     """The site just replaced becomes the spare, unless there is none to keep or one is home
     already (a concurrent build's); otherwise it is removed."""
+    if spare is not None:
+        with suppress(OSError):  # the rename below fails too, and the old site is removed
+            spare.home.parent.mkdir(parents=True, exist_ok=True)
     if spare is None or not moved(old_site, spare.home):
         shutil.rmtree(old_site, ignore_errors=True)
 
