@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,14 @@ def test_a_stray_file_in_the_site_neither_stops_an_incremental_build_nor_survive
     assert rendered["packet"]["pages"] == 1 and "methodology" not in rendered  # incremental
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
     assert _folders(out) == _folders(tmp_path / "fresh")
+
+
+def test_a_rebuild_after_the_cache_was_removed_keeps_a_spare_again(rebuilt, tmp_path):
+    data, packets, out = rebuilt
+    cache = stamp.spare_site(out).parent
+    shutil.rmtree(cache)  # what a user clearing ~/.cache does
+    before = _snapshot(out)
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out, "--no-cache")  # nothing else makes the cache folder again first
+    assert _snapshot(stamp.spare_site(out)) == before
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
