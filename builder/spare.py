@@ -1,7 +1,8 @@
 """The spare: the site a build replaced, kept in the cache (stamp.spare_site) so the next build
 assembles its site in it instead of making every folder and link of a new one. Taken when the
 build starts (locked, moved beside the output folder as its staging folder) and listed on a
-thread while the site is built; given back if the build publishes nothing.
+thread while the site is built; given back if the build publishes nothing. A site that replaced
+none (the first) is linked into a new spare once.
 
 Nothing in it is trusted: a file stays only when it is the very inode the current site holds and
 unchanged, so the bytes the current site was just checked to hold; anything else is removed."""
@@ -11,7 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -79,6 +80,30 @@ def retire(old_site: Path, spare: Spare | None) -> None:
             spare.home.parent.mkdir(parents=True, exist_ok=True)
     if spare is None or not moved(old_site, spare.home):
         shutil.rmtree(old_site, ignore_errors=True)
+
+
+def seed(site: Path, files: Iterable[str], spare: Spare | None) -> None:
+    """A site that replaced none leaves a spare all the same: its folders, and its files linked
+    (the same inodes), made once here so that the next build makes neither. Skipped when a
+    spare is home already; on any failure (another file system) none is left."""
+    if spare is None:
+        return
+    home = spare.home
+    try:
+        home.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(home)
+    except OSError:
+        return
+    try:
+        made: set[str] = set()
+        for relative in sorted(files):
+            folder = relative.rpartition("/")[0]
+            if folder and folder not in made:
+                os.makedirs(home / folder, exist_ok=True)
+                made.add(folder)
+            os.link(site / relative, home / relative)
+    except OSError:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def clear(listing: list[Entry], files: Mapping[str, object], present: dict[str, Entry], changed: set[str]) -> set[str]:

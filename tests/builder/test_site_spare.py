@@ -188,3 +188,18 @@ def test_a_rebuild_after_the_cache_was_removed_keeps_a_spare_again(rebuilt, tmp_
     _build(data, packets, out, "--no-cache")  # nothing else makes the cache folder again first
     assert _snapshot(stamp.spare_site(out)) == before
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
+
+
+def test_a_first_build_leaves_a_spare_so_the_first_rebuild_makes_no_folder_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets = write_catalog(tmp_path / "tree")
+    out = tmp_path / "site"
+    _build(data, packets, out)
+    spare = stamp.spare_site(out)
+    assert _snapshot(spare) == _snapshot(out) and _folders(spare) == _folders(out)
+    assert (spare / KEPT_PAGE).stat().st_ino == (out / KEPT_PAGE).stat().st_ino  # links, not copies
+    spare_folder = spare.stat().st_ino
+    _add_campaign(packets, "Fixture 7B, a second campaign")
+    _build(data, packets, out)
+    assert out.stat().st_ino == spare_folder
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
