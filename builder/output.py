@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from builder import routes
-from builder.spare import Spare, clear, retire, seed, taken
+from builder.spare import Spare, clear, retire, taken
 from builder.stamp import Entry, file_sha256, walk
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -227,7 +227,7 @@ def spare_taken(out: Path, home: Path) -> Iterator[Spare]:
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
     except OSError as error:  # a read-only or special file system, no space, no permission
         raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
-    with taken(home, staging) as spare:
+    with taken(home, staging, out) as spare:
         yield spare
 
 
@@ -240,8 +240,7 @@ def _replace(
         listing = spare.listing.result() if spare is not None and spare.listing is not None else None
         kept = clear(listing, files, present, changed) if listing is not None else set()
         _fill(staging, files, present, changed, kept, digest)
-        if not _swap(staging, out, spare):
-            seed(out, files, spare)  # no site was replaced to become the next build's spare
+        _swap(staging, out, spare)
     return frozenset(files.keys() - kept)
 
 
@@ -390,14 +389,13 @@ def _exchange(staging: Path, out: Path) -> bool:
     raise OSError(code, os.strerror(code), str(out))
 
 
-def _swap(staging: Path, out: Path, spare: Spare | None = None) -> bool:
-    """Put the new site in place; False when there was no site to replace."""
+def _swap(staging: Path, out: Path, spare: Spare | None = None) -> None:
     if not os.path.lexists(out):
         os.rename(staging, out)  # nothing to replace: the new site appears whole
-        return False
+        return
     if _exchange(staging, out):
         retire(staging, spare)  # it holds the old site now
-        return True
+        return
     retired = Path(tempfile.mkdtemp(prefix=f".{out.name}{OLD}", dir=out.parent))
     retired.rmdir()
     os.rename(out, retired)  # killed before the next line: the next build puts `retired` back
@@ -407,4 +405,3 @@ def _swap(staging: Path, out: Path, spare: Spare | None = None) -> bool:
         os.rename(retired, out)
         raise
     retire(retired, spare)
-    return True

@@ -1,8 +1,8 @@
 """The spare: the site a build replaced, kept in the cache (stamp.spare_site) so the next build
 assembles its site in it instead of making every folder and link of a new one. Taken when the
 build starts (locked, moved beside the output folder as its staging folder) and listed on a
-thread while the site is built; given back if the build publishes nothing. A site that replaced
-none (the first) is linked into a new spare once.
+thread while the site is built; given back if the build publishes nothing. Without a spare, one
+is made from the current site on that thread (its folders, its files linked).
 
 Nothing in it is trusted: a file stays only when it is the very inode the current site holds and
 unchanged, so the bytes the current site was just checked to hold; anything else is removed."""
@@ -12,10 +12,11 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from builder.stamp import Entry, walk
@@ -32,22 +33,53 @@ class Spare:
 
 
 @contextmanager
-def taken(home: Path, staging: Path) -> Iterator[Spare]:
+def taken(home: Path, staging: Path, site: Path) -> Iterator[Spare]:
     """The spare moved over `staging` (an empty folder beside the output) and locked, listed on a
-    thread; `Spare(home)` when there is none, another build holds it, or it cannot move there
-    (another file system). Whatever publishing did not use goes back home (or is removed)."""
+    thread. Without one to take (none yet, another build holds it, or it cannot move there:
+    another file system), `site`'s folders are made again in `staging` and its files linked, on
+    the thread, as if `site` had been kept; `Spare(home)` when there is no site either.
+    Whatever publishing did not use goes home (or is removed)."""
     fd = _locked(home, staging)
-    if fd is None:
+    if fd is None and os.path.isdir(site):
+        fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        made = partial(_cloned, site, staging)
+    elif fd is None:
         os.rmdir(staging)
         yield Spare(home)
         return
+    else:
+        made = partial(_listed, staging)
     try:
-        with ThreadPoolExecutor(max_workers=1) as listing:
-            yield Spare(home, staging, listing.submit(lambda: list(walk(str(staging), ordered=False))))
+        with ThreadPoolExecutor(max_workers=1) as making:
+            yield Spare(home, staging, making.submit(made))
     finally:
-        if os.path.lexists(staging) and not moved(staging, home):  # not swapped in: back home
+        if os.path.lexists(staging) and not moved(staging, home):  # not swapped in: home
             shutil.rmtree(staging, ignore_errors=True)
         os.close(fd)
+
+
+def _listed(folder: Path) -> list[Entry]:
+    return list(walk(str(folder), ordered=False))
+
+
+def _cloned(site: Path, staging: Path) -> list[Entry]:
+    """What `staging` holds once `site`'s folders are made in it and its regular files linked."""
+    made = []
+    root = str(staging)
+    for entry in walk(str(site), ordered=False):
+        path = os.path.join(root, entry.relative)
+        try:
+            if entry.kind == "folder":
+                os.mkdir(path)
+            elif entry.kind == "file":
+                os.link(entry.path, path)
+            else:
+                continue
+            made.append(Entry(entry.relative, entry.kind, path, os.lstat(path)))
+        except OSError:
+            continue  # not made: the new site's file is written there
+    return made
 
 
 def _locked(home: Path, staging: Path) -> int | None:
@@ -80,30 +112,6 @@ def retire(old_site: Path, spare: Spare | None) -> None:
             spare.home.parent.mkdir(parents=True, exist_ok=True)
     if spare is None or not moved(old_site, spare.home):
         shutil.rmtree(old_site, ignore_errors=True)
-
-
-def seed(site: Path, files: Iterable[str], spare: Spare | None) -> None:
-    """A site that replaced none leaves a spare all the same: its folders, and its files linked
-    (the same inodes), made once here so that the next build makes neither. Skipped when a
-    spare is home already; on any failure (another file system) none is left."""
-    if spare is None:
-        return
-    home = spare.home
-    try:
-        home.parent.mkdir(parents=True, exist_ok=True)
-        os.mkdir(home)
-    except OSError:
-        return
-    try:
-        made: set[str] = set()
-        for relative in sorted(files):
-            folder = relative.rpartition("/")[0]
-            if folder and folder not in made:
-                os.makedirs(home / folder, exist_ok=True)
-                made.add(folder)
-            os.link(site / relative, home / relative)
-    except OSError:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def clear(listing: list[Entry], files: Mapping[str, object], present: dict[str, Entry], changed: set[str]) -> set[str]:

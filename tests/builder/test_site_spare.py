@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from builder import output, stamp
+from builder import spare as spare_module
 from builder.cli import run
 from catalog.errors import CatalogError
 from catalog.packet_io import write_packet
@@ -190,16 +191,20 @@ def test_a_rebuild_after_the_cache_was_removed_keeps_a_spare_again(rebuilt, tmp_
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
 
 
-def test_a_first_build_leaves_a_spare_so_the_first_rebuild_makes_no_folder_again(tmp_path, monkeypatch):
+def test_without_a_spare_one_is_made_from_the_current_site_while_the_site_is_built(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     data, packets = write_catalog(tmp_path / "tree")
     out = tmp_path / "site"
     _build(data, packets, out)
-    spare = stamp.spare_site(out)
-    assert _snapshot(spare) == _snapshot(out) and _folders(spare) == _folders(out)
-    assert (spare / KEPT_PAGE).stat().st_ino == (out / KEPT_PAGE).stat().st_ino  # links, not copies
-    spare_folder = spare.stat().st_ino
+    assert not stamp.spare_site(out).exists()  # no site was replaced
+    before = _snapshot(out)
+    made: list[int] = []
+    real = spare_module._cloned
+    monkeypatch.setattr(spare_module, "_cloned", lambda *args: made.append(1) or real(*args))
     _add_campaign(packets, "Fixture 7B, a second campaign")
     _build(data, packets, out)
-    assert out.stat().st_ino == spare_folder
+    assert made == [1]
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
+    assert _folders(out) == _folders(tmp_path / "fresh")
+    assert _snapshot(stamp.spare_site(out)) == before
+    assert _siblings(out) == []
