@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from builder import routes
-from builder.spare import Spare, clear, retire, taken
+from builder.spare import Spare, clear, retire, seed, taken
 from builder.stamp import Entry, file_sha256, walk
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -240,7 +240,8 @@ def _replace(
         listing = spare.listing.result() if spare is not None and spare.listing is not None else None
         kept = clear(listing, files, present, changed) if listing is not None else set()
         _fill(staging, files, present, changed, kept, digest)
-        _swap(staging, out, spare)
+        if not _swap(staging, out, spare):
+            seed(out, files, spare)  # no site was replaced to become the next build's spare
     return frozenset(files.keys() - kept)
 
 
@@ -389,13 +390,14 @@ def _exchange(staging: Path, out: Path) -> bool:
     raise OSError(code, os.strerror(code), str(out))
 
 
-def _swap(staging: Path, out: Path, spare: Spare | None = None) -> None:
+def _swap(staging: Path, out: Path, spare: Spare | None = None) -> bool:
+    """Put the new site in place; False when there was no site to replace."""
     if not os.path.lexists(out):
         os.rename(staging, out)  # nothing to replace: the new site appears whole
-        return
+        return False
     if _exchange(staging, out):
         retire(staging, spare)  # it holds the old site now
-        return
+        return True
     retired = Path(tempfile.mkdtemp(prefix=f".{out.name}{OLD}", dir=out.parent))
     retired.rmdir()
     os.rename(out, retired)  # killed before the next line: the next build puts `retired` back
@@ -405,3 +407,4 @@ def _swap(staging: Path, out: Path, spare: Spare | None = None) -> None:
         os.rename(retired, out)
         raise
     retire(retired, spare)
+    return True

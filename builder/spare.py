@@ -1,8 +1,9 @@
 """The spare: the site a build replaced, kept in the cache (stamp.spare_site) so the next build
 assembles its site in it instead of making every folder and link of a new one. Taken when the
 build starts (locked, moved beside the output folder as its staging folder) and listed on a
-thread while the site is built; given back if the build publishes nothing. Without a spare, one
-is made from the current site on that thread (its folders, its files linked).
+thread while the site is built; given back if the build publishes nothing. A site that replaced
+none leaves one made from it at the end (`seed`); a build that finds none (the cache was lost)
+makes one from the current site on that thread.
 
 Nothing in it is trusted: a file stays only when it is the very inode the current site holds and
 unchanged, so the bytes the current site was just checked to hold; anything else is removed."""
@@ -12,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -37,17 +38,17 @@ def taken(home: Path, staging: Path, site: Path) -> Iterator[Spare]:
     """The spare moved over `staging` (an empty folder beside the output) and locked, listed on a
     thread. Without one to take (none yet, another build holds it, or it cannot move there:
     another file system), `site`'s folders are made again in `staging` and its files linked, on
-    the thread, as if `site` had been kept; `Spare(home)` when there is no site either.
-    Whatever publishing did not use goes home (or is removed)."""
-    fd = _locked(home, staging)
-    if fd is None and os.path.isdir(site):
-        fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        made = partial(_cloned, site, staging)
-    elif fd is None:
+    the thread, as if `site` had been kept. `Spare(home)` when there is no site: the spare is
+    not taken. Whatever publishing did not use goes home (or is removed)."""
+    if not os.path.isdir(site):  # a full build into nothing: a new folder costs less than emptying the spare
         os.rmdir(staging)
         yield Spare(home)
         return
+    fd = _locked(home, staging)
+    if fd is None:
+        fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        made = partial(_cloned, site, staging)
     else:
         made = partial(_listed, staging)
     try:
@@ -112,6 +113,31 @@ def retire(old_site: Path, spare: Spare | None) -> None:
             spare.home.parent.mkdir(parents=True, exist_ok=True)
     if spare is None or not moved(old_site, spare.home):
         shutil.rmtree(old_site, ignore_errors=True)
+
+
+def seed(site: Path, files: Iterable[str], spare: Spare | None) -> None:
+    """A site that replaced none (the first, or one built into an emptied folder) leaves a spare
+    all the same, its folders made and its files linked (the same inodes) once here, so the
+    next build, a rebuild of a few pages, makes neither. Skipped when a spare is home already;
+    on a failure (another file system) none is left."""
+    if spare is None:
+        return
+    home = spare.home
+    try:
+        home.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(home)
+    except OSError:
+        return
+    try:
+        made: set[str] = set()
+        for relative in sorted(files):
+            folder = relative.rpartition("/")[0]
+            if folder and folder not in made:
+                os.makedirs(home / folder, exist_ok=True)
+                made.add(folder)
+            os.link(site / relative, home / relative)
+    except OSError:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def clear(listing: list[Entry], files: Mapping[str, object], present: dict[str, Entry], changed: set[str]) -> set[str]:

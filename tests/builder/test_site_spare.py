@@ -196,7 +196,7 @@ def test_without_a_spare_one_is_made_from_the_current_site_while_the_site_is_bui
     data, packets = write_catalog(tmp_path / "tree")
     out = tmp_path / "site"
     _build(data, packets, out)
-    assert not stamp.spare_site(out).exists()  # no site was replaced
+    shutil.rmtree(stamp.spare_site(out).parent)  # the cache lost
     before = _snapshot(out)
     made: list[int] = []
     real = spare_module._cloned
@@ -208,3 +208,18 @@ def test_without_a_spare_one_is_made_from_the_current_site_while_the_site_is_bui
     assert _folders(out) == _folders(tmp_path / "fresh")
     assert _snapshot(stamp.spare_site(out)) == before
     assert _siblings(out) == []
+
+
+def test_a_first_build_leaves_a_spare_so_the_first_rebuild_makes_no_folder_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets = write_catalog(tmp_path / "tree")
+    out = tmp_path / "site"
+    _build(data, packets, out)
+    spare = stamp.spare_site(out)
+    assert _snapshot(spare) == _snapshot(out) and _folders(spare) == _folders(out)
+    assert (spare / KEPT_PAGE).stat().st_ino == (out / KEPT_PAGE).stat().st_ino  # links, not copies
+    spare_folder = spare.stat().st_ino
+    _add_campaign(packets, "Fixture 7B, a second campaign")
+    _build(data, packets, out)
+    assert out.stat().st_ino == spare_folder
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
