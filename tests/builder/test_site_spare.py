@@ -162,7 +162,12 @@ def test_after_a_rebuild_in_the_spare_a_no_op_reads_no_file(rebuilt, monkeypatch
     _build(data, packets, out)
     read: list[Path] = []
     real = stamp.file_sha256
-    monkeypatch.setattr(stamp, "file_sha256", lambda path: read.append(path) or real(path))
+
+    def reading(path: Path) -> str:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(stamp, "file_sha256", reading)
     _build(data, packets, out)
     assert read == []
 
@@ -200,7 +205,12 @@ def test_without_a_spare_one_is_made_from_the_current_site_while_the_site_is_bui
     before = _snapshot(out)
     made: list[int] = []
     real = spare_module._cloned
-    monkeypatch.setattr(spare_module, "_cloned", lambda *args: made.append(1) or real(*args))
+
+    def cloning(*args: object) -> object:
+        made.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spare_module, "_cloned", cloning)
     _add_campaign(packets, "Fixture 7B, a second campaign")
     _build(data, packets, out)
     assert made == [1]
