@@ -40,9 +40,8 @@ def taken(home: Path, staging: Path, site: Path) -> Iterator[Spare]:
     another file system), `site`'s folders are made again in `staging` and its files linked, on
     the thread, as if `site` had been kept. `Spare(home)` when there is no site: the spare is
     not taken. Whatever publishing did not use goes home (or is removed)."""
-    if not os.path.isdir(site):  # a full build into nothing: a new folder costs less than emptying the spare
-        os.rmdir(staging)
-        yield Spare(home)
+    if not os.path.isdir(site):
+        yield from _stale_removed(home, staging)
         return
     fd = _locked(home, staging)
     if fd is None:
@@ -62,6 +61,23 @@ def taken(home: Path, staging: Path, site: Path) -> Iterator[Spare]:
 
 def _listed(folder: Path) -> list[Entry]:
     return list(walk(str(folder), ordered=False))
+
+
+def _stale_removed(home: Path, staging: Path) -> Iterator[Spare]:
+    """A full build into nothing: a new folder costs less than emptying a spare, and a spare kept
+    home is of a site that is gone (none of its files is a site's any more): it is removed on a
+    thread while this site is built, so publishing leaves a fresh one (`seed`)."""
+    fd = _locked(home, staging)
+    if fd is None:
+        os.rmdir(staging)
+        yield Spare(home)
+        return
+    try:
+        with ThreadPoolExecutor(max_workers=1) as removing:
+            removing.submit(shutil.rmtree, staging, True)
+            yield Spare(home)
+    finally:
+        os.close(fd)
 
 
 def _cloned(site: Path, staging: Path) -> list[Entry]:

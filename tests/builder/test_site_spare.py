@@ -233,3 +233,22 @@ def test_a_first_build_leaves_a_spare_so_the_first_rebuild_makes_no_folder_again
     _build(data, packets, out)
     assert out.stat().st_ino == spare_folder
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
+
+
+def test_a_build_into_an_emptied_folder_replaces_the_spare_of_the_site_that_went(tmp_path, monkeypatch):
+    """The spare of a site removed by hand shares no file with any site: it is removed while the
+    new site is built, and the new site leaves a spare of its own (so the next rebuild keeps it)."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets = write_catalog(tmp_path / "tree")
+    out = tmp_path / "site"
+    _build(data, packets, out)
+    shutil.rmtree(out)
+    _build(data, packets, out)
+    spare = stamp.spare_site(out)
+    assert (spare / KEPT_PAGE).stat().st_ino == (out / KEPT_PAGE).stat().st_ino
+    assert _siblings(out) == []
+    spare_folder = spare.stat().st_ino
+    _add_campaign(packets, "Fixture 7B, a second campaign")
+    _build(data, packets, out)
+    assert out.stat().st_ino == spare_folder
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
