@@ -86,7 +86,6 @@ class LadderView:
     rows: list[list[str | Num | None]]
 
 
-NO_TTFT = Markup("None")  # a row without tokens: as the page has always said
 NO_VALUE = Markup("—")
 NOT_RECORDED = Markup("not recorded")
 
@@ -102,7 +101,7 @@ def _row(row: PromptRow) -> RowCells:
         _text(row.class_id),
         num_markup(row.prompt_tokens, 0),
         num_markup(row.completion_tokens, 0),
-        NO_TTFT if ttft_ms is None else num_markup(ttft_ms),
+        NO_VALUE if ttft_ms is None else num_markup(ttft_ms),
         NO_VALUE if rate is None else num_markup(rate),
         _text(row.finish_reason) if row.finish_reason else NO_VALUE,
         NOT_RECORDED if row.cached_tokens is None else num_markup(row.cached_tokens, 0),
