@@ -222,11 +222,7 @@ def publish(files: Files, out: Path, *, digest: Digest | None = None, spare: Spa
 def spare_taken(out: Path, home: Path) -> Iterator[Spare]:
     """The spare kept at `home` taken for this build (builder/spare.py), until it ends."""
     out = real_output(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
-    except OSError as error:  # a read-only or special file system, no space, no permission
-        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
+    staging = _made_beside(out, NEW)
     with taken(home, staging, out) as spare:
         yield spare
 
@@ -253,7 +249,7 @@ def _staging(out: Path, spare: Spare | None) -> Iterator[Path]:
     if spare is not None and spare.folder is not None:
         yield spare.folder
         return
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}", dir=out.parent))
+    staging = _made_beside(out, NEW)
     try:
         with _locked(staging):
             yield staging
@@ -301,17 +297,23 @@ def _written(
             _write(target, content, digest)
 
 
+def _made_beside(out: Path, infix: str) -> Path:
+    """A new empty folder beside the site `out` (`.<name><infix>...`), named so clean_leftovers
+    knows it for a build's own."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}{infix}", dir=out.parent))
+    except OSError as error:  # a read-only or special file system, no space, no permission
+        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
+
+
 @contextmanager
 def scratch_folder(out: Path) -> Iterator[Path]:
     """A folder beside `out` for pages rendered before the site is assembled (so publishing moves
     them in); locked while this build lives, so a concurrent build's clean_leftovers spares it and
     a killed build's is removed like a staging folder."""
     out = real_output(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}{NEW}pages-", dir=out.parent))
-    except OSError as error:  # a read-only or special file system, no space, no permission
-        raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
+    scratch = _made_beside(out, f"{NEW}pages-")
     try:
         with _locked(scratch):
             yield scratch

@@ -13,14 +13,11 @@ every view and keeps none. Entries are pickles, trusted like the summary cache b
 from __future__ import annotations
 
 import hashlib
-import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from catalog.repository import Catalog
-from catalog.summary import cache_root
+from catalog.summary import cache_root, store_pickled, unpickled
 
 FOLDER = "views"
 
@@ -52,20 +49,12 @@ class ViewCache:
     def _file(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.pickle"
 
-    def get(self, key: str) -> Any | None:
+    def get(self, key: str) -> object | None:
         """The entry, or None (absent, or unreadable: made again)."""
         try:
-            return pickle.loads(self._file(key).read_bytes())  # noqa: S301 - the user's own cache
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return unpickled(self._file(key).read_bytes())
+        except OSError:
             return None
 
     def put(self, key: str, made: object) -> None:
-        """Store atomically; a cache that cannot be written only makes the next build slower."""
-        target = self._file(key)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            temporary.write_bytes(pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(temporary, target)
-        except OSError:
-            pass
+        store_pickled(self._file(key), made)

@@ -90,12 +90,31 @@ def verifier_digest() -> str:
     return digest.hexdigest()
 
 
-def _unpickled(stored: bytes) -> BaseModel | None:
+def unpickled(stored: bytes) -> object | None:
+    """A cache entry's object; None when its bytes no longer unpickle (another library version)."""
     try:
-        found = pickle.loads(stored)  # noqa: S301 - the user's own cache
+        found: object = pickle.loads(stored)  # noqa: S301 - the user's own cache
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError, IndexError):
         return None
+    return found
+
+
+def _unpickled(stored: bytes) -> BaseModel | None:
+    found = unpickled(stored)
     return found if isinstance(found, BaseModel) else None
+
+
+def store_pickled(target: Path, entry: object) -> bool:
+    """Write a cache entry atomically; whether it was stored (a cache that cannot be written only
+    makes the next build slower)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(temporary, target)
+    except OSError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -185,14 +204,5 @@ class SummaryCache:
             pass
 
     def put(self, key: str, summary: BaseModel, kind: str = SUMMARY) -> bool:
-        """Store atomically; whether it was stored (a cache that cannot be written only makes the
-        next build slower, and the builder then holds the summary itself)."""
-        target = self._file(key, kind)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            temporary.write_bytes(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(temporary, target)
-        except OSError:
-            return False
-        return True
+        """Store atomically; whether it was stored (if not, the builder holds the summary itself)."""
+        return store_pickled(self._file(key, kind), summary)
