@@ -16,6 +16,7 @@ from builder.cli import run
 from builder.output import Targets, check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
 from catalog.layout import is_signature
+from tests.builder.counting import file_reads
 from tests.builder.factory import REPO, write_catalog
 
 
@@ -272,23 +273,11 @@ def test_manifest_records_every_file(tmp_path, catalog):
     assert recorded["warnings"] == [w for w in recorded["warnings"] if w]
 
 
-def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    read: list[Path] = []
-    real = stamp.file_sha256
-
-    def counting(path: Path) -> str:
-        read.append(path)
-        return real(path)
-
-    monkeypatch.setattr(stamp, "file_sha256", counting)
-    return read
-
-
 def test_no_op_rebuild_reads_no_file_through_fingerprints(tmp_path, catalog, monkeypatch):
     monkeypatch.setattr(stamp, "RACY_NS", 0)  # the fixture's files are seconds old at most
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
-    read = _count_reads(monkeypatch)
+    read = file_reads(monkeypatch)
     assert _build(*catalog, out) == 0
     assert read == []
 
@@ -297,7 +286,7 @@ def test_a_file_changed_within_the_racy_window_is_hashed_again(tmp_path, catalog
     monkeypatch.setattr(stamp, "RACY_NS", 10**18)  # as if every input had been written just now
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
-    read = _count_reads(monkeypatch)
+    read = file_reads(monkeypatch)
     assert _build(*catalog, out) == 0
     assert any(p.suffix == ".json" and p.parent.name == "packets" for p in read)
 

@@ -11,6 +11,7 @@ import pytest
 from builder.cli import run
 from catalog.layout import signature_path
 from catalog.packet_io import write_packet
+from tests.builder.counting import family_views_made
 from tests.builder.factory import measured_parts, write_catalog
 from tests.catalog.factories import seal_parts
 
@@ -85,18 +86,8 @@ def test_a_new_packet_makes_only_its_familys_view_again(built, tmp_path, monkeyp
     """Family views are kept per content (builder/view_cache.py): the rebuild makes the view of
     the family that gained a packet and takes the rest from the cache, and the site is the one a
     build that makes every view (no cache at all) writes."""
-    from builder import site as site_module
-
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
-    monkeypatch.setattr(site_module, "FAMILIES_PER_WORKER", 10**9)  # made in this process: counted
-    made: list[str] = []
-    real = site_module.family_view  # type: ignore[attr-defined]
-
-    def counting(slug: str, *args: object) -> object:
-        made.append(slug)
-        return real(slug, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(site_module, "family_view", counting)
+    made = family_views_made(monkeypatch)
     data, packets, site = built
     _build(data, packets, site, tmp_path / "t1.json", "--full")  # the pinned build date: every view made
     assert len(made) == len(list((data / "models").glob("*.yaml")))

@@ -17,6 +17,7 @@ from builder import spare as spare_module
 from builder.cli import run
 from catalog.errors import CatalogError
 from catalog.packet_io import write_packet
+from tests.builder.counting import file_reads
 from tests.builder.factory import measured_parts, write_catalog
 from tests.catalog.factories import seal_parts
 
@@ -160,14 +161,7 @@ def test_after_a_rebuild_in_the_spare_a_no_op_reads_no_file(rebuilt, monkeypatch
     data, packets, out = rebuilt
     _add_campaign(packets, "Fixture 7B, a third campaign")
     _build(data, packets, out)
-    read: list[Path] = []
-    real = stamp.file_sha256
-
-    def reading(path: Path) -> str:
-        read.append(path)
-        return real(path)
-
-    monkeypatch.setattr(stamp, "file_sha256", reading)
+    read = file_reads(monkeypatch)
     _build(data, packets, out)
     assert read == []
 

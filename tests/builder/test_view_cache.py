@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from builder import site as site_module
 from builder.cli import run
+from tests.builder.counting import family_views_made
 from tests.builder.factory import write_catalog
 
 
@@ -19,22 +19,9 @@ def _entries() -> list[Path]:
     return sorted((Path(os.environ["XDG_CACHE_HOME"]) / "llm-serving-catalog" / "views").rglob("*.pickle"))
 
 
-def _counting(monkeypatch) -> list[str]:
-    monkeypatch.setattr(site_module, "FAMILIES_PER_WORKER", 10**9)  # made in this process: counted
-    made: list[str] = []
-    real = site_module.family_view  # type: ignore[attr-defined]
-
-    def counting(slug: str, *args: object) -> object:
-        made.append(slug)
-        return real(slug, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(site_module, "family_view", counting)
-    return made
-
-
 def test_a_damaged_entry_is_made_again_and_an_edited_recipe_is_another_key(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
-    made = _counting(monkeypatch)
+    made = family_views_made(monkeypatch)
     data, packets = write_catalog(tmp_path / "tree")
     argv = ["build", "--data", str(data), "--packets", str(packets)]
     families = len(list((data / "models").glob("*.yaml")))

@@ -1,0 +1,38 @@
+"""Patches that record what a build does in this process, for tests that assert it did not do
+something again: read a file's bytes to hash it, or make a family's view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder import site as site_module
+from builder import stamp
+
+
+def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every file the build reads to hash it (stamp.file_sha256), in order."""
+    read: list[Path] = []
+    real = stamp.file_sha256
+
+    def counting(path: Path) -> str:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(stamp, "file_sha256", counting)
+    return read
+
+
+def family_views_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The slug of every family view the build makes (in this process: no worker is forked)."""
+    monkeypatch.setattr(site_module, "FAMILIES_PER_WORKER", 10**9)
+    made: list[str] = []
+    real = site_module.family_view  # type: ignore[attr-defined]
+
+    def counting(slug: str, *args: object) -> object:
+        made.append(slug)
+        return real(slug, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(site_module, "family_view", counting)
+    return made
