@@ -4,7 +4,7 @@ The family, index and hardware views read a packet's identity, arms, server valu
 canaries. Of its prompt rows they read only how many a server has and their prompt sizes (the
 projection's mean prompt), yet the rows are two thirds of a summary's memory: 2 GB at 20,000
 packets. A record keeps the rest of the summary whole and, in place of each server's rows, a
-`RowsElsewhere`: their count and prompt sizes. It answers `len()` and `bool()` like the rows did,
+`RowsElsewhere`: their prompt sizes, one per row. It answers `len()` and `bool()` like the rows did,
 and refuses to be read row by row, so code that needs the rows fails loudly instead of seeing
 none. A packet page reads the whole summary back (Catalog.summary).
 """
@@ -25,11 +25,10 @@ class RowsNotHeld(LookupError):
 class RowsElsewhere:
     """A server's prompt rows, held by the summary cache: here only what a record's readers use."""
 
-    count: int
-    prompt_tokens: tuple[int, ...]
+    prompt_tokens: tuple[int, ...]  # one per row: their number is the rows'
 
     def __len__(self) -> int:
-        return self.count
+        return len(self.prompt_tokens)
 
     def __iter__(self) -> Iterator[PromptRow]:
         raise RowsNotHeld("a packet record holds no prompt rows: read the packet's summary")
@@ -39,7 +38,7 @@ class RowsElsewhere:
 
 
 def record(summary: Packet) -> Packet:
-    """The summary with each server's rows replaced by their count and prompt sizes (a copy)."""
+    """The summary with each server's rows replaced by their prompt sizes (a copy)."""
     arms = [
         arm.model_copy(update={"servers": [s.model_copy(update={"rows": _elsewhere(s.rows)}) for s in arm.servers]})
         for arm in summary.arms
@@ -48,7 +47,7 @@ def record(summary: Packet) -> Packet:
 
 
 def _elsewhere(rows: Sequence[PromptRow]) -> RowsElsewhere:
-    return RowsElsewhere(len(rows), tuple(row.prompt_tokens for row in rows))
+    return RowsElsewhere(tuple(row.prompt_tokens for row in rows))
 
 
 def is_record(packet: Packet) -> bool:
