@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder import TEMPLATES, stamp
+from builder import TEMPLATES, snapshot, stamp
 from catalog.errors import CatalogError, exit_on_catalog_error
 from catalog.lint import report
 
@@ -72,27 +72,57 @@ def _sha256(content: bytes | Path, known: stamp.Fingerprints) -> str:
     return known.sha256_at_start(content) if isinstance(content, Path) else hashlib.sha256(content).hexdigest()
 
 
+def _up_to_date(
+    options: argparse.Namespace,
+    known: stamp.Fingerprints,
+    seen: snapshot.Seen,
+    now: snapshot.Seen,
+    started: float,
+    warnings: list[str] | None = None,
+) -> int:
+    """The site is current: its recorded warnings are judged again (for --strict), and what proved
+    it is kept for the next run."""
+    if known.hashed_bytes:
+        known.save(options.out)  # the next no-op will not read those bytes again
+    if now != seen:
+        now.save(options.out)
+    if warnings is None:
+        warnings = list(now.site.warnings) if now.site else []
+    if report(warnings, options.strict):
+        return 1
+    print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
+    return 0
+
+
 def run(argv: list[str] | None = None) -> int:
     options = parser().parse_args(argv)
     started = time.perf_counter()
     known = stamp.Fingerprints.load(options.out)
-    inputs = stamp.input_hash(
-        options.data, options.packets, options.templates, options.base_url, known, allow_unsigned=options.allow_unsigned
-    )
-    manifest = None
+    seen = snapshot.Seen.load(options.out)
     if not options.check:
         from builder.output import clean_leftovers, real_output
 
         clean_leftovers(real_output(options.out))  # what a killed build left, even when nothing changed
+    inputs = stamp.input_hash(
+        options.data,
+        options.packets,
+        options.templates,
+        options.base_url,
+        known,
+        allow_unsigned=options.allow_unsigned,
+        seen=seen.roots,
+    )
+    manifest = None
+    if not options.check:
+        if seen.site is not None and not inputs.irregular and seen.site.holds(options.out, inputs.sha256):
+            return _up_to_date(options, known, seen, snapshot.Seen(inputs.roots, seen.site), started)
         manifest = stamp.recorded(real_output(options.out))
-        recorded = stamp.unchanged(options.out, inputs, known, manifest)
-        if recorded is not None:
-            if known.hashed_bytes:
-                known.save(options.out)  # the next no-op will not read those bytes again
-            if report(recorded, options.strict):
-                return 1
-            print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
-            return 0
+        if manifest is not None and manifest.get("inputs") == inputs.sha256 and not inputs.irregular:
+            taken = snapshot.of_site(options.out)  # before the files are checked: no later change passes as proven
+            warnings = stamp.unchanged(options.out, inputs, known, manifest)
+            if warnings is not None:
+                site = snapshot.SiteSeen(taken, inputs.sha256, tuple(warnings)) if taken else None
+                return _up_to_date(options, known, seen, snapshot.Seen(inputs.roots, site), started, warnings)
 
     from builder.incremental import Previous
     from builder.output import check_output_folder, real_output, scratch_folder, spare_taken
@@ -176,6 +206,9 @@ def _finish(
     for relative in published.touched & hashes.keys():  # the rest: the inodes whose fingerprints were looked up
         known.record(options.out / relative, hashes[relative])
     known.save(options.out)
+    taken = snapshot.of_site(options.out)  # this site, proven by the build that wrote it
+    site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None
+    snapshot.Seen(inputs.roots, site).save(options.out)
     result.costs.phase("hash, publish", step)
     if options.timings is not None:
         options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")

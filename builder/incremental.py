@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder import routes
-from builder.stamp import file_sha256
+from builder.tree import file_sha256
 from builder.views.common import SiteContext
 from catalog.layout import signature_path
 

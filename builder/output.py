@@ -23,7 +23,7 @@ from typing import Protocol
 
 from builder import routes
 from builder.spare import Spare, clear, retire, seed, taken
-from builder.stamp import Entry, file_sha256, walk
+from builder.tree import Entry, file_sha256, walk
 from catalog.errors import CatalogError
 from catalog.files import write_file
 

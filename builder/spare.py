@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from builder.stamp import Entry, walk
+from builder.tree import Entry, walk
 
 
 @dataclass(frozen=True)

@@ -25,26 +25,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
-from operator import attrgetter
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any, NamedTuple
+from typing import Any
 
-from builder import routes
+from builder import routes, tree
+from builder.snapshot import RootsSeen, Taking
 
 MANIFEST = routes.BUILD_MANIFEST
 SOURCE = Path(__file__).resolve().parent.parent
 LIBRARIES = ("jinja2", "markupsafe", "markdown-it-py", "plotly", "pydantic", "pyyaml")
 RACY_NS = 1_000_000_000
-CHUNK = 1 << 20
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while block := stream.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fingerprint(path: str | Path, st: os.stat_result | None = None) -> list[int]:
@@ -55,8 +46,9 @@ def _fingerprint(path: str | Path, st: os.stat_result | None = None) -> list[int
 class Fingerprints:
     """sha256 of files by stat fingerprint, loaded from and saved to an output folder."""
 
-    def __init__(self, known: dict[str, list[object]] | None = None) -> None:
-        self.known = known or {}
+    def __init__(self, known: dict[str, list[object]] | None = None, source: Path | None = None) -> None:
+        self._known = known
+        self._source = source
         self.fresh: dict[str, list[object]] = {}
         self.at_start: dict[str, str] = {}
         self.hashed_bytes = 0
@@ -64,15 +56,23 @@ class Fingerprints:
 
     @staticmethod
     def path_for(out: Path) -> Path:
-        return _cached(out, "fingerprints", ".json")
+        return tree.cached(out, "fingerprints", ".json")
 
     @classmethod
     def load(cls, out: Path) -> Fingerprints:
-        try:
-            known = json.loads(cls.path_for(out).read_text(encoding="utf-8"))
-            return cls(known if isinstance(known, dict) else {})
-        except (OSError, ValueError):
-            return cls()
+        """The table kept for `out`, read at its first lookup: a no-op that snapshots prove
+        (snapshot.py) never parses its 100,000 entries."""
+        return cls(source=cls.path_for(out))
+
+    @property
+    def known(self) -> dict[str, list[object]]:
+        if self._known is None:
+            try:
+                known = json.loads(self._source.read_text(encoding="utf-8")) if self._source else {}
+            except (OSError, ValueError):
+                known = {}
+            self._known = known if isinstance(known, dict) else {}
+        return self._known
 
     def _key(self, path: str | Path) -> str:
         """The file's absolute path with its folder's links resolved (once per folder as written:
@@ -116,7 +116,7 @@ class Fingerprints:
             if isinstance(entry, list) and entry[:4] == fingerprint and isinstance(entry[4], str):
                 self.fresh[key] = entry
                 return entry[4]
-        sha = file_sha256(Path(path))
+        sha = tree.file_sha256(Path(path))
         self.hashed_bytes += fingerprint[0]
         if time.time_ns() - fingerprint[2] > RACY_NS:
             self.fresh[key] = [*fingerprint, sha]
@@ -139,17 +139,10 @@ class Fingerprints:
             pass  # an unwritable cache only makes the next no-op rebuild slower
 
 
-def _cached(out: Path, kind: str, suffix: str = "") -> Path:
-    """What the cache keeps for the output folder `out` (one of each kind per folder)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-serving-catalog"
-    key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:24]
-    return cache / f"builder-{kind}-{key}{suffix}"
-
-
 def spare_site(out: Path) -> Path:
     """Where the site a build replaced waits to become the next build's staging folder
     (output.publish): most of its folders and files are already what the next site holds."""
-    return _cached(out, "spare")
+    return tree.cached(out, "spare")
 
 
 INPUT_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
@@ -165,117 +158,96 @@ class Inputs:
     sha256: str
     irregular: tuple[str, ...] = ()
     context: str = ""  # the same hash without the packets: what an incremental rebuild must share
+    roots: RootsSeen | None = None  # the folders' part, and the snapshot vouching for it; None while irregular
 
 
-class Entry(NamedTuple):
-    """One entry of a folder scan: its name relative to the root, its kind ("file": regular,
-    "folder", "odd": anything else or unreadable), its path, and a regular file's stat."""
-
-    relative: str
-    kind: str
-    path: str
-    stat: os.stat_result | None = None
-
-
-def walk(folder: str, ordered: bool = True) -> Iterator[Entry]:
-    """Every entry under `folder`, depth first, links not followed (sorted by name when `ordered`);
-    strings and the stat the scan gives, not Path objects: a site holds 100,000 files."""
-    stack = _scanned(folder, "", ordered)
-    stack.reverse()
-    while stack:
-        entry = stack.pop()
-        yield entry
-        if entry.kind == "folder":
-            inside = _scanned(entry.path, entry.relative + "/", ordered)
-            inside.reverse()
-            stack.extend(inside)
-
-
-def _scanned(folder: str, prefix: str, ordered: bool) -> list[Entry]:
+def _root_lines(
+    name: str, root: str, known: Fingerprints, irregular: list[str], taking: Taking, now: int
+) -> Iterator[bytes]:
+    """What `root` adds to the input hash: a line per entry (name, kind, sha256 of a file; of the
+    code, its .py files only). Each entry also goes into the snapshot `taking`: by its stat, or,
+    hashed within the racy window (`now`), by its content."""
     try:
-        with os.scandir(folder) as listing:
-            entries = list(listing)
+        st = os.lstat(root)  # before the folder is listed: what is added after moves its mtime
     except OSError:
-        return [Entry(prefix.rstrip("/") or ".", "odd", folder)]
-    if ordered:
-        entries.sort(key=_name)
-    found = []
-    for entry in entries:
-        if entry.name == "__pycache__":
-            continue
-        relative = prefix + entry.name
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                found.append(Entry(relative, "folder", entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                found.append(Entry(relative, "file", entry.path, entry.stat(follow_symlinks=False)))
-            else:
-                found.append(Entry(relative, "odd", entry.path))
-        except OSError:
-            found.append(Entry(relative, "odd", entry.path))
-    return found
-
-
-_name = attrgetter("name")
-
-
-def _root_lines(name: str, root: Path, known: Fingerprints, irregular: list[str]) -> Iterator[bytes]:
-    """What `root` adds to the input hash: a line per entry (name, kind, sha256 of a file)."""
-    if not root.is_dir():
-        irregular.append(str(root))
+        st = None
+    if st is None or not os.path.isdir(root):
+        irregular.append(root)
         yield f"{name}\0missing\0".encode()
         return
+    taking.root(name, st)
     real_root = os.path.realpath(root)
-    for entry in walk(str(root)):
-        kind = entry.kind
-        suffix = os.path.splitext(entry.relative)[1]
-        if name in CODE and (kind != "file" or suffix != ".py"):
-            continue
-        sha = ""
-        if kind == "file":
+    code = name in CODE
+    for relative, kind, path, st in tree.walk(root):
+        counted = not code or (kind == "file" and relative.endswith(".py"))
+        sha = None
+        if counted and kind == "file":
             try:
-                sha = known.sha256(entry.path, entry.stat, os.path.join(real_root, entry.relative))
+                sha = known.sha256(path, st, os.path.join(real_root, relative))
             except OSError:
                 kind = "odd"  # unreadable: the full build names it
-        yield f"{name}/{entry.relative}\0{kind}\0{sha}\0".encode()
-        if kind == "odd" or (kind == "folder" and suffix in INPUT_SUFFIXES):
-            irregular.append(entry.path)
+        if counted and (kind == "odd" or (kind == "folder" and os.path.splitext(relative)[1] in INPUT_SUFFIXES)):
+            irregular.append(path)
+        if st is not None and kind != "odd":
+            racy = sha is not None and now - st.st_ctime_ns <= RACY_NS
+            taking.entry(name, relative, st, sha if racy else None)
+        if counted:
+            yield f"{name}/{relative}\0{kind}\0{sha or ''}\0".encode()
 
 
-def input_hash(
-    data: Path, packets: Path, templates: Path, base_url: str, known: Fingerprints, *, allow_unsigned: bool = False
-) -> Inputs:
-    """Everything the output is a function of: inputs, templates, the code, library versions, options."""
-    digest, context = hashlib.sha256(), hashlib.sha256()
-    irregular: list[str] = []
-    roots = {
-        "data": data,
-        "packets": packets,
-        "templates": templates,
-        "builder": SOURCE / "builder",
-        "catalog": SOURCE / "catalog",
-    }
+def _hashed(roots: dict[str, str], known: Fingerprints, irregular: list[str]) -> RootsSeen:
+    """The input folders' hash, with the packets and without, and their snapshot."""
+    digest, context, taking = hashlib.sha256(), hashlib.sha256(), Taking()
+    now = time.time_ns()
     for name, root in roots.items():
-        for line in _root_lines(name, root, known, irregular):
+        for line in _root_lines(name, root, known, irregular, taking, now):
             digest.update(line)
             if name != "packets":
                 context.update(line)
-    for library in LIBRARIES:
-        try:
-            version = metadata.version(library)
-        except metadata.PackageNotFoundError:
-            version = "absent"
-        digest.update(f"{library}={version}\0".encode())
-        context.update(f"{library}={version}\0".encode())
+    return RootsSeen(taking.done(), digest.hexdigest(), context.hexdigest())
+
+
+def input_hash(
+    data: Path,
+    packets: Path,
+    templates: Path,
+    base_url: str,
+    known: Fingerprints,
+    *,
+    allow_unsigned: bool = False,
+    seen: RootsSeen | None = None,
+) -> Inputs:
+    """Everything the output is a function of: inputs, templates, the code, library versions,
+    options. `seen`: the folders' part as an earlier run found it, taken as it is while its
+    snapshot holds."""
+    roots = {
+        "data": os.fspath(data),
+        "packets": os.fspath(packets),
+        "templates": os.fspath(templates),
+        "builder": os.fspath(SOURCE / "builder"),
+        "catalog": os.fspath(SOURCE / "catalog"),
+    }
+    irregular: list[str] = []
+    if seen is None or not seen.snapshot.holds(roots):
+        seen = _hashed(roots, known, irregular)
+    rest = [f"{library}={_version(library)}" for library in LIBRARIES]
     options = {
         "base_url": base_url,
         "allow_unsigned": allow_unsigned,  # a local site must not pass for the one a plain build refuses
         "epoch": os.environ.get("SOURCE_DATE_EPOCH", "").strip(),
         "python": list(sys.version_info[:2]),
     }
-    digest.update(json.dumps(options, sort_keys=True).encode())
-    context.update(json.dumps(options, sort_keys=True).encode())
-    return Inputs(digest.hexdigest(), tuple(irregular), context.hexdigest())
+    rest.append(json.dumps(options, sort_keys=True))
+    digest = hashlib.sha256("\0".join([seen.sha256, *rest]).encode()).hexdigest()
+    context = hashlib.sha256("\0".join([seen.context, *rest]).encode()).hexdigest()
+    return Inputs(digest, tuple(irregular), context, None if irregular else seen)
+
+
+def _version(library: str) -> str:
+    try:
+        return metadata.version(library)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def packet_count(relatives: Iterable[str]) -> int:
@@ -356,7 +328,7 @@ def intact(
         expected: dict[str, str] = manifest["files"]
         real_out = os.path.realpath(out)
         if strays:
-            present = {entry.relative: entry for entry in walk(str(out), ordered=False) if entry.kind != "folder"}
+            present = {entry.relative: entry for entry in tree.walk(str(out), ordered=False) if entry.kind != "folder"}
             if present.keys() != set(expected) | {MANIFEST}:
                 return None
         for relative, sha in expected.items():

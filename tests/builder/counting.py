@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 
 from builder import site as site_module
-from builder import stamp
+from builder import tree
 
 
 def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every file the build reads to hash it (stamp.file_sha256), in order."""
+    """Every file the build reads to hash it (tree.file_sha256), in order."""
     read: list[Path] = []
-    real = stamp.file_sha256
+    real = tree.file_sha256
 
     def counting(path: Path) -> str:
         read.append(path)
         return real(path)
 
-    monkeypatch.setattr(stamp, "file_sha256", counting)
+    monkeypatch.setattr(tree, "file_sha256", counting)
     return read
 
 

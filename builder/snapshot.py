@@ -1,0 +1,184 @@
+"""A no-op rebuild in well under a second at 20,000 packets.
+
+stamp.py proves a site current file by file: it walks every folder and looks each file's sha256
+up by its stat fingerprint in a table of 100,000 entries. A snapshot proves the same for a whole
+tree at once: one sha256 over the stat of every entry, folders included, taken when the content of
+each file was known (the build that wrote it, or a hash outside the racy window). It is taken
+again without listing a folder: each entry it lists is stat'ed by name. Equal snapshots mean that
+no file was written or replaced (its own fingerprint) and that no entry was added, removed or
+renamed in any folder (the folder's mtime and ctime move on each); so what was proven then holds.
+
+What a snapshot proved is kept in the cache beside the fingerprints, for each output folder: the
+input folders' hash (RootsSeen) and the site's inputs and warnings (SiteSeen). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builder import tree
+
+Listing = Mapping[str, tuple[str, ...]]  # a root's name -> its entries, relative to it, as walked
+
+
+def line(relative: str, st: os.stat_result, sha: str | None = None) -> str:
+    """An entry as a snapshot takes it: its stat fingerprint, or (`sha`) its content."""
+    if sha is not None:
+        return f"{relative}\0={sha}\n"
+    return f"{relative}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n"
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The digest of a set of named folders, and what taking it again needs: their entries, and
+    those to compare by content (`recheck`: files within the racy window when hashed)."""
+
+    digest: str
+    listing: Listing
+    recheck: Listing = field(default_factory=dict)
+
+    def holds(self, roots: Mapping[str, str]) -> bool:
+        """True when the folders `roots` (name -> path, the names this was taken with) are as they
+        were: every entry stat'ed by name, no folder listed."""
+        return bool(self.digest) and taken(roots, self.listing, self.recheck) == self.digest
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> Snapshot:
+        listing = {str(name): tuple(map(str, entries)) for name, entries in body["listing"].items()}
+        recheck = {str(name): tuple(map(str, entries)) for name, entries in body["recheck"].items()}
+        return cls(str(body["digest"]), listing, recheck)
+
+
+def taken(roots: Mapping[str, str], listing: Listing, recheck: Listing) -> str:
+    """The digest of the entries in `listing`, each by os.lstat now (in `recheck`: by content);
+    "" when one is gone or unreadable."""
+    lines = []
+    lstat = os.lstat
+    try:
+        for name, root in roots.items():
+            lines.append(line(f"/{name}", lstat(root)))
+            prefix, again = root + "/", frozenset(recheck.get(name, ()))
+            for relative in listing.get(name, ()):
+                path = prefix + relative
+                if again and relative in again:
+                    lines.append(line(relative, lstat(path), tree.file_sha256(Path(path))))
+                else:
+                    lines.append(line(relative, lstat(path)))
+    except OSError:
+        return ""
+    return _digest(lines)
+
+
+class Taking:
+    """A snapshot taken along a walk: each root's stat before its entries are listed, then every
+    entry's stat as the walk gives it (or its content's sha256)."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._listing: dict[str, list[str]] = {}
+        self._recheck: dict[str, list[str]] = {}
+
+    def root(self, name: str, st: os.stat_result) -> None:
+        self._lines.append(line(f"/{name}", st))
+        self._listing[name] = []
+
+    def entry(self, name: str, relative: str, st: os.stat_result, sha: str | None = None) -> None:
+        self._lines.append(line(relative, st, sha))
+        self._listing[name].append(relative)
+        if sha is not None:
+            self._recheck.setdefault(name, []).append(relative)
+
+    def done(self) -> Snapshot:
+        listing = {name: tuple(entries) for name, entries in self._listing.items()}
+        recheck = {name: tuple(entries) for name, entries in self._recheck.items()}
+        return Snapshot(_digest(self._lines), listing, recheck)
+
+
+SITE = "site"
+
+
+def of_site(out: Path) -> Snapshot | None:
+    """The snapshot of every entry in the site folder `out`, walked; None when an entry cannot be
+    read or is neither a file nor a folder."""
+    taking = Taking()
+    try:
+        taking.root(SITE, os.lstat(out))
+    except OSError:
+        return None
+    for entry in tree.walk(str(out)):
+        if entry.kind == "odd" or entry.stat is None:
+            return None
+        taking.entry(SITE, entry.relative, entry.stat)
+    return taking.done()
+
+
+@dataclass(frozen=True)
+class SiteSeen:
+    """A site proven intact, the inputs it was built from, and the warnings its build gave."""
+
+    snapshot: Snapshot
+    inputs: str
+    warnings: tuple[str, ...] = ()
+
+    def holds(self, out: Path, inputs: str) -> bool:
+        return inputs == self.inputs and self.snapshot.holds({SITE: os.fspath(out)})
+
+
+@dataclass(frozen=True)
+class RootsSeen:
+    """What the input folders hashed to (with and without the packets), and their snapshot: while
+    it holds, the hash holds, and no file needs its fingerprint looked up (stamp.input_hash)."""
+
+    snapshot: Snapshot
+    sha256: str
+    context: str
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the last run proved of the output folder `out`: its inputs and its site."""
+
+    roots: RootsSeen | None = None
+    site: SiteSeen | None = None
+
+    @staticmethod
+    def path_for(out: Path) -> Path:
+        return tree.cached(out, "snapshots", ".json")
+
+    @classmethod
+    def load(cls, out: Path) -> Seen:
+        """The record kept for `out`; an empty one when it is missing or unreadable (one slower run)."""
+        try:
+            body = json.loads(cls.path_for(out).read_text(encoding="utf-8"))
+            roots, site = body["roots"], body["site"]
+            return cls(
+                RootsSeen(Snapshot.from_json(roots["snapshot"]), str(roots["sha256"]), str(roots["context"]))
+                if roots
+                else None,
+                SiteSeen(Snapshot.from_json(site["snapshot"]), str(site["inputs"]), tuple(map(str, site["warnings"])))
+                if site
+                else None,
+            )
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return cls()
+
+    def save(self, out: Path) -> None:
+        body = {"roots": self.roots and asdict(self.roots), "site": self.site and asdict(self.site)}
+        target = self.path_for(out)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(body, separators=(",", ":")) + "\n", encoding="utf-8")
+            os.replace(temporary, target)
+        except OSError:
+            pass  # an unwritable cache only makes the next no-op slower

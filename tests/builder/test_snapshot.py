@@ -1,0 +1,146 @@
+"""The no-op proven by snapshots (builder/snapshot.py): what it skips, and what still defeats it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from builder import snapshot, stamp
+from builder.cli import run
+from catalog.layout import is_signature
+from catalog.packet_io import write_packet
+from tests.builder.counting import file_reads
+from tests.builder.factory import REPO, repeat_parts, write_catalog
+from tests.catalog.factories import seal_parts
+
+
+def _build(data: Path, packets: Path, out: Path, *extra: str) -> int:
+    return run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out), *extra])
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> tuple[Path, Path]:
+    return write_catalog(tmp_path)
+
+
+@pytest.fixture
+def built(tmp_path: Path, catalog: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(stamp, "RACY_NS", 0)  # the fixture's files are seconds old at most
+    out = tmp_path / "site"
+    assert _build(*catalog, out) == 0
+    return out
+
+
+def _refuse(monkeypatch: pytest.MonkeyPatch, what: str) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a no-op the snapshots prove used {what}")
+
+    monkeypatch.setattr(stamp, what, refused)
+
+
+def test_a_no_op_reads_no_fingerprint_table_manifest_or_file(built, catalog, monkeypatch, capsys):
+    _refuse(monkeypatch, "unchanged")
+    _refuse(monkeypatch, "recorded")
+    monkeypatch.setattr(stamp.Fingerprints, "known", property(lambda self: pytest.fail("the table was parsed")))
+    read = file_reads(monkeypatch)
+    capsys.readouterr()
+    assert _build(*catalog, built) == 0
+    assert "inputs and files unchanged" in capsys.readouterr().out
+    assert read == []
+
+
+def test_the_recorded_warnings_still_fail_a_strict_no_op(built, catalog, monkeypatch, capsys):
+    _refuse(monkeypatch, "unchanged")
+    assert _build(*catalog, built, "--strict") == 1
+    assert "warning: empty-1b: no packets" in capsys.readouterr().err
+
+
+def test_a_touched_input_is_looked_up_and_the_no_op_still_holds(built, catalog, monkeypatch, capsys):
+    packet = next(p for p in sorted(catalog[1].glob("*.json")) if not is_signature(p))
+    os.utime(packet)  # new mtime and ctime, the same bytes
+    capsys.readouterr()
+    assert _build(*catalog, built) == 0
+    assert "inputs and files unchanged" in capsys.readouterr().out
+    _refuse(monkeypatch, "unchanged")  # and the next no-op is proven by the new snapshot
+    assert _build(*catalog, built) == 0
+
+
+@pytest.mark.parametrize("change", ["stray file", "stray folder", "removed page", "edited page"])
+def test_any_change_to_the_site_defeats_its_snapshot(built, catalog, change, capsys):
+    index = built / "index.html"
+    before = index.read_bytes()
+    if change == "stray file":
+        (built / "models" / "stray.html").write_text("x")
+    elif change == "stray folder":
+        (built / "models" / "stray").mkdir()
+        (built / "models" / "stray" / "index.html").write_text("x")
+    elif change == "removed page":
+        (built / "methodology" / "index.html").unlink()
+    else:
+        index.write_bytes(before.replace(b"<html", b"<HTML", 1))
+    capsys.readouterr()
+    assert _build(*catalog, built) == 0
+    assert "up to date" not in capsys.readouterr().out
+    assert index.read_bytes() == before
+    assert not (built / "models" / "stray.html").exists() and not (built / "models" / "stray").exists()
+
+
+def test_a_new_packet_defeats_the_inputs_snapshot(built, catalog, capsys):
+    data, packets = catalog
+    added = write_packet(seal_parts(repeat_parts(1)), packets)
+    capsys.readouterr()
+    assert _build(data, packets, built) == 0
+    assert "up to date" not in capsys.readouterr().out
+    assert (built / "packets" / added.name).read_bytes() == added.read_bytes()
+
+
+def test_an_unreadable_or_missing_record_costs_one_slower_no_op(built, catalog, capsys):
+    snapshot.Seen.path_for(built).write_text("{not json")
+    assert _build(*catalog, built) == 0
+    assert "inputs and files unchanged" in capsys.readouterr().out
+    assert snapshot.Seen.load(built).site is not None  # written again by the no-op that proved the site
+    snapshot.Seen.path_for(built).unlink()
+    assert _build(*catalog, built) == 0
+    assert snapshot.Seen.load(built).site is not None
+
+
+def test_a_snapshot_no_longer_holds_once_an_entry_is_gone_or_odd(built):
+    taken = snapshot.of_site(built)
+    assert taken is not None and taken.holds({snapshot.SITE: str(built)})
+    (built / "methodology" / "index.html").unlink()
+    assert not taken.holds({snapshot.SITE: str(built)})
+    os.mkfifo(built / "pipe")
+    assert snapshot.of_site(built) is None  # neither file nor folder: only a full check judges it
+
+
+def _clock_that_does_not_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshots see no size or time change, as when a write lands in the same clock tick as the
+    hash before it and keeps the size (git's "racy clean" case)."""
+    real = snapshot.line
+
+    def line(relative: str, st: os.stat_result, sha: str | None = None) -> str:
+        return real(relative, st, sha) if sha is not None else f"{relative}\0{st.st_mode}\0{st.st_ino}\n"
+
+    monkeypatch.setattr(snapshot, "line", line)
+
+
+@pytest.mark.parametrize("racy", [True, False])
+def test_a_file_hashed_within_the_racy_window_is_taken_by_content(catalog, monkeypatch, racy):
+    monkeypatch.setattr(stamp, "RACY_NS", 10**18 if racy else 0)
+    _clock_that_does_not_tick(monkeypatch)
+    data, packets = catalog
+
+    def inputs(seen: snapshot.RootsSeen | None) -> stamp.Inputs:
+        return stamp.input_hash(data, packets, REPO / "templates", "", stamp.Fingerprints(), seen=seen)
+
+    first = inputs(None)
+    assert first.roots is not None
+    assert bool(first.roots.snapshot.recheck) == racy
+    recipe = data / "models" / "fixture-7b.yaml"
+    text = recipe.read_text()
+    recipe.write_text(text.replace("a", "b", 1))
+    again = inputs(first.roots)
+    # outside the window a fingerprint vouches for the bytes: that is why the window exists
+    assert (again.sha256 != first.sha256) == racy
