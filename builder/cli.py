@@ -206,7 +206,7 @@ def _finish(
     for relative in published.touched & hashes.keys():  # the rest: the inodes whose fingerprints were looked up
         known.record(options.out / relative, hashes[relative])
     known.save(options.out)
-    taken = snapshot.of_site(options.out)  # this site, proven by the build that wrote it
+    taken = snapshot.of_written(options.out, files)  # this site, proven by the build that wrote it
     site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None
     snapshot.Seen(inputs.roots, site).save(options.out)
     result.costs.phase("hash, publish", step)

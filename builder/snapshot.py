@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,9 @@ class Snapshot:
         """True when the folders `roots` (name -> path, the names this was taken with) are as they
         were: every entry stat'ed by name, no folder listed."""
         return bool(self.digest) and taken(roots, self.listing, self.recheck) == self.digest
+
+    def as_json(self) -> dict[str, Any]:  # not dataclasses.asdict: it deep-copies 100,000 names
+        return {"digest": self.digest, "listing": dict(self.listing), "recheck": dict(self.recheck)}
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Snapshot:
@@ -122,6 +125,21 @@ def of_site(out: Path) -> Snapshot | None:
     return taking.done()
 
 
+def of_written(out: Path, files: Iterable[str]) -> Snapshot | None:
+    """The snapshot of a site a build has just made hold exactly `files` (output.publish): those
+    files and their folders, stat'ed by name rather than walked; None when one is missing."""
+    entries: set[str] = set()
+    for relative in files:
+        entries.add(relative)
+        folder = relative.rpartition("/")[0]
+        while folder and folder not in entries:
+            entries.add(folder)
+            folder = folder.rpartition("/")[0]
+    listing = {SITE: tuple(sorted(entries))}
+    digest = taken({SITE: os.fspath(out)}, listing, {})
+    return Snapshot(digest, listing) if digest else None
+
+
 @dataclass(frozen=True)
 class SiteSeen:
     """A site proven intact, the inputs it was built from, and the warnings its build gave."""
@@ -173,7 +191,11 @@ class Seen:
             return cls()
 
     def save(self, out: Path) -> None:
-        body = {"roots": self.roots and asdict(self.roots), "site": self.site and asdict(self.site)}
+        roots, site = self.roots, self.site
+        body = {
+            "roots": roots and {"snapshot": roots.snapshot.as_json(), "sha256": roots.sha256, "context": roots.context},
+            "site": site and {"snapshot": site.snapshot.as_json(), "inputs": site.inputs, "warnings": site.warnings},
+        }
         target = self.path_for(out)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

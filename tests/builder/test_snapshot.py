@@ -40,6 +40,14 @@ def _refuse(monkeypatch: pytest.MonkeyPatch, what: str) -> None:
     monkeypatch.setattr(stamp, what, refused)
 
 
+def test_a_build_snapshots_every_entry_of_the_site_it_wrote(built):
+    recorded = snapshot.Seen.load(built).site
+    walked = snapshot.of_site(built)
+    assert recorded is not None and walked is not None
+    assert set(recorded.snapshot.listing[snapshot.SITE]) == set(walked.listing[snapshot.SITE])
+    assert recorded.snapshot.holds({snapshot.SITE: str(built)})
+
+
 def test_a_no_op_reads_no_fingerprint_table_manifest_or_file(built, catalog, monkeypatch, capsys):
     _refuse(monkeypatch, "unchanged")
     _refuse(monkeypatch, "recorded")
