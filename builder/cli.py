@@ -75,10 +75,10 @@ def _sha256(content: bytes | Path, known: stamp.Fingerprints) -> str:
 def _up_to_date(
     options: argparse.Namespace,
     known: stamp.Fingerprints,
+    warnings: list[str],
     seen: snapshot.Seen,
     now: snapshot.Seen,
     started: float,
-    warnings: list[str] | None = None,
 ) -> int:
     """The site is current: its recorded warnings are judged again (for --strict), and what proved
     it is kept for the next run."""
@@ -86,12 +86,24 @@ def _up_to_date(
         known.save(options.out)  # the next no-op will not read those bytes again
     if now != seen:
         now.save(options.out)
-    if warnings is None:
-        warnings = list(now.site.warnings) if now.site else []
     if report(warnings, options.strict):
         return 1
     print(f"{options.out} is up to date: inputs and files unchanged ({time.perf_counter() - started:.2f} s)")
     return 0
+
+
+def _input_hash(
+    options: argparse.Namespace, known: stamp.Fingerprints, seen: snapshot.RootsSeen | None
+) -> stamp.Inputs:
+    return stamp.input_hash(
+        options.data,
+        options.packets,
+        options.templates,
+        options.base_url,
+        known,
+        allow_unsigned=options.allow_unsigned,
+        seen=seen,
+    )
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -103,26 +115,23 @@ def run(argv: list[str] | None = None) -> int:
         from builder.output import clean_leftovers, real_output
 
         clean_leftovers(real_output(options.out))  # what a killed build left, even when nothing changed
-    inputs = stamp.input_hash(
-        options.data,
-        options.packets,
-        options.templates,
-        options.base_url,
-        known,
-        allow_unsigned=options.allow_unsigned,
-        seen=seen.roots,
-    )
+    inputs = _input_hash(options, known, seen.roots)
     manifest = None
     if not options.check:
-        if seen.site is not None and not inputs.irregular and seen.site.holds(options.out, inputs.sha256):
-            return _up_to_date(options, known, seen, snapshot.Seen(inputs.roots, seen.site), started)
+        site = seen.site
+        if site is not None and not inputs.irregular and site.holds(options.out, inputs.sha256):
+            now = snapshot.Seen(inputs.roots, site)
+            return _up_to_date(options, known, list(site.warnings), seen, now, started)
         manifest = stamp.recorded(real_output(options.out))
         if manifest is not None and manifest.get("inputs") == inputs.sha256 and not inputs.irregular:
             taken = snapshot.of_site(options.out)  # before the files are checked: no later change passes as proven
             warnings = stamp.unchanged(options.out, inputs, known, manifest)
             if warnings is not None:
                 site = snapshot.SiteSeen(taken, inputs.sha256, tuple(warnings)) if taken else None
-                return _up_to_date(options, known, seen, snapshot.Seen(inputs.roots, site), started, warnings)
+                return _up_to_date(options, known, warnings, seen, snapshot.Seen(inputs.roots, site), started)
+    if seen.roots is not None and inputs.roots is seen.roots:
+        # proven by the snapshot, no input's sha256 was looked up: the build reads its packets by them
+        inputs = _input_hash(options, known, None)
 
     from builder.incremental import Previous
     from builder.output import check_output_folder, real_output, scratch_folder, spare_taken

@@ -75,6 +75,15 @@ def test_a_touched_input_is_looked_up_and_the_no_op_still_holds(built, catalog, 
     assert _build(*catalog, built) == 0
 
 
+def test_a_build_after_a_proven_input_hash_still_knows_every_input(built, catalog):
+    """A site edit fails the site's snapshot but not the inputs': the build that follows still
+    needs each input's sha256 (packets are read by it), and the fingerprints must keep them."""
+    inputs = {str(p.resolve()) for folder in catalog for p in folder.rglob("*") if p.is_file()}
+    (built / "index.html").write_text("hand edit")
+    assert _build(*catalog, built) == 0
+    assert inputs <= stamp.Fingerprints.load(built).known.keys()
+
+
 @pytest.mark.parametrize("change", ["stray file", "stray folder", "removed page", "edited page"])
 def test_any_change_to_the_site_defeats_its_snapshot(built, catalog, change, capsys):
     index = built / "index.html"
