@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -158,7 +159,9 @@ def run(argv: list[str] | None = None) -> int:
     previous = None
     if not options.full and not inputs.irregular:
         site_now = real_output(options.out)
-        current_site = stamp.intact(site_now, known, manifest, strays=False)  # none is taken into the new site
+        unchanged_since = seen.site is not None and seen.site.snapshot.holds({snapshot.SITE: os.fspath(options.out)})
+        # a stray is not taken into the new site: only the files recorded are checked
+        current_site = manifest if unchanged_since else stamp.intact(site_now, known, manifest, strays=False)
         previous = Previous.from_manifest(site_now, current_site, known.sha256_at_start) if current_site else None
     # the spare is listed on a thread while the site is built
     with scratch_folder(options.out) as scratch, spare_taken(options.out, stamp.spare_site(options.out)) as spare:

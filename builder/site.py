@@ -51,7 +51,7 @@ class BuildResult:
     rendered_in: Path | None = None  # the folder whose files are this build's own pages (movable)
     build_date: str = ""
     page_warnings: dict[str, list[str]] = field(default_factory=dict)  # recorded for incremental rebuilds
-    digests: dict[str, str] = field(default_factory=dict)  # sha256 of the pages workers wrote into `scratch`
+    digests: dict[str, str] = field(default_factory=dict)  # sha256 of pages written into `scratch` or kept
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -295,6 +295,8 @@ def build_files(
         if own:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+    if previous is not None:  # a kept page is what the manifest of the site it comes from says
+        digests.update({path: previous.files[path] for path in kept})
     page_warnings: dict[str, list[str]] = {}
     for page in found:  # each page's warnings in page order; a kept page's as the site recorded them
         source = previous.page_warnings if previous is not None and page.path in kept else said
