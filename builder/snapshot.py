@@ -64,12 +64,12 @@ class Snapshot:
 
 def taken(roots: Mapping[str, str], listing: Listing, recheck: Listing) -> str:
     """The digest of the entries in `listing`, each by os.lstat now (in `recheck`: by content);
-    "" when one is gone or unreadable."""
+    "" when one is gone or unreadable. A root is stat'ed through a link (`root_stat`)."""
     lines = []
     lstat = os.lstat
     try:
         for name, root in roots.items():
-            lines.append(line(f"/{name}", lstat(root)))
+            lines.append(line(f"/{name}", root_stat(root)))
             prefix, again = root + "/", frozenset(recheck.get(name, ()))
             for relative in listing.get(name, ()):
                 path = prefix + relative
@@ -80,6 +80,12 @@ def taken(roots: Mapping[str, str], listing: Listing, recheck: Listing) -> str:
     except OSError:
         return ""
     return _digest(lines)
+
+
+def root_stat(root: str) -> os.stat_result:
+    """A root folder's stat, through a link: the walk lists the folder a link leads to, and only
+    that folder's times move when an entry is added in it."""
+    return os.stat(root)
 
 
 class Taking:
@@ -115,7 +121,7 @@ def of_site(out: Path) -> Snapshot | None:
     read or is neither a file nor a folder."""
     taking = Taking()
     try:
-        taking.root(SITE, os.lstat(out))
+        taking.root(SITE, root_stat(os.fspath(out)))
     except OSError:
         return None
     for entry in tree.walk(str(out)):

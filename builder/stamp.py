@@ -30,7 +30,7 @@ from stat import S_ISREG
 from typing import Any
 
 from builder import routes, tree
-from builder.snapshot import RootsSeen, Taking
+from builder.snapshot import RootsSeen, Taking, root_stat
 
 MANIFEST = routes.BUILD_MANIFEST
 SOURCE = Path(__file__).resolve().parent.parent
@@ -168,7 +168,7 @@ def _root_lines(
     code, its .py files only). Each entry also goes into the snapshot `taking`: by its stat, or,
     hashed within the racy window (`now`), by its content."""
     try:
-        st = os.lstat(root)  # before the folder is listed: what is added after moves its mtime
+        st = root_stat(root)  # before the folder is listed: what is added after moves its mtime
     except OSError:
         st = None
     if st is None or not os.path.isdir(root):

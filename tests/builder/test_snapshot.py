@@ -161,3 +161,26 @@ def test_a_file_hashed_within_the_racy_window_is_taken_by_content(catalog, monke
     again = inputs(first.roots)
     # outside the window a fingerprint vouches for the bytes: that is why the window exists
     assert (again.sha256 != first.sha256) == racy
+
+
+@pytest.mark.parametrize("behind_a_link", ["packets", "site"])
+def test_a_folder_behind_a_link_is_snapshot_through_it(tmp_path, catalog, monkeypatch, capsys, behind_a_link):
+    """A link's own stat does not move when an entry is added in the folder it names: a root is
+    taken by the folder it leads to, as the walk and the build see it."""
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    data, packets = catalog
+    linked = tmp_path / "packets-link"
+    linked.symlink_to(packets)
+    real_site = tmp_path / "real-site"
+    real_site.mkdir()
+    out = tmp_path / "site-link"
+    out.symlink_to(real_site)
+    assert _build(data, linked, out) == 0
+    if behind_a_link == "packets":
+        write_packet(seal_parts(repeat_parts(1)), packets)
+    else:
+        (real_site / "stray.html").write_text("not built")
+    capsys.readouterr()
+    assert _build(data, linked, out) == 0
+    assert "up to date" not in capsys.readouterr().out
+    assert not (real_site / "stray.html").exists()
