@@ -83,8 +83,8 @@ def _up_to_date(
 ) -> int:
     """The site is current: its recorded warnings are judged again (for --strict), and what proved
     it is kept for the next run."""
-    if known.hashed_bytes:
-        known.save(options.out)  # the next no-op will not read those bytes again
+    if known.hashed_bytes:  # the next no-op will not read those bytes again
+        known.save(options.out, keep_unseen=seen.proved(now.roots))
     if now != seen:
         now.save(options.out)
     if report(warnings, options.strict):
@@ -130,7 +130,7 @@ def run(argv: list[str] | None = None) -> int:
             if warnings is not None:
                 site = snapshot.SiteSeen(taken, inputs.sha256, tuple(warnings)) if taken else None
                 return _up_to_date(options, known, warnings, seen, snapshot.Seen(inputs.roots, site), started)
-    if seen.roots is not None and inputs.roots is seen.roots:
+    if seen.proved(inputs.roots):
         # proven by the snapshot, no input's sha256 was looked up: the build reads its packets by them
         inputs = _input_hash(options, known, None)
 

@@ -175,6 +175,11 @@ class Seen:
     roots: RootsSeen | None = None
     site: SiteSeen | None = None
 
+    def proved(self, roots: RootsSeen | None) -> bool:
+        """True when `roots` (stamp.Inputs.roots) is this record's own, taken as it was because its
+        snapshot held: no input's sha256 was looked up to get it."""
+        return self.roots is not None and roots is self.roots
+
     @staticmethod
     def path_for(out: Path) -> Path:
         return tree.cached(out, "snapshots", ".json")

@@ -126,9 +126,11 @@ class Fingerprints:
         """A file this build just wrote with known content."""
         self.fresh[self._key(path)] = [*_fingerprint(path), sha]
 
-    def save(self, out: Path) -> None:
-        """Keep what this run saw; entries for files it did not look at are dropped."""
-        body = json.dumps(self.fresh, sort_keys=True, separators=(",", ":")) + "\n"
+    def save(self, out: Path, *, keep_unseen: bool = False) -> None:
+        """Keep what this run saw; entries for files it did not look at are dropped, unless
+        `keep_unseen` (a run whose input hash a snapshot proved looked no input up)."""
+        table = {**self.known, **self.fresh} if keep_unseen else self.fresh
+        body = json.dumps(table, sort_keys=True, separators=(",", ":")) + "\n"
         target = self.path_for(out)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -84,6 +84,18 @@ def test_a_build_after_a_proven_input_hash_still_knows_every_input(built, catalo
     assert inputs <= stamp.Fingerprints.load(built).known.keys()
 
 
+def test_a_no_op_proven_through_the_manifest_keeps_every_input_fingerprint(built, catalog, capsys):
+    """A touched site file fails the site's snapshot, so the manifest proves the no-op and the
+    touched file is hashed again; the inputs, proven by their snapshot, were not looked up, and
+    their fingerprints must survive the table being saved."""
+    inputs = {str(p.resolve()) for folder in catalog for p in folder.rglob("*") if p.is_file()}
+    os.utime(built / "index.html")
+    capsys.readouterr()
+    assert _build(*catalog, built) == 0
+    assert "inputs and files unchanged" in capsys.readouterr().out
+    assert inputs <= stamp.Fingerprints.load(built).known.keys()
+
+
 @pytest.mark.parametrize("change", ["stray file", "stray folder", "removed page", "edited page"])
 def test_any_change_to_the_site_defeats_its_snapshot(built, catalog, change, capsys):
     index = built / "index.html"
