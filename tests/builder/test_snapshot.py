@@ -96,6 +96,17 @@ def test_a_no_op_proven_through_the_manifest_keeps_every_input_fingerprint(built
     assert inputs <= stamp.Fingerprints.load(built).known.keys()
 
 
+def test_a_rebuild_that_trusts_the_sites_snapshot_keeps_its_fingerprints(built, catalog):
+    """A one-packet rebuild takes the current site as its snapshot proves it, without looking its
+    files up (publishing compares them through their fingerprints): the fingerprints of the files
+    it keeps must survive, or the next check of the site (a hand edit, --check) reads each again."""
+    data, packets = catalog
+    write_packet(seal_parts(repeat_parts(1)), packets)
+    assert _build(data, packets, built) == 0
+    site_files = {str(p.resolve()) for p in built.rglob("*") if p.is_file() and p.name != stamp.MANIFEST}
+    assert site_files <= stamp.Fingerprints.load(built).known.keys()  # the manifest is read, never looked up
+
+
 @pytest.mark.parametrize("change", ["stray file", "stray folder", "removed page", "edited page"])
 def test_any_change_to_the_site_defeats_its_snapshot(built, catalog, change, capsys):
     index = built / "index.html"
