@@ -207,11 +207,4 @@ class Seen:
             "roots": roots and {"snapshot": roots.snapshot.as_json(), "sha256": roots.sha256, "context": roots.context},
             "site": site and {"snapshot": site.snapshot.as_json(), "inputs": site.inputs, "warnings": site.warnings},
         }
-        target = self.path_for(out)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(body, separators=(",", ":")) + "\n", encoding="utf-8")
-            os.replace(temporary, target)
-        except OSError:
-            pass  # an unwritable cache only makes the next no-op slower
+        tree.store_json(self.path_for(out), body)

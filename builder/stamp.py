@@ -129,16 +129,7 @@ class Fingerprints:
     def save(self, out: Path, *, keep_unseen: bool = False) -> None:
         """Keep what this run saw; entries for files it did not look at are dropped, unless
         `keep_unseen` (a run whose input hash a snapshot proved looked no input up)."""
-        table = {**self.known, **self.fresh} if keep_unseen else self.fresh
-        body = json.dumps(table, sort_keys=True, separators=(",", ":")) + "\n"
-        target = self.path_for(out)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            temporary.write_text(body, encoding="utf-8")
-            os.replace(temporary, target)
-        except OSError:
-            pass  # an unwritable cache only makes the next no-op rebuild slower
+        tree.store_json(self.path_for(out), {**self.known, **self.fresh} if keep_unseen else self.fresh)
 
 
 def spare_site(out: Path) -> Path:

@@ -5,6 +5,7 @@ for an output folder. Stdlib only."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from operator import attrgetter
@@ -27,6 +28,18 @@ def cached(out: Path, kind: str, suffix: str = "") -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-serving-catalog"
     key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:24]
     return cache / f"builder-{kind}-{key}{suffix}"
+
+
+def store_json(target: Path, body: object) -> None:
+    """Write a cache file atomically, as compact JSON; a cache that cannot be written only makes
+    the next build slower."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+        os.replace(temporary, target)
+    except OSError:
+        pass
 
 
 class Entry(NamedTuple):
