@@ -67,17 +67,17 @@ def pages_to_render(previous: Previous | None, context: str, ctx: SiteContext) -
         return None
     affected: set[str] = set()
     filtered = {path for path in previous.files if routes.is_filtered_index(path)}
-    for packet_id, packet in catalog.packets.items():
+    for packet_id, packet in catalog.listing.items():
         envelope = signature_path(catalog.packet_paths[packet_id])
         signed = previous.digest(envelope) if packet.signed else None
-        same = previous.files.get(routes.packet_json(packet_id)) == packet.seal.sha256
+        same = previous.files.get(routes.packet_json(packet_id)) == packet.sha256
         if same and previous.files.get(routes.packet_signature(packet_id)) == signed:
             continue
-        original = catalog.packets.get(packet.reproduces) if packet.reproduces else None
-        cards = {packet.identity.host.hardware} | ({original.identity.host.hardware} if original else set())
+        original = catalog.listing.get(packet.reproduces) if packet.reproduces else None
+        cards = {packet.hardware} | ({original.hardware} if original else set())
         affected |= routes.pages_affected_by(
             packet_id,
-            packet.identity.model.slug,
+            packet.slug,
             sorted(cards),
             reproduces=packet.reproduces,
             filtered_indexes=filtered,

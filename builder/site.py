@@ -65,7 +65,7 @@ def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
         except (ValueError, OverflowError, OSError):
             raise CatalogError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}") from None
     dates = [r.meta.date_updated for r in catalog.recipes.values()]
-    dates += [p.created.date() for p in catalog.packets.values() if p.created]
+    dates += [p.created.date() for p in catalog.listing.values() if p.created]
     return max(dates, default=date(1970, 1, 1))
 
 
@@ -203,13 +203,13 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
                 recipe.meta.description,
             )
         )
-    for packet_id, packet in sorted(catalog.packets.items()):
+    for packet_id, listed in sorted(catalog.listing.items()):
         found.append(
             Page(
                 routes.packet_page(packet_id),
                 "packet.html",
                 partial(_packet_context, packet_id, ctx),
-                packet.title,
+                listed.title,
                 f"Evidence packet {packet_id}",
             )
         )
@@ -237,7 +237,7 @@ def data_files(
     files.update({routes.family_api(v.slug): made.get(v.slug) or family_api(v, stamp) for v in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
         files[routes.packet_json(packet_id)] = path  # copied verbatim: the bytes the digest covers
-        if ctx.catalog.packets[packet_id].signed:
+        if ctx.catalog.listing[packet_id].signed:
             files[routes.packet_signature(packet_id)] = signature_path(path)
     return files
 

@@ -38,9 +38,9 @@ class ViewCache:
         """The family's key; None when one of its packets has no content key (held whole, uncached)."""
         if catalog.summaries is None:
             return None
-        packets = catalog.packets_of(slug)
+        packets = catalog.family_ids(slug)
         content = catalog.summaries.keys
-        involved = [p.id for p in packets] + [r.id for r in catalog.reproductions(packets)]
+        involved = packets + catalog.reproduction_ids(packets)
         if any(packet_id not in content for packet_id in involved):
             return None
         line = "\0".join([self.context, slug, *(f"{i}={content[i]}" for i in involved)])

@@ -13,20 +13,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the builder's command line prints warnings before it imports any model
-    from catalog.packet import Packet
+    from catalog.listing import Listed
     from catalog.recipe import Recipe
 
 
-def lint(recipes: Mapping[str, Recipe], packets: Mapping[str, Packet]) -> list[str]:
+def lint(recipes: Mapping[str, Recipe], listing: Mapping[str, Listed]) -> list[str]:
     """Every data warning of a loaded catalog, families first, then packets, each sorted by id."""
-    families = {packet.identity.model.slug for packet in packets.values()}
+    families = {listed.slug for listed in listing.values()}
     warnings = [
         f"{slug}: no packets; the family page shows labelled gaps" for slug in sorted(recipes) if slug not in families
     ]
-    for packet_id, packet in sorted(packets.items()):
-        for arm in packet.arms:
-            if arm.state.published and len(arm.server_values) < 2:
-                warnings.append(f"{packet_id}: arm {arm.id} is published without a fresh-server pair")
+    for packet_id, listed in sorted(listing.items()):
+        for arm_id in listed.unpaired_arms:
+            warnings.append(f"{packet_id}: arm {arm_id} is published without a fresh-server pair")
     return warnings
 
 

@@ -4,8 +4,8 @@ when there are many (`read_packets`).
 
 Everything about one packet that no other packet takes part in is done where the packet is read:
 verification and the checks against data/ (catalog/cross_check.py). A worker hands back a summary
-as its pickled bytes, straight from the cache when the content was verified before, so it is
-unpickled once, in the process that keeps it.
+as its pickled bytes, so it is unpickled once, in the process that keeps it; a packet verified
+before, only as its listing (catalog/listing.py), its record and summary left in the cache.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from catalog.errors import CatalogError, CatalogErrors
 from catalog.evidence import evidence_problems
 from catalog.forked import forked_map
 from catalog.keys import KeyRing
+from catalog.listing import Listed
 from catalog.packet import Packet
 from catalog.packet_io import read_bytes, read_packet
 from catalog.record import record
-from catalog.summary import RECORD, KnownDigest, SummaryCache, summarize
+from catalog.summary import LISTED, RECORD, KnownDigest, SummaryCache, summarize, unpickled
 
 PACKETS_PER_WORKER = 8  # below this a worker process costs more than it saves
 CHUNK = 32
@@ -34,18 +35,27 @@ CHUNK = 32
 
 @dataclass(frozen=True)
 class Read:
-    """One file's outcome: the packet (whole, a summary, or a record), the problems of the packet
-    alone, and those against data/ (kept apart: a duplicate's are not reported); with a record,
-    the cache key its summary is kept under."""
+    """One file's outcome: the packet (whole, a summary, or a record; None when the cache holds
+    it, under `key`), its listing, the problems of the packet alone, and those against data/
+    (kept apart: a duplicate's are not reported)."""
 
     packet: Packet | None
     problems: list[CatalogError]
     reference_problems: list[CatalogError]
     key: str | None = None
+    listed: Listed | None = None
+
+    @classmethod
+    def of(
+        cls, packet: Packet | Listed | None, problems: list[CatalogError], checked: list[CatalogError], key: str | None
+    ) -> Read:
+        if isinstance(packet, Listed):
+            return cls(None, problems, checked, key, packet)
+        return cls(packet, problems, checked, key, None if packet is None else Listed.of(packet))
 
 
-# What a worker hands back: a packet, or a cached one's pickled bytes; its problems; its key.
-Raw = tuple[Packet | bytes | None, list[CatalogError], list[CatalogError], str | None]
+# What a worker hands back: a packet, a cached one's pickled bytes or listing; its problems; its key.
+Raw = tuple[Packet | Listed | bytes | None, list[CatalogError], list[CatalogError], str | None]
 
 
 def read_verified(
@@ -68,8 +78,8 @@ def read_verified(
 @dataclass(frozen=True)
 class Reader:
     """How this run reads packets; picklable, and inherited by forked workers. With `summaries`
-    and a cache, a packet comes back as its record (catalog/record.py) once its summary is in
-    the cache, where a packet page reads it back (`Summaries`)."""
+    and a cache, a packet verified before comes back as its listing (catalog/listing.py), its
+    record (catalog/record.py) and summary left in the cache (`Summaries`)."""
 
     keys: KeyRing
     allow_unsigned: bool = False
@@ -85,19 +95,19 @@ class Reader:
     def received(
         self,
         path: Path,
-        packet: Packet | bytes | None,
+        packet: Packet | Listed | bytes | None,
         problems: list[CatalogError],
         checked: list[CatalogError],
         key: str | None = None,
     ) -> Read:
-        """A cached packet's pickled bytes unpickled; bytes that no longer unpickle (an entry from
+        """A summary's pickled bytes unpickled; bytes that no longer unpickle (an entry from
         another version of a library) are read again, uncached."""
         if isinstance(packet, bytes):
             decoded = SummaryCache.decode(packet)
             if decoded is None:
                 return self.uncached().read(path)
             packet = decoded
-        return Read(packet, problems, checked, key)
+        return Read.of(packet, problems, checked, key)
 
     def uncached(self) -> Reader:
         return replace(self, cache=None, known=None)
@@ -114,9 +124,9 @@ class Reader:
         except CatalogError as error:
             return None, [error], [], None
         if self.reference is not None and cache.has_verdict(key, self.reference.digest):
-            stored = cache.get_bytes(key, RECORD)
-            if stored is not None:
-                return stored, [], [], key
+            listed = _listed(cache, key)
+            if listed is not None:
+                return listed, [], [], key
         stored = cache.get_bytes(key)
         summary = None if stored is None else SummaryCache.decode(stored)
         held = summary is not None
@@ -136,7 +146,8 @@ class Reader:
         if not held:
             return summary, [], checked, None
         made = record(summary)
-        cache.put(key, made, RECORD)
+        if cache.put(key, made, RECORD):
+            cache.put(key, Listed.of(made), LISTED)
         return made, [], checked, key
 
     def _checked(self, packet: Packet | None, path: Path, key: str | None = None) -> list[CatalogError]:
@@ -148,9 +159,23 @@ class Reader:
         return problems
 
 
+def _listed(cache: SummaryCache, key: str) -> Listed | None:
+    """The listing kept under `key`, made from the record beside it when a cache from before
+    listings has none; None when neither is there (the packet is verified again)."""
+    found = unpickled(stored) if (stored := cache.get_bytes(key, LISTED)) is not None else None
+    if isinstance(found, Listed):
+        return found
+    held = SummaryCache.decode(stored) if (stored := cache.get_bytes(key, RECORD)) is not None else None
+    if held is None:
+        return None
+    listed = Listed.of(held)
+    cache.put(key, listed, LISTED)
+    return listed
+
+
 @dataclass(frozen=True)
 class Summaries:
-    """Where a record's summary is read back from: the cache, under the key each record was read
+    """Where the cache holds a listed packet's record and summary: under the key each was read
     with. A summary the cache has lost since is read and verified again, and a file that changed
     since the build read it is refused: its pages would disagree with the rest of the site."""
 
@@ -171,11 +196,20 @@ class Summaries:
             raise CatalogError("changed while the site was built: build again", file=path)
         return read.packet
 
+    def record(self, packet_id: str, path: Path) -> Packet:
+        """The packet's record (catalog/record.py); made from its summary if the cache lost it."""
+        cache = self.reader.cache
+        stored = None if cache is None else cache.get_bytes(self.keys[packet_id], RECORD)
+        found = None if stored is None else SummaryCache.decode(stored)
+        if found is not None and found.id == packet_id:
+            return found
+        return record(self.of(packet_id, path))
+
 
 def _read_for_parent(reader: Reader, path: Path) -> Raw:
     """In a worker: a summary or record goes back as pickled bytes, unpickled once, by the caller."""
     packet, problems, checked, key = reader._read(path)
-    if isinstance(packet, Packet) and reader.summaries:
+    if isinstance(packet, Packet) and reader.summaries:  # a listing is small: pickled as it is
         packet = pickle.dumps(packet, protocol=pickle.HIGHEST_PROTOCOL)
     return packet, problems, checked, key
 

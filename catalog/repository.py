@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from catalog.hardware import Hardware, HardwareFile
 from catalog.keys import KeyRing, load_keys
 from catalog.layout import SIGNATURE_SUFFIX, is_signature
 from catalog.lint import lint
+from catalog.listing import Listed
 from catalog.loading import load_file
 from catalog.overlay import load_overlay
 from catalog.packet import Packet
@@ -31,41 +32,84 @@ from catalog.summary import KnownDigest, SummaryCache
 T = TypeVar("T")
 
 
+class Packets(Mapping[str, Packet]):
+    """Every packet by id, in file-name order: those held (whole, or as summaries), and those the
+    summary cache holds, each unpickled from it as its record (catalog/record.py) on first use.
+    So a build reads the records of the families whose views it makes, not of all 20,000."""
+
+    def __init__(
+        self, held: dict[str, Packet], listing: dict[str, Listed], paths: dict[str, Path], summaries: Summaries | None
+    ):
+        self._held = held
+        self._listing = listing
+        self._paths = paths
+        self._summaries = summaries
+
+    def held(self, packet_id: str) -> Packet | None:
+        """The packet as held now, without reading its record."""
+        return self._held.get(packet_id)
+
+    def __getitem__(self, packet_id: str) -> Packet:
+        found = self._held.get(packet_id)
+        if found is None:
+            if packet_id not in self._listing or self._summaries is None:
+                raise KeyError(packet_id)
+            found = self._held[packet_id] = self._summaries.record(packet_id, self._paths[packet_id])
+        return found
+
+    def __contains__(self, packet_id: object) -> bool:
+        return packet_id in self._listing
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._listing)
+
+    def __len__(self) -> int:
+        return len(self._listing)
+
+
 @dataclass(frozen=True)
 class Catalog:
     recipes: dict[str, Recipe]
     hardware: dict[str, Hardware]
     suites: dict[str, Suite]
     canary_sets: dict[str, CanarySet]
-    packets: dict[str, Packet]
+    packets: Packets
+    # Every packet's line (catalog/listing.py): what pages other than its family's read of it.
+    listing: dict[str, Listed] = field(default_factory=dict)
     keys: KeyRing = field(default_factory=KeyRing.empty)
     packet_paths: dict[str, Path] = field(default_factory=dict)
-    reproduced_by: dict[str, list[Packet]] = field(default_factory=dict)
-    by_family: dict[str, list[Packet]] = field(default_factory=dict)
+    reproduced_by: dict[str, list[str]] = field(default_factory=dict)  # packet id -> ids reproducing it
+    by_family: dict[str, list[str]] = field(default_factory=dict)  # family slug -> its packet ids
     # Data warnings (catalog/lint.py): shown by verify and the builder, fatal under --strict.
     warnings: list[str] = field(default_factory=list)
     # card id -> family slug -> its packets on that card, in id order (the hardware pages' rows)
-    by_hardware: dict[str, dict[str, list[Packet]]] = field(default_factory=dict)
+    by_hardware: dict[str, dict[str, list[Listed]]] = field(default_factory=dict)
     # Where the summaries of packets held as records are (catalog/record.py); None: none is.
     summaries: Summaries | None = None
 
     def summary(self, packet_id: str) -> Packet:
         """The packet with its prompt rows: the one held, or, for a record, its summary read back."""
-        packet = self.packets[packet_id]
-        if self.summaries is None or not is_record(packet):
-            return packet
+        held = self.packets.held(packet_id)
+        if self.summaries is None or (held is not None and not is_record(held)):
+            return self.packets[packet_id]
         return self.summaries.of(packet_id, self.packet_paths[packet_id])
 
-    def packets_of(self, slug: str) -> list[Packet]:
+    def family_ids(self, slug: str) -> list[str]:
         return self.by_family.get(slug, [])
 
-    def families_on(self, hardware_id: str) -> dict[str, list[Packet]]:
+    def packets_of(self, slug: str) -> list[Packet]:
+        return [self.packets[packet_id] for packet_id in self.family_ids(slug)]
+
+    def families_on(self, hardware_id: str) -> dict[str, list[Listed]]:
         """Each family measured on the card, by slug, with its packets there: looked up, not scanned."""
         return self.by_hardware.get(hardware_id, {})
 
+    def reproduction_ids(self, packet_ids: Iterable[str]) -> list[str]:
+        return [r for p in packet_ids for r in self.reproduced_by.get(p, [])]
+
     def reproductions(self, packets: Iterable[Packet]) -> list[Packet]:
         """The packets that reproduce any of `packets`: all a grade needs to see, looked up, not scanned."""
-        return [r for p in packets for r in self.reproduced_by.get(p.id, [])]
+        return [self.packets[r] for r in self.reproduction_ids(p.id for p in packets)]
 
 
 class _Collector:
@@ -148,7 +192,8 @@ def _load_catalog(
         unloaded.add("*hardware")  # not a valid slug, so no hardware id can collide with it
     reference = Reference(recipes, hardware, suites, canary_sets, frozenset(unloaded), data_digest(data_dir))
     reader = Reader(keys, allow_unsigned, cache, summaries, reference, known if cache is not None else None)
-    packets: dict[str, Packet] = {}
+    held: dict[str, Packet] = {}
+    listing: dict[str, Listed] = {}
     paths: dict[str, Path] = {}
     keys_of_records: dict[str, str] = {}
     # by name: the same order as the paths' own, without 40,000 Path comparisons in Python
@@ -157,48 +202,52 @@ def _load_catalog(
     _check_signatures_have_packets(entries, found)
     for path, read in zip(packet_files, read_packets(packet_files, reader), strict=True):
         found.errors.extend(read.problems)
-        packet = read.packet
-        if packet is None:
+        listed = read.listed
+        if listed is None:
             continue
-        if packet.id in packets:
-            found.add(f"same packet as {paths[packet.id].name}", file=path, field="id")
+        if listed.id in listing:
+            found.add(f"same packet as {paths[listed.id].name}", file=path, field="id")
             continue
-        packets[packet.id] = packet
-        paths[packet.id] = path
+        listing[listed.id] = listed
+        paths[listed.id] = path
+        if read.packet is not None:
+            held[listed.id] = read.packet
         if read.key is not None:
-            keys_of_records[packet.id] = read.key
+            keys_of_records[listed.id] = read.key
         found.errors.extend(read.reference_problems)
     if summaries:
-        _read_whole(packets, paths, keys, allow_unsigned)
-    for packet_id, packet in packets.items():
-        if packet.reproduces and packet.reproduces not in packets:
-            found.add(f"names unknown packet {packet.reproduces!r}", file=paths[packet_id], field="reproduces")
-        elif packet.reproduces:
-            found.errors.extend(located(reproduction_problems(packet, packets[packet.reproduces]), paths[packet_id]))
+        _read_whole(held, listing, paths, keys, allow_unsigned)
+    for packet_id, listed in listing.items():
+        if listed.reproduces and listed.reproduces not in listing:
+            found.add(f"names unknown packet {listed.reproduces!r}", file=paths[packet_id], field="reproduces")
+        elif listed.reproduces:
+            problems = reproduction_problems(held[packet_id], held[listed.reproduces])
+            found.errors.extend(located(problems, paths[packet_id]))
     found.raise_if_any()
-    reproduced_by: dict[str, list[Packet]] = {}
-    by_family: dict[str, list[Packet]] = {}
-    by_hardware: dict[str, dict[str, list[Packet]]] = {}
-    for _, packet in sorted(packets.items()):
-        slug = packet.identity.model.slug
-        by_family.setdefault(slug, []).append(packet)
-        by_hardware.setdefault(packet.identity.host.hardware, {}).setdefault(slug, []).append(packet)
-        if packet.reproduces:
-            reproduced_by.setdefault(packet.reproduces, []).append(packet)
+    reproduced_by: dict[str, list[str]] = {}
+    by_family: dict[str, list[str]] = {}
+    by_hardware: dict[str, dict[str, list[Listed]]] = {}
+    for packet_id, listed in sorted(listing.items()):
+        by_family.setdefault(listed.slug, []).append(packet_id)
+        by_hardware.setdefault(listed.hardware, {}).setdefault(listed.slug, []).append(listed)
+        if listed.reproduces:
+            reproduced_by.setdefault(listed.reproduces, []).append(packet_id)
     by_hardware = {hw: dict(sorted(families.items())) for hw, families in by_hardware.items()}
+    stored = Summaries(reader, keys_of_records) if keys_of_records else None
     return Catalog(
-        recipes,
-        hardware,
-        suites,
-        canary_sets,
-        packets,
-        keys,
-        paths,
-        reproduced_by,
-        by_family,
-        lint(recipes, packets),
-        by_hardware,
-        Summaries(reader, keys_of_records) if keys_of_records else None,
+        recipes=recipes,
+        hardware=hardware,
+        suites=suites,
+        canary_sets=canary_sets,
+        packets=Packets(held, listing, paths, stored),
+        listing=listing,
+        keys=keys,
+        packet_paths=paths,
+        reproduced_by=reproduced_by,
+        by_family=by_family,
+        warnings=lint(recipes, listing),
+        by_hardware=by_hardware,
+        summaries=stored,
     )
 
 
@@ -226,14 +275,16 @@ def _check_signatures_have_packets(entries: list[Path], found: _Collector) -> No
             found.add("a signature for a packet that is not here", file=path, field="subject")
 
 
-def _read_whole(packets: dict[str, Packet], paths: dict[str, Path], keys: KeyRing, allow_unsigned: bool) -> None:
+def _read_whole(
+    held: dict[str, Packet], listing: dict[str, Listed], paths: dict[str, Path], keys: KeyRing, allow_unsigned: bool
+) -> None:
     """Reproductions and the packets they name compare whole token arrays: read those few whole
     again (their bytes were verified a moment ago; a file changed since is refused here)."""
-    involved = {p.reproduces for p in packets.values() if p.reproduces} | {
-        i for i, p in packets.items() if p.reproduces
+    involved = {p.reproduces for p in listing.values() if p.reproduces} | {
+        i for i, p in listing.items() if p.reproduces
     }
-    for packet_id in sorted(involved & packets.keys()):
-        packets[packet_id] = read_packet(paths[packet_id], keys, allow_unsigned=allow_unsigned)
+    for packet_id in sorted(involved & listing.keys()):
+        held[packet_id] = read_packet(paths[packet_id], keys, allow_unsigned=allow_unsigned)
 
 
 def _load_recipes(directory: Path, found: _Collector, cache: SummaryCache | None = None) -> dict[str, Recipe]:

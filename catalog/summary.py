@@ -13,7 +13,8 @@ the key ring (data/keys.yaml), --allow-unsigned, and the verifier itself (the so
 catalog module and the versions of the libraries it validates with). So an entry can never be
 stale: any change to one of them is another key. Only packets that verified with no problem are
 stored, each as its summary and, beside it, its record (catalog/record.py: the summary without
-its prompt rows, what the builder holds). Beside an entry, an empty `.checked` file records that
+its prompt rows, what a family's views read) and its listing (catalog/listing.py: what the rest
+of the site reads). Beside an entry, an empty `.checked` file records that
 the content also passed the checks against data/ (catalog/cross_check.py), under a key that adds
 the digest of every data file.
 Entries are pickles, trusted like the Python bytecode cache beside them: whoever can write the
@@ -46,8 +47,9 @@ CATALOG_SOURCE = Path(__file__).resolve().parent
 VERIFIER_LIBRARIES = ("pydantic", "pydantic-core", "cryptography", "securesystemslib", "pyyaml")
 FORMAT = 1  # bump when the stored form changes
 KnownDigest = Callable[[Path], str | None]  # a file's sha256 when already known, else None
-SUMMARY = "pickle"  # an entry's kinds: the summary, and its record (catalog/record.py)
+SUMMARY = "pickle"  # an entry's kinds: the summary, its record (catalog/record.py) and listing (catalog/listing.py)
 RECORD = "record"
+LISTED = "listed"
 
 
 def summarize(packet: Packet) -> Packet:
@@ -203,6 +205,6 @@ class SummaryCache:
         except OSError:
             pass
 
-    def put(self, key: str, summary: BaseModel, kind: str = SUMMARY) -> bool:
+    def put(self, key: str, summary: object, kind: str = SUMMARY) -> bool:
         """Store atomically; whether it was stored (if not, the builder holds the summary itself)."""
         return store_pickled(self._file(key, kind), summary)

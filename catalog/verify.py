@@ -24,7 +24,7 @@ def run() -> int:
     print(
         f"verified {len(catalog.packets)} packets, {len(catalog.recipes)} recipes, "
         f"{len(catalog.hardware)} hardware entries, {len(catalog.suites)} suites: every hash re-computes, "
-        f"{sum(p.signed for p in catalog.packets.values())} signatures verify"
+        f"{sum(p.signed for p in catalog.listing.values())} signatures verify"
         + (f", {len(catalog.warnings)} warning(s)" if catalog.warnings else "")
     )
     return 1 if failed_strict else 0

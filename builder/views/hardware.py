@@ -14,7 +14,7 @@ from builder.views.family import FamilyView
 from builder.views.index import best_pick
 from builder.views.results import STATE_LABELS
 from catalog.hardware import Hardware
-from catalog.packet import Packet
+from catalog.listing import Listed
 from catalog.repository import Catalog
 
 NO_PICK_REASON = "no result on this card qualifies for a figure (two servers, every gate passed)"
@@ -100,7 +100,7 @@ def _specs(hw: Hardware) -> list[Fact]:
     return facts
 
 
-def _family_row(slug: str, on_card: list[Packet], view: FamilyView | None, hw_id: str) -> FamilyRow:
+def _family_row(slug: str, on_card: list[Listed], view: FamilyView | None, hw_id: str) -> FamilyRow:
     family = Link(view.title if view else slug, routes.family_page(slug))
     packets = num(len(on_card), 0)
     pick = best_pick(view, {"hw": hw_id}) if view else None
@@ -120,7 +120,7 @@ def _family_row(slug: str, on_card: list[Packet], view: FamilyView | None, hw_id
     return FamilyRow(
         family=family,
         evidence=Link(best.id, routes.packet_page(best.id)),
-        quantization=best.identity.model.quantization_label,
+        quantization=best.quantization_label,
         cards=None,
         state=best.state.value,
         state_label=STATE_LABELS[best.state.value],

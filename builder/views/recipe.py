@@ -175,12 +175,12 @@ def with_depth(args: list[str], depth: int) -> list[str]:
 def image_digests(ctx: SiteContext, slug: str) -> dict[str, str]:
     """Docker image -> the sha256 digest a packet of this model recorded for it (the newest)."""
     newest: dict[str, tuple[tuple[str, str], str]] = {}  # image -> (created, packet id), digest
-    for packet in ctx.catalog.packets_of(slug):
-        runtime = packet.identity.runtime
-        if runtime.image and runtime.image_digest and DIGEST.match(runtime.image_digest):
+    for packet_id in ctx.catalog.family_ids(slug):
+        packet = ctx.catalog.listing[packet_id]
+        if packet.image and packet.image_digest and DIGEST.match(packet.image_digest):
             order = (packet.created.isoformat() if packet.created else "", packet.id)
-            if runtime.image not in newest or order > newest[runtime.image][0]:
-                newest[runtime.image] = (order, runtime.image_digest)
+            if packet.image not in newest or order > newest[packet.image][0]:
+                newest[packet.image] = (order, packet.image_digest)
     return {image: digest for image, (_, digest) in newest.items()}
 
 

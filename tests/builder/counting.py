@@ -1,5 +1,5 @@
 """Patches that record what a build does in this process, for tests that assert it did not do
-something again: read a file's bytes to hash it, or make a family's view."""
+something again: read a file's bytes to hash it, make a family's view, or read a packet's record."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pytest
 
 from builder import site as site_module
 from builder import tree
+from catalog.packet import Packet
+from catalog.packet_reading import Summaries
 
 
 def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -36,3 +38,16 @@ def family_views_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(site_module, "family_view", counting)
     return made
+
+
+def records_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The id of every packet whose record (catalog/record.py) the build reads from the cache."""
+    read: list[str] = []
+    real = Summaries.record
+
+    def counting(self: Summaries, packet_id: str, path: Path) -> Packet:
+        read.append(packet_id)
+        return real(self, packet_id, path)
+
+    monkeypatch.setattr(Summaries, "record", counting)
+    return read

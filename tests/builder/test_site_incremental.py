@@ -11,7 +11,8 @@ import pytest
 from builder.cli import run
 from catalog.layout import signature_path
 from catalog.packet_io import write_packet
-from tests.builder.counting import family_views_made
+from catalog.repository import load_catalog
+from tests.builder.counting import family_views_made, records_read
 from tests.builder.factory import measured_parts, write_catalog
 from tests.catalog.factories import seal_parts
 
@@ -103,3 +104,22 @@ def test_a_new_packet_makes_only_its_familys_view_again(built, tmp_path, monkeyp
     assert len(made) == len(list((data / "models").glob("*.yaml")))
     assert _snapshot(site) == _snapshot(uncached)
     assert (site / "packets" / added.stem / "index.html").is_file()
+
+
+def test_a_new_packet_reads_the_records_of_its_family_only(tmp_path, monkeypatch):
+    """The rest of the site (index, hardware pages, API, the page list) reads every packet's
+    listing (catalog/listing.py); a record is read only by a family view made again."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets = write_catalog(tmp_path / "tree", load=True)
+    site = tmp_path / "site"
+    _build(data, packets, site, tmp_path / "t0.json")
+    records = records_read(monkeypatch)
+    added = _add_campaign(packets, "Fixture 7B, the same campaign again")
+    _build(data, packets, site, tmp_path / "t1.json")
+    catalog = load_catalog(data, packets)
+    family = catalog.family_ids(measured_parts().identity.model.slug)
+    assert len(family) < len(catalog.listing)  # another family has packets: they must not be read
+    assert sorted(records) == sorted(set(family) - {added.stem})  # the new one: held, just verified
+    full = tmp_path / "full"
+    _build(data, packets, full, tmp_path / "t2.json", "--full", "--no-cache")
+    assert _snapshot(site) == _snapshot(full)

@@ -136,12 +136,51 @@ def test_a_corrupt_cache_entry_is_verified_again(catalog_dirs, cache_home, monke
     data, packets = catalog_dirs
     verified = _count_verifications(monkeypatch)
     first = load_catalog(data, packets, summaries=True, use_cache=True)
-    for entry in [*cache_home.rglob("*.pickle"), *cache_home.rglob("*.record")]:
+    for entry in [*cache_home.rglob("*.pickle"), *cache_home.rglob("*.record"), *cache_home.rglob("*.listed")]:
         entry.write_bytes(b"not a pickle")
     verified.clear()
     again = load_catalog(data, packets, summaries=True, use_cache=True)
     assert sorted(verified) == _packet_files(packets)
     assert {i: again.summary(i) for i in again.packets} == {i: first.summary(i) for i in first.packets}
+
+
+def test_a_listed_packet_whose_record_and_summary_are_lost_is_verified_again_when_read(
+    catalog_dirs, cache_home, monkeypatch
+):
+    """A load reads only listings: the record and summary it did not read are verified again by the
+    page or view that needs them, from the file, never taken on trust or as absent."""
+    data, packets = catalog_dirs
+    verified = _count_verifications(monkeypatch)
+    first = load_catalog(data, packets, summaries=True, use_cache=True)
+    records = {i: first.packets[i] for i in first.packets}
+    summaries = {i: first.summary(i) for i in first.packets}
+    for entry in [*cache_home.rglob("*.pickle"), *cache_home.rglob("*.record")]:
+        entry.write_bytes(b"not a pickle")
+    verified.clear()
+    again = load_catalog(data, packets, summaries=True, use_cache=True)
+    assert verified == []
+    assert {i: again.packets[i] for i in again.packets} == records
+    assert sorted(verified) == _packet_files(packets)
+    verified.clear()
+    assert {i: again.summary(i) for i in again.packets} == summaries
+    assert sorted(verified) == _packet_files(packets)
+
+
+def test_a_cached_listing_is_the_listing_of_the_packet_verified_whole(catalog_dirs, cache_home, monkeypatch):
+    """The listing (catalog/listing.py) is all a load reads of a packet verified before; a cache
+    from before listings has only records, and the listing is made from the record, once."""
+    data, packets = catalog_dirs
+    whole = load_catalog(data, packets).listing
+    load_catalog(data, packets, summaries=True, use_cache=True)
+    verified = _count_verifications(monkeypatch)
+    assert load_catalog(data, packets, summaries=True, use_cache=True).listing == whole
+    listed = sorted(cache_home.rglob("*.listed"))
+    assert len(listed) == len(whole)
+    for entry in listed:
+        entry.unlink()
+    assert load_catalog(data, packets, summaries=True, use_cache=True).listing == whole
+    assert verified == []
+    assert len(sorted(cache_home.rglob("*.listed"))) == len(whole)
 
 
 def test_the_builder_uses_the_cache_unless_told_not_to(catalog_dirs, cache_home, tmp_path, monkeypatch):
