@@ -146,8 +146,9 @@ class Reader:
         if not held:
             return summary, [], checked, None
         made = record(summary)
-        if cache.put(key, made, RECORD):
-            cache.put(key, Listed.of(made), LISTED)
+        listed = Listed.of(made)
+        if cache.put(key, made, RECORD) and cache.put(key, listed, LISTED):
+            return listed, [], checked, key  # the rest is read from the cache by whoever needs it
         return made, [], checked, key
 
     def _checked(self, packet: Packet | None, path: Path, key: str | None = None) -> list[CatalogError]:
