@@ -1,12 +1,12 @@
-"""A packet's record: its summary without the prompt rows, what the builder holds of every packet.
+"""A packet's record: its summary without the prompt rows, what its family's views read.
 
-The family, index and hardware views read a packet's identity, arms, server values, gates and
-canaries. Of its prompt rows they read only how many a server has and their prompt sizes (the
-projection's mean prompt), yet the rows are two thirds of a summary's memory: 2 GB at 20,000
-packets. A record keeps the rest of the summary whole and, in place of each server's rows, a
-`RowsElsewhere`: their prompt sizes, one per row. It answers `len()` and `bool()` like the rows did,
-and refuses to be read row by row, so code that needs the rows fails loudly instead of seeing
-none. A packet page reads the whole summary back (Catalog.summary).
+A family's views read each packet's identity, arms, server values, gates and canaries (the rest of
+the site reads only its listing, catalog/listing.py). Of its prompt rows they read only how many a
+server has and their prompt sizes (the projection's mean prompt), yet the rows are two thirds of a
+summary's memory: 2 GB at 20,000 packets. A record keeps the rest of the summary whole and, in place
+of each server's rows, a `RowsElsewhere`: their prompt sizes, one per row. It answers `len()` and
+`bool()` like the rows did, and refuses to be read row by row, so code that needs the rows fails
+loudly instead of seeing none. A packet page reads the whole summary back (Catalog.summary).
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ class Packets(Mapping[str, Packet]):
         if found is None:
             if packet_id not in self._listing or self._summaries is None:
                 raise KeyError(packet_id)
-            found = self._held[packet_id] = self._summaries.record(packet_id, self._paths[packet_id])
+            with collector_paused():  # as the load: a family's 700 objects, never scanned again
+                found = self._held[packet_id] = self._summaries.record(packet_id, self._paths[packet_id])
         return found
 
     def __contains__(self, packet_id: object) -> bool:
@@ -150,9 +151,10 @@ def load_catalog(
     signature that is present is always checked. `summaries` holds packets as summaries
     (catalog/summary.py: what pages show), whole only where a reproduction compares arrays;
     `use_cache` (with summaries) trusts the summary cache for content verified before, and holds
-    each cached packet as its record (catalog/record.py; `Catalog.summary` reads the rest back):
-    the builder's default, never `make verify`'s. `known` gives the sha256 of files the caller
-    has already hashed (the builder's inputs), which the cache is keyed by."""
+    each cached packet as its listing (catalog/listing.py), its record (catalog/record.py) read
+    on first use and its summary by `Catalog.summary`: the builder's default, never `make
+    verify`'s. `known` gives the sha256 of files the caller has already hashed (the builder's
+    inputs), which the cache is keyed by."""
     with collector_paused():
         return _load_catalog(data_dir, packets_dir, allow_unsigned, summaries, use_cache, known)
 
