@@ -11,7 +11,7 @@ before, only as its listing (catalog/listing.py), its record and summary left in
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -87,6 +87,21 @@ class Reader:
     summaries: bool = False
     reference: Reference | None = None
     known: KnownDigest | None = None  # files' sha256 the caller already has (SummaryCache.key)
+    listings: Mapping[str, object] | None = None  # SummaryCache.listings for this run's data/
+
+    def listed_before(self, path: Path) -> Read | None:
+        """The packet as the last load with this data/ listed it, when its content is the same:
+        keyed by the sha256 the caller already has, so its file is not even opened."""
+        if not self.listings or self.cache is None or self.known is None or not self.summaries:
+            return None
+        if self.known(path) is None:
+            return None
+        try:
+            key = self.cache.key(path, known=self.known)
+        except CatalogError:
+            return None
+        found = self.listings.get(key)
+        return Read(None, [], [], key, found) if isinstance(found, Listed) else None
 
     def read(self, path: Path) -> Read:
         """One file, in this process."""
@@ -216,7 +231,17 @@ def _read_for_parent(reader: Reader, path: Path) -> Raw:
 
 
 def read_packets(paths: list[Path], reader: Reader) -> Iterator[Read]:
-    """`reader.read` over every path, in order; on every core when there are enough packets."""
+    """`reader.read` over every path, in order; on every core when there are enough packets. A
+    packet listed before (`Reader.listed_before`) is taken from the listings without a worker."""
+    before = [reader.listed_before(path) for path in paths]
+    rest = [path for path, listed in zip(paths, before, strict=True) if listed is None]
     read = partial(_read_for_parent, reader)
-    for path, raw in zip(paths, forked_map(read, paths, per_worker=PACKETS_PER_WORKER, chunk=CHUNK), strict=True):
-        yield reader.received(path, *raw)
+    made = zip(rest, forked_map(read, rest, per_worker=PACKETS_PER_WORKER, chunk=CHUNK), strict=True)
+    for listed in before:
+        if listed is not None:
+            yield listed
+        else:
+            path, raw = next(made)
+            yield reader.received(path, *raw)
+    for _ in made:  # none is left: this ends the workers
+        pass

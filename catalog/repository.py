@@ -193,7 +193,9 @@ def _load_catalog(
     if hardware_file is None:
         unloaded.add("*hardware")  # not a valid slug, so no hardware id can collide with it
     reference = Reference(recipes, hardware, suites, canary_sets, frozenset(unloaded), data_digest(data_dir))
-    reader = Reader(keys, allow_unsigned, cache, summaries, reference, known if cache is not None else None)
+    listed_before = cache.listings(reference.digest) if cache is not None and known is not None else {}
+    known = known if cache is not None else None
+    reader = Reader(keys, allow_unsigned, cache, summaries, reference, known, listed_before)
     held: dict[str, Packet] = {}
     listing: dict[str, Listed] = {}
     paths: dict[str, Path] = {}
@@ -226,6 +228,10 @@ def _load_catalog(
             problems = reproduction_problems(held[packet_id], held[listed.reproduces])
             found.errors.extend(located(problems, paths[packet_id]))
     found.raise_if_any()
+    if cache is not None and known is not None:
+        listed_now: dict[str, object] = {key: listing[packet_id] for packet_id, key in keys_of_records.items()}
+        if listed_now != listed_before:
+            cache.keep_listings(reference.digest, listed_now)
     reproduced_by: dict[str, list[str]] = {}
     by_family: dict[str, list[str]] = {}
     by_hardware: dict[str, dict[str, list[Listed]]] = {}

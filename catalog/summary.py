@@ -16,7 +16,8 @@ stored, each as its summary and, beside it, its record (catalog/record.py: the s
 its prompt rows, what a family's views read) and its listing (catalog/listing.py: what the rest
 of the site reads). Beside an entry, an empty `.checked` file records that
 the content also passed the checks against data/ (catalog/cross_check.py), under a key that adds
-the digest of every data file.
+the digest of every data file. A load that passes keeps every listing it read in one file
+(`SummaryCache.listings`), under a name that adds the same digest, for the next load to read at once.
 Entries are pickles, trusted like the Python bytecode cache beside them: whoever can write the
 user's cache folder can already change the code that runs.
 """
@@ -50,6 +51,7 @@ KnownDigest = Callable[[Path], str | None]  # a file's sha256 when already known
 SUMMARY = "pickle"  # an entry's kinds: the summary, its record (catalog/record.py) and listing (catalog/listing.py)
 RECORD = "record"
 LISTED = "listed"
+LISTINGS = "listings"  # the folder of the listing files (SummaryCache.listings)
 
 
 def summarize(packet: Packet) -> Packet:
@@ -204,6 +206,26 @@ class SummaryCache:
             target.touch()
         except OSError:
             pass
+
+    def _listings_file(self, data_digest: str) -> Path:
+        name = hashlib.sha256(f"{self.context}\0{data_digest}".encode()).hexdigest()
+        return self.root / LISTINGS / f"{name}.pickle"
+
+    def listings(self, data_digest: str) -> dict[str, object]:
+        """What the last load with this verifier, key ring, options and data/ listed, by content
+        key, in one file (20,000 entries read at once, not one file each): a key in it was
+        verified, and passed the checks against exactly this data/."""
+        if not data_digest:
+            return {}
+        try:
+            found = unpickled(self._listings_file(data_digest).read_bytes())
+        except OSError:
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def keep_listings(self, data_digest: str, listings: dict[str, object]) -> None:
+        if data_digest:
+            store_pickled(self._listings_file(data_digest), listings)
 
     def put(self, key: str, summary: object, kind: str = SUMMARY) -> bool:
         """Store atomically; whether it was stored (if not, the builder holds the summary itself)."""

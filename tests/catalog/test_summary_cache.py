@@ -3,6 +3,7 @@ their bytes, their signature, the key ring and the verifier; `make verify` never
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -181,6 +182,44 @@ def test_a_cached_listing_is_the_listing_of_the_packet_verified_whole(catalog_di
     assert load_catalog(data, packets, summaries=True, use_cache=True).listing == whole
     assert verified == []
     assert len(sorted(cache_home.rglob("*.listed"))) == len(whole)
+
+
+def _known(path: Path) -> str | None:
+    """What the builder gives the loader: each input's sha256, taken once (builder/stamp.py)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def test_a_load_takes_what_the_last_one_listed_from_one_file(catalog_dirs, cache_home, monkeypatch):
+    """A packet the last load with the same data/ listed is not read at all, not even its cache
+    entries; one whose bytes changed, or every one after an edit to data/, is read again."""
+    data, packets = catalog_dirs
+    verified = _count_verifications(monkeypatch)
+    read: list[Path] = []
+    real = packet_reading.Reader._read
+
+    def reading(self: packet_reading.Reader, path: Path) -> object:
+        read.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(packet_reading.Reader, "_read", reading)
+    first = load_catalog(data, packets, summaries=True, use_cache=True, known=_known)
+    assert sorted(read) == _packet_files(packets) == sorted(verified)
+    assert len(list((cache_home / summary.LISTINGS).iterdir())) == 1
+    read.clear()
+    again = load_catalog(data, packets, summaries=True, use_cache=True, known=_known)
+    assert read == [] and again.listing == first.listing
+    assert {i: again.packets[i] for i in again.packets} == {i: first.packets[i] for i in first.packets}
+    changed = _packet_files(packets)[0]
+    changed.write_bytes(changed.read_bytes().replace(b'"seed":', b'"seed": ', 1))  # not canonical
+    with pytest.raises(CatalogError):
+        load_catalog(data, packets, summaries=True, use_cache=True, known=_known)
+    assert read == [changed]
+    read.clear()
+    recipe = sorted((data / "models").glob("*.yaml"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\n# reviewed\n", encoding="utf-8")
+    with pytest.raises(CatalogError):
+        load_catalog(data, packets, summaries=True, use_cache=True, known=_known)
+    assert sorted(read) == _packet_files(packets)
 
 
 def test_the_builder_uses_the_cache_unless_told_not_to(catalog_dirs, cache_home, tmp_path, monkeypatch):
