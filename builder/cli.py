@@ -178,7 +178,6 @@ def _finish(
     spare: Spare | None = None,
 ) -> int:
     from builder.output import Copy, differences, publish
-    from builder.site import check_paths
 
     step = time.perf_counter()
     own = result.rendered_in
@@ -213,7 +212,6 @@ def _finish(
     if failed_strict:
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
-    check_paths(files, options.out)
     published = publish(files, options.out, digest=known.sha256, spare=spare)
     for relative in published.touched & hashes.keys():  # the rest: the inodes whose fingerprints were looked up
         known.record(options.out / relative, hashes[relative])

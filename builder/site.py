@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import partial
@@ -18,7 +18,7 @@ from pathlib import Path
 from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
 from builder.incremental import Previous, pages_to_render
-from builder.output import Targets, check_output_folder, differences, publish
+from builder.output import check_output_folder, differences, publish
 from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
 from builder.view_cache import ViewCache
@@ -337,10 +337,4 @@ def said_by(page_warnings: dict[str, list[str]]) -> dict[str, list[str]]:
     return {path: said for path, said in sorted(page_warnings.items()) if said}
 
 
-def check_paths(files: Mapping[str, object], out: Path) -> None:
-    targets = Targets(out)
-    for relative in files:
-        targets.of(relative)
-
-
-__all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "check_paths", "differences", "publish"]
+__all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "differences", "publish"]

@@ -155,6 +155,32 @@ def test_a_failed_build_leaves_the_site_and_puts_the_spare_back(rebuilt, monkeyp
     assert _siblings(out) == []
 
 
+@pytest.mark.parametrize("bad", ["../outside.html", "packets/../../outside.html", "/tmp/outside.html"])
+def test_a_path_out_of_the_site_is_refused_when_assembling_in_the_spare(rebuilt, monkeypatch, bad):
+    """Every file the spare does not hold already is written through a checked path: a page
+    routed out of the site fails the build, writes nothing outside, and leaves the site."""
+    from builder import site
+
+    data, packets, out = rebuilt
+    spare = stamp.spare_site(out)
+    before, spare_folder = _snapshot(out), spare.stat().st_ino
+    real_build = site.build_files
+
+    def build_out_of_the_site(*args: object, **kwargs: object) -> site.BuildResult:
+        result = real_build(*args, **kwargs)  # type: ignore[arg-type]
+        result.files[bad] = b"written out of the site"
+        return result
+
+    monkeypatch.setattr(site, "build_files", build_out_of_the_site)
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    with pytest.raises(CatalogError, match="refusing to write"):
+        _build(data, packets, out)
+    assert _snapshot(out) == before
+    assert not (out.parent / "outside.html").exists() and not Path("/tmp/outside.html").exists()
+    assert spare.stat().st_ino == spare_folder
+    assert _siblings(out) == []
+
+
 def test_after_a_rebuild_in_the_spare_a_no_op_reads_no_file(rebuilt, monkeypatch):
     """Files left in place keep the fingerprints looked up while publishing; the rest get new ones."""
     monkeypatch.setattr(stamp, "RACY_NS", 0)
