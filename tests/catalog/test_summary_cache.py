@@ -4,6 +4,7 @@ their bytes, their signature, the key ring and the verifier; `make verify` never
 from __future__ import annotations
 
 import hashlib
+import pickle
 from pathlib import Path
 
 import pytest
@@ -220,6 +221,24 @@ def test_a_load_takes_what_the_last_one_listed_from_one_file(catalog_dirs, cache
     with pytest.raises(CatalogError):
         load_catalog(data, packets, summaries=True, use_cache=True, known=_known)
     assert sorted(read) == _packet_files(packets)
+
+
+@pytest.mark.parametrize(
+    "damage", [b"not a pickle", pickle.dumps(["a", "list"]), pickle.dumps({"key": "not a listing"})]
+)
+def test_a_damaged_listings_file_is_read_past(catalog_dirs, cache_home, monkeypatch, damage):
+    """The file of listings is a cache like the rest: damaged, each packet is read from its own
+    entries again (none verified: they still hold), and the file is written anew."""
+    data, packets = catalog_dirs
+    first = load_catalog(data, packets, summaries=True, use_cache=True, known=_known)
+    (listings,) = (cache_home / summary.LISTINGS).iterdir()
+    if b"key" in damage:
+        damage = pickle.dumps(dict.fromkeys(pickle.loads(listings.read_bytes()), "not a listing"))
+    listings.write_bytes(damage)
+    verified = _count_verifications(monkeypatch)
+    again = load_catalog(data, packets, summaries=True, use_cache=True, known=_known)
+    assert verified == [] and again.listing == first.listing
+    assert set(pickle.loads(listings.read_bytes()).values()) == set(first.listing.values())
 
 
 def test_the_builder_uses_the_cache_unless_told_not_to(catalog_dirs, cache_home, tmp_path, monkeypatch):
