@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -107,7 +110,29 @@ def _input_hash(
     )
 
 
+# A build makes millions of objects that live until it ends, and few reference cycles. At Python's
+# default threshold (a young collection every 700 allocations) the cycle collector scanned the
+# long-lived ones again and again: 1.4 s of a one-packet rebuild at 1000 x 20. Forked workers
+# inherit the setting.
+ALLOCATIONS_PER_COLLECTION = 100_000
+
+
+@contextmanager
+def collected_rarely() -> Iterator[None]:
+    before = gc.get_threshold()
+    gc.set_threshold(ALLOCATIONS_PER_COLLECTION, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def run(argv: list[str] | None = None) -> int:
+    with collected_rarely():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     options = parser().parse_args(argv)
     started = time.perf_counter()
     known = stamp.Fingerprints.load(options.out)

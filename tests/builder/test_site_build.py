@@ -362,3 +362,24 @@ def test_targets_resolve_each_folder_once_and_still_refuse_a_link_out(tmp_path):
             targets.of("link/x.html")
         assert targets.of("alias/y.html") == (out / "inside" / "y.html").resolve()
     assert targets.of("packets/a/index.html") == out.resolve() / "packets" / "a" / "index.html"
+
+
+def test_the_cycle_collector_runs_rarely_while_a_build_runs_and_as_before_after(tmp_path, catalog, monkeypatch):
+    """A build's objects live until it ends: collecting every 700 allocations re-scanned them for
+    seconds at scale (bench/FINDINGS.md). The setting is the build's own and is put back."""
+    import gc
+
+    from builder import cli
+
+    seen: list[tuple[int, int, int]] = []
+    real_build = site.build_files
+
+    def recording(*args: object, **kwargs: object) -> site.BuildResult:
+        seen.append(gc.get_threshold())
+        return real_build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(site, "build_files", recording)
+    before = gc.get_threshold()
+    assert _build(*catalog, tmp_path / "site") == 0
+    assert seen and seen[0][0] == cli.ALLOCATIONS_PER_COLLECTION > before[0]
+    assert gc.get_threshold() == before
