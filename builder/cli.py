@@ -21,6 +21,7 @@ from catalog.errors import CatalogError, exit_on_catalog_error
 from catalog.lint import report
 
 if TYPE_CHECKING:
+    from builder.output import Recorded
     from builder.site import BuildResult
     from builder.spare import Spare
 
@@ -160,7 +161,7 @@ def _run(argv: list[str] | None) -> int:
         inputs = _input_hash(options, known, None)
 
     from builder.incremental import Previous
-    from builder.output import check_output_folder, real_output, scratch_folder, spare_taken
+    from builder.output import Recorded, check_output_folder, real_output, scratch_folder, spare_taken
     from builder.site import build_files
 
     build = partial(
@@ -181,17 +182,20 @@ def _run(argv: list[str] | None) -> int:
             if result.scratch is not None:
                 shutil.rmtree(result.scratch, ignore_errors=True)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
-    previous = None
+    previous, recorded = None, None
     if not options.full and not inputs.irregular:
         site_now = real_output(options.out)
-        unchanged_since = seen.site is not None and seen.site.snapshot.holds({snapshot.SITE: os.fspath(options.out)})
+        proof = seen.site.snapshot if seen.site is not None else None
+        unchanged_since = proof is not None and proof.holds({snapshot.SITE: os.fspath(options.out)})
         # a stray is not taken into the new site: only the files recorded are checked
         current_site = manifest if unchanged_since else stamp.intact(site_now, known, manifest, strays=False)
         previous = Previous.from_manifest(site_now, current_site, known.sha256_at_start) if current_site else None
+        if unchanged_since and proof is not None and previous is not None:
+            recorded = Recorded(proof, previous.files)  # publishing takes the snapshot again
     # the spare is listed on a thread while the site is built
     with scratch_folder(options.out) as scratch, spare_taken(options.out, stamp.spare_site(options.out)) as spare:
         result = build(scratch=scratch, previous=previous, context=inputs.context)
-        return _finish(options, result, inputs, known, started, spare)
+        return _finish(options, result, inputs, known, started, spare, recorded)
 
 
 def _finish(
@@ -201,15 +205,19 @@ def _finish(
     known: stamp.Fingerprints,
     started: float,
     spare: Spare | None = None,
+    recorded: Recorded | None = None,
 ) -> int:
     from builder.output import Copy, differences, publish
 
     step = time.perf_counter()
-    own = result.rendered_in
+    # a string prefix: Path.is_relative_to costs 5 us, a second for a site's 60,000 files
+    own = os.path.join(result.rendered_in, "") if result.rendered_in is not None else None
     hashes = {r: result.digests.get(r) or _sha256(content, known) for r, content in result.files.items()}
     files: dict[str, bytes | Copy] = {
         relative: Copy(
-            content, hashes[relative], own is not None and relative in result.digests and content.is_relative_to(own)
+            content,
+            hashes[relative],
+            own is not None and relative in result.digests and os.fspath(content).startswith(own),
         )
         if isinstance(content, Path)
         else content
@@ -237,9 +245,10 @@ def _finish(
     if failed_strict:
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
-    published = publish(files, options.out, digest=known.sha256, spare=spare)
-    for relative in published.touched & hashes.keys():  # the rest: the inodes whose fingerprints were looked up
+    published = publish(files, options.out, digest=known.sha256, spare=spare, recorded=recorded)
+    for relative in published.touched & hashes.keys():
         known.record(options.out / relative, hashes[relative])
+    known.keep(options.out, hashes.keys() - published.touched)  # the very inodes the replaced site held
     known.save(options.out)
     taken = snapshot.of_written(options.out, files)  # this site, proven by the build that wrote it
     site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None

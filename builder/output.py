@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from builder import routes
+from builder.snapshot import SITE, Snapshot
 from builder.spare import Spare, clear, retire, seed, taken
 from builder.tree import Entry, file_sha256, walk
 from catalog.errors import CatalogError
@@ -43,6 +44,15 @@ class Copy:
 
 Content = bytes | Copy
 Files = Mapping[str, Content]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The current site as the build that wrote it proved it: its snapshot, and the sha256 of each
+    of its files (its manifest). While the snapshot holds, every file holds what the manifest says."""
+
+    snapshot: Snapshot
+    files: Mapping[str, str]
 
 
 class Digest(Protocol):
@@ -135,6 +145,25 @@ def _looked_up(out: Path, relatives: Iterable[str]) -> dict[str, Entry]:
     return found
 
 
+def _as_recorded(out: Path, recorded: Recorded) -> tuple[dict[str, Entry], set[str]] | None:
+    """When `recorded`'s snapshot of `out` holds (one stat per entry, no folder listed): the files
+    it records, with their stats, and every entry of `out` but its folders; None otherwise."""
+    stats = recorded.snapshot.entries_if_held(SITE, os.fspath(out))
+    if stats is None:
+        return None
+    root = os.fspath(out)
+    present = {
+        relative: Entry(relative, "file", os.path.join(root, relative), st)
+        for relative, st in stats.items()
+        if relative in recorded.files and stat.S_ISREG(st.st_mode)
+    }
+    return present, {relative for relative, st in stats.items() if not stat.S_ISDIR(st.st_mode)}
+
+
+def _sha256_of(content: Content) -> str:
+    return content.sha256 if isinstance(content, Copy) else hashlib.sha256(content).hexdigest()
+
+
 def _same(entry: Entry | None, content: Content, digest: Digest | None) -> bool:
     """True when `entry` is a regular file holding `content` (through `digest` when given: a
     fingerprint lookup instead of a read, and the fingerprint is fresh for the next build)."""
@@ -199,17 +228,30 @@ class Published:
     touched: frozenset[str] = frozenset()
 
 
-def publish(files: Files, out: Path, *, digest: Digest | None = None, spare: Spare | None = None) -> Published:
+def publish(
+    files: Files,
+    out: Path,
+    *,
+    digest: Digest | None = None,
+    spare: Spare | None = None,
+    recorded: Recorded | None = None,
+) -> Published:
     """Make `out` hold exactly `files`. `digest` (sha256 of a file, e.g. through fingerprints)
-    compares files without reading them. An `out` that is a link is followed: the folder it
-    names is replaced, the link stays. The new site is assembled in a staging folder beside
-    `out` and swapped in whole: with `spare` (spare_taken), in the spare, and the site replaced
-    becomes the next spare."""
+    compares files without reading them; `recorded`, while its snapshot still holds, without even
+    that. An `out` that is a link is followed: the folder it names is replaced, the link stays.
+    The new site is assembled in a staging folder beside `out` and swapped in whole: with `spare`
+    (spare_taken), in the spare, and the site replaced becomes the next spare."""
     out = real_output(out)
     clean_leftovers(out)
-    present = _looked_up(out, files)
-    changed = {r for r in files if not _same(present.get(r), files[r], digest)}
-    if not changed and out.is_dir() and not _present(out).keys() - files.keys():
+    proven = _as_recorded(out, recorded) if recorded is not None else None
+    if proven is not None and recorded is not None:
+        present, strays = proven
+        changed = {r for r in files if r not in present or recorded.files[r] != _sha256_of(files[r])}
+    else:
+        present = _looked_up(out, files)
+        changed = {r for r in files if not _same(present.get(r), files[r], digest)}
+        strays = None
+    if not changed and out.is_dir() and not (_present(out).keys() if strays is None else strays) - files.keys():
         return Published(0)
     try:
         touched = _replace(files, out, present, changed, digest, spare)

@@ -41,30 +41,55 @@ def _digest(lines: list[str]) -> str:
 @dataclass(frozen=True)
 class Snapshot:
     """The digest of a set of named folders, and what taking it again needs: their entries, and
-    those to compare by content (`recheck`: files within the racy window when hashed)."""
+    those to compare by content (`recheck`: files within the racy window when hashed). `heads`:
+    each folder's own line, which fails it on one stat when an entry was added or removed."""
 
     digest: str
     listing: Listing
     recheck: Listing = field(default_factory=dict)
+    heads: Mapping[str, str] = field(default_factory=dict)
 
     def holds(self, roots: Mapping[str, str]) -> bool:
         """True when the folders `roots` (name -> path, the names this was taken with) are as they
         were: every entry stat'ed by name, no folder listed."""
-        return bool(self.digest) and taken(roots, self.listing, self.recheck) == self.digest
+        return bool(self.digest) and self._heads_hold(roots) and taken(roots, self.listing, self.recheck) == self.digest
+
+    def _heads_hold(self, roots: Mapping[str, str]) -> bool:
+        try:
+            return all(
+                line(f"/{name}", root_stat(root)) == self.heads[name]
+                for name, root in roots.items()
+                if name in self.heads
+            )
+        except OSError:
+            return False
+
+    def entries_if_held(self, name: str, root: str) -> dict[str, os.stat_result] | None:
+        """Every entry of the folder `root` (this snapshot's one root, `name`) by its relative
+        path, with its stat as taken now, when the folder is as it was; None otherwise."""
+        stats: dict[str, os.stat_result] = {}
+        if self.digest and taken({name: root}, self.listing, self.recheck, stats) == self.digest:
+            return stats
+        return None
 
     def as_json(self) -> dict[str, Any]:  # not dataclasses.asdict: it deep-copies 100,000 names
-        return {"digest": self.digest, "listing": dict(self.listing), "recheck": dict(self.recheck)}
+        body = {"digest": self.digest, "listing": dict(self.listing), "recheck": dict(self.recheck)}
+        return {**body, "heads": dict(self.heads)}
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Snapshot:
         listing = {str(name): tuple(map(str, entries)) for name, entries in body["listing"].items()}
         recheck = {str(name): tuple(map(str, entries)) for name, entries in body["recheck"].items()}
-        return cls(str(body["digest"]), listing, recheck)
+        heads = {str(name): str(head) for name, head in body.get("heads", {}).items()}
+        return cls(str(body["digest"]), listing, recheck, heads)
 
 
-def taken(roots: Mapping[str, str], listing: Listing, recheck: Listing) -> str:
+def taken(
+    roots: Mapping[str, str], listing: Listing, recheck: Listing, stats: dict[str, os.stat_result] | None = None
+) -> str:
     """The digest of the entries in `listing`, each by os.lstat now (in `recheck`: by content);
-    "" when one is gone or unreadable. A root is stat'ed through a link (`root_stat`)."""
+    "" when one is gone or unreadable. A root is stat'ed through a link (`root_stat`). `stats`
+    (one root only) receives each entry's stat, by its path relative to the root."""
     lines = []
     lstat = os.lstat
     try:
@@ -73,10 +98,13 @@ def taken(roots: Mapping[str, str], listing: Listing, recheck: Listing) -> str:
             prefix, again = root + "/", frozenset(recheck.get(name, ()))
             for relative in listing.get(name, ()):
                 path = prefix + relative
+                st = lstat(path)
+                if stats is not None:
+                    stats[relative] = st
                 if again and relative in again:
-                    lines.append(line(relative, lstat(path), tree.file_sha256(Path(path))))
+                    lines.append(line(relative, st, tree.file_sha256(Path(path))))
                 else:
-                    lines.append(line(relative, lstat(path)))
+                    lines.append(line(relative, st))
     except OSError:
         return ""
     return _digest(lines)
@@ -96,9 +124,11 @@ class Taking:
         self._lines: list[str] = []
         self._listing: dict[str, list[str]] = {}
         self._recheck: dict[str, list[str]] = {}
+        self._heads: dict[str, str] = {}
 
     def root(self, name: str, st: os.stat_result) -> None:
-        self._lines.append(line(f"/{name}", st))
+        self._heads[name] = line(f"/{name}", st)
+        self._lines.append(self._heads[name])
         self._listing[name] = []
 
     def entry(self, name: str, relative: str, st: os.stat_result, sha: str | None = None) -> None:
@@ -110,7 +140,7 @@ class Taking:
     def done(self) -> Snapshot:
         listing = {name: tuple(entries) for name, entries in self._listing.items()}
         recheck = {name: tuple(entries) for name, entries in self._recheck.items()}
-        return Snapshot(_digest(self._lines), listing, recheck)
+        return Snapshot(_digest(self._lines), listing, recheck, dict(self._heads))
 
 
 SITE = "site"

@@ -122,6 +122,16 @@ class Fingerprints:
             self.fresh[key] = [*fingerprint, sha]
         return sha
 
+    def keep(self, root: Path, relatives: Iterable[str]) -> None:
+        """Carry over what the table knows of these files under `root`, whether or not this run
+        looked them up (an entry whose fingerprint no longer matches is never used)."""
+        real_root = os.path.realpath(root)
+        for relative in relatives:
+            key = os.path.join(real_root, relative)
+            entry = self.known.get(key)
+            if entry is not None:
+                self.fresh.setdefault(key, entry)
+
     def record(self, path: Path, sha: str) -> None:
         """A file this build just wrote with known content."""
         self.fresh[self._key(path)] = [*_fingerprint(path), sha]
@@ -266,7 +276,8 @@ def manifest(
         "packets": packet_count(file_hashes),
         "warnings": warnings,
     }
-    return (json.dumps(body, sort_keys=True, indent=1) + "\n").encode()
+    # compact: json's C encoder does not indent, and a site's manifest lists 60,000 files
+    return (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
 def published_packets(out: Path) -> int:

@@ -272,3 +272,62 @@ def test_a_build_into_an_emptied_folder_replaces_the_spare_of_the_site_that_went
     _build(data, packets, out)
     assert out.stat().st_ino == spare_folder
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
+
+
+def _editing_during_the_build(monkeypatch: pytest.MonkeyPatch, page: Path) -> bytes:
+    """Edit `page` in place once the first build from now has checked the site and rendered its
+    pages, its size and mtime put back: only its ctime tells. Returns what it held."""
+    from builder import site as site_module
+
+    content, real = page.read_bytes(), site_module.build_files
+    edits = [1]
+
+    def building(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        if not edits:
+            return result
+        edits.pop()
+        before = page.stat()
+        page.write_bytes(content.replace(b"<html", b"<HTML", 1))
+        os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+        return result
+
+    monkeypatch.setattr(site_module, "build_files", building)
+    return content
+
+
+def test_a_site_page_edited_while_the_site_is_built_is_refused_then_put_back(rebuilt, tmp_path, monkeypatch):
+    """The current site was proven intact when the build began (its snapshot held) and a kept page
+    is taken from it; publishing checks it again, so one edited since is refused, naming it, and
+    the site is left as it was. The next build finds the site edited and builds it whole."""
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    data, packets, out = rebuilt
+    page = out / KEPT_PAGE
+    content = _editing_during_the_build(monkeypatch, page)
+    added = _add_campaign(packets, "Fixture 7B, a third campaign")
+    with pytest.raises(CatalogError, match="changed while the site was being built") as refused:
+        _build(data, packets, out)
+    assert str(page) in str(refused.value)
+    assert page.read_bytes() != content and not (out / "packets" / added.stem).exists()
+    _build(data, packets, out)
+    assert page.read_bytes() == content
+    assert _snapshot(out) == _full_build(data, packets, tmp_path)
+
+
+def test_publishing_over_a_site_its_snapshot_proves_looks_up_none_of_its_files(rebuilt, monkeypatch):
+    """While the site's snapshot holds when publishing begins, every file is what its manifest
+    records: no file of the site is looked up by its fingerprint (63,000 at 1000 x 20)."""
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    data, packets, out = rebuilt
+    site = str(out.resolve()) + os.sep
+    looked_up: list[str] = []
+    real = stamp.Fingerprints.sha256
+
+    def counting(self: stamp.Fingerprints, path: str | Path, *args: object, **kwargs: object) -> str:
+        looked_up.append(os.path.realpath(path))
+        return real(self, path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stamp.Fingerprints, "sha256", counting)
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out)
+    assert [path for path in looked_up if path.startswith(site)] == []

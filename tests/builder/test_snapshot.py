@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import snapshot, stamp
+from builder import snapshot, stamp, tree
 from builder.cli import run
 from catalog.layout import is_signature
 from catalog.packet_io import write_packet
@@ -207,3 +207,32 @@ def test_a_folder_behind_a_link_is_snapshot_through_it(tmp_path, catalog, monkey
     assert _build(data, linked, out) == 0
     assert "up to date" not in capsys.readouterr().out
     assert not (real_site / "stray.html").exists()
+
+
+def test_an_entry_added_to_a_root_fails_its_snapshot_before_any_entry_is_stated(tmp_path, monkeypatch):
+    """Adding a packet moves the packets folder's times: the inputs' snapshot fails on that one
+    stat, not after a stat of each of its 40,000 entries."""
+    root = tmp_path / "root"
+    root.mkdir()
+    for number in range(20):
+        (root / f"{number}.json").write_text("{}")
+    os.utime(root, ns=(10**18, 10**18))  # so the entry added below moves its mtime within any clock tick
+    taking = snapshot.Taking()
+    taking.root("packets", snapshot.root_stat(str(root)))
+    for entry in tree.walk(str(root)):
+        assert entry.stat is not None
+        taking.entry("packets", entry.relative, entry.stat)
+    taken = taking.done()
+    kept = snapshot.Snapshot.from_json(taken.as_json())  # as the next run reads it
+    assert taken.holds({"packets": str(root)}) and kept.holds({"packets": str(root)})
+    (root / "new.json").write_text("{}")
+    stated: list[str] = []
+    real = os.lstat
+
+    def counting(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        stated.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", counting)
+    assert not kept.holds({"packets": str(root)})
+    assert stated == []
