@@ -38,3 +38,27 @@ def test_a_damaged_entry_is_made_again_and_an_edited_recipe_is_another_key(tmp_p
     recipe.write_text(recipe.read_text(encoding="utf-8").replace("meta:", "meta:  # edited", 1), encoding="utf-8")
     assert run([*argv, "--out", str(tmp_path / "three")]) == 0
     assert len(made) == families  # data/ is part of every family's key
+
+
+def test_views_taken_from_the_cache_are_read_with_the_collector_paused(tmp_path, monkeypatch):
+    """1,000 views unpickled while the collector runs cost 0.7 ms each instead of 0.23 (most of the
+    family views step of a one-packet rebuild): they are read paused, then frozen, like records."""
+    import gc
+
+    from builder.view_cache import ViewCache
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets = write_catalog(tmp_path / "tree")
+    argv = ["build", "--data", str(data), "--packets", str(packets)]
+    assert run([*argv, "--out", str(tmp_path / "one")]) == 0
+    collecting: list[bool] = []
+    real = ViewCache.get
+
+    def reading(self: ViewCache, key: str) -> object | None:
+        collecting.append(gc.isenabled())
+        return real(self, key)
+
+    monkeypatch.setattr(ViewCache, "get", reading)
+    assert run([*argv, "--out", str(tmp_path / "two")]) == 0
+    assert collecting and not any(collecting)
+    assert gc.isenabled()
