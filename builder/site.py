@@ -17,26 +17,21 @@ from pathlib import Path
 
 from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
+from builder.families import Family, family_views
 from builder.incremental import Previous, pages_to_render
 from builder.output import check_output_folder, differences, publish
 from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
-from builder.view_cache import ViewCache
 from builder.views.common import SiteContext
-from builder.views.family import FamilyView, family_view
 from builder.views.hardware import hardware_cards, hardware_view
-from builder.views.index import filtered_index_views, index_view
+from builder.views.index import IndexView, filtered_index_views, index_view
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
-from catalog.forked import forked_map
 from catalog.layout import signature_path
-from catalog.recipe import Recipe
-from catalog.repository import Catalog, collector_paused, load_catalog
+from catalog.repository import Catalog, load_catalog
 from catalog.summary import KnownDigest
-
-FAMILIES_PER_WORKER = 16  # a family view costs milliseconds: fewer are not worth a worker
 
 
 @dataclass(frozen=True)
@@ -83,73 +78,20 @@ def _hardware_cards(ctx: SiteContext) -> dict[str, object]:
     return {"cards": hardware_cards(ctx.catalog)}
 
 
-def _family_context(view: FamilyView, ctx: SiteContext) -> dict[str, object]:
+def _family_context(family: Family, ctx: SiteContext) -> dict[str, object]:
+    """A family page's view, read from the cache in the worker rendering it (builder/families.py)."""
+    view = family.view(ctx)
     return {"view": view, "jsonld": family_jsonld(view, ctx)}
 
 
-def family_views(
-    ctx: SiteContext, costs: PageCosts | None = None, apis: dict[str, bytes] | None = None, context: str = ""
-) -> list[FamilyView]:
-    """Every family's view, on every core when there are many (`costs` gets the CPU they took;
-    `apis` each family's JSON API file, made where its view is); each family's warnings are said
-    in family order, as one process would say them. With the build's `context` (stamp.Inputs),
-    a view made before for the same content is taken from the cache (builder/view_cache.py)."""
-    started = time.process_time()
-    items = sorted(ctx.catalog.recipes.items())
-    cache = ViewCache.for_build(context, ctx.build_date.isoformat(), apis is not None)
-    keys = [cache.key(slug, ctx.catalog) if cache is not None else None for slug, _ in items]
-    found: dict[int, _Made] = {}
-    if cache is not None:
-        with collector_paused():  # 1,000 views of 2,000 objects each, all kept until the build ends
-            for index, key in enumerate(keys):
-                held = cache.get(key) if key is not None else None
-                if isinstance(held, _Made):
-                    found[index] = held
-    todo = [i for i in range(len(items)) if i not in found]
-    make = partial(_family_view, ctx, apis is not None, cache)
-    work = [(*items[i], keys[i]) for i in todo]
-    found.update(zip(todo, forked_map(make, work, per_worker=FAMILIES_PER_WORKER), strict=True))
-    made = [found[i] for i in range(len(items))]
-    for family in made:
-        for warning in family.said:
-            ctx.warn(warning)
-        if apis is not None and family.api is not None:
-            apis[family.view.slug] = family.api
-    if costs is not None:  # counted to the family pages: the views are shared with the index and API
-        made_here = sum(made[i].seconds for i in todo)
-        costs.add("family", made_here + time.process_time() - started, pages=0)
-    return [family.view for family in made]
+def _index(families: list[Family], ctx: SiteContext) -> IndexView:
+    return index_view([f.card for f in families], ctx.catalog.hardware, [q for f in families for q in f.quantizations])
 
 
-@dataclass(frozen=True)
-class _Made:
-    view: FamilyView
-    said: list[str]
-    seconds: float
-    api: bytes | None
-
-
-def _family_view(
-    ctx: SiteContext, with_api: bool, cache: ViewCache | None, item: tuple[str, Recipe, str | None]
-) -> _Made:
-    started = time.process_time()
-    slug, recipe, key = item
-    shared, ctx.warnings = ctx.warnings, []
-    try:
-        view = family_view(slug, recipe, ctx)
-    finally:
-        said, ctx.warnings = ctx.warnings, shared
-    api = family_api(view, ctx.build_date.isoformat()) if with_api else None
-    made = _Made(view, said, time.process_time() - started, api)
-    if cache is not None and key is not None:
-        cache.put(key, made)
-    return made
-
-
-def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
+def pages(ctx: SiteContext, families: list[Family]) -> list[Page]:
     catalog = ctx.catalog
     hardware = catalog.hardware
-    index = index_view(families, hardware)
+    index = _index(families, ctx)
     found = [
         Page(
             routes.INDEX,
@@ -184,14 +126,14 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
         ),
         Page(routes.NOT_FOUND, "404.html", {}, "Not found", "This page does not exist."),
     ]
-    for view in families:
+    for family in families:
         found.append(
             Page(
-                routes.family_page(view.slug),
+                routes.family_page(family.slug),
                 "family.html",
-                partial(_family_context, view, ctx),
-                view.title,
-                view.description,
+                partial(_family_context, family, ctx),
+                family.card.title,
+                family.card.description,
             )
         )
     for slug, recipe in sorted(catalog.recipes.items()):
@@ -214,7 +156,7 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
                 f"Evidence packet {packet_id}",
             )
         )
-    by_slug = {view.slug: view for view in families}
+    by_slug = {family.slug: family.card for family in families}
     for hw_id, hw in sorted(hardware.items()):
         found.append(
             Page(
@@ -229,13 +171,13 @@ def pages(ctx: SiteContext, families: list[FamilyView]) -> list[Page]:
 
 
 def data_files(
-    ctx: SiteContext, families: list[FamilyView], apis: dict[str, bytes] | None = None
+    ctx: SiteContext, families: list[Family], apis: dict[str, bytes] | None = None
 ) -> dict[str, bytes | Path]:
     """The JSON API (`apis`: family files already made) and the packets with their signatures."""
     stamp = ctx.build_date.isoformat()
     made = apis or {}
-    files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(index_view(families, ctx.catalog.hardware), stamp)}
-    files.update({routes.family_api(v.slug): made.get(v.slug) or family_api(v, stamp) for v in families})
+    files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(_index(families, ctx), stamp)}
+    files.update({routes.family_api(f.slug): made.get(f.slug) or family_api(f.view(ctx), stamp) for f in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
         files[routes.packet_json(packet_id)] = path  # copied verbatim: the bytes the digest covers
         if ctx.catalog.listing[packet_id].signed:

@@ -20,6 +20,7 @@ from catalog.repository import Catalog
 from catalog.summary import cache_root, store_pickled, unpickled
 
 FOLDER = "views"
+VIEW = "view"  # a family's whole view, beside its entry (builder/families.py)
 
 
 @dataclass(frozen=True)
@@ -46,15 +47,16 @@ class ViewCache:
         line = "\0".join([self.context, slug, *(f"{i}={content[i]}" for i in involved)])
         return hashlib.sha256(line.encode()).hexdigest()
 
-    def _file(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.pickle"
+    def _file(self, key: str, kind: str) -> Path:
+        return self.root / key[:2] / f"{key}.{kind or 'pickle'}"
 
-    def get(self, key: str) -> object | None:
-        """The entry, or None (absent, or unreadable: made again)."""
+    def get(self, key: str, kind: str = "") -> object | None:
+        """The entry (`kind`: what is kept beside it), or None (absent, or unreadable: made again)."""
         try:
-            return unpickled(self._file(key).read_bytes())
+            return unpickled(self._file(key, kind).read_bytes())
         except OSError:
             return None
 
-    def put(self, key: str, made: object) -> None:
-        store_pickled(self._file(key), made)
+    def put(self, key: str, made: object, kind: str = "") -> bool:
+        """Whether it was kept."""
+        return store_pickled(self._file(key, kind), made)

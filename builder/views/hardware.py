@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from builder import routes
 from builder.format import Num, num
 from builder.views.common import Fact, Link, SiteContext
-from builder.views.family import FamilyView
-from builder.views.index import best_pick
+from builder.views.index import FamilyCard, best_pick
 from builder.views.results import STATE_LABELS
 from catalog.hardware import Hardware
 from catalog.listing import Listed
@@ -100,7 +99,7 @@ def _specs(hw: Hardware) -> list[Fact]:
     return facts
 
 
-def _family_row(slug: str, on_card: list[Listed], view: FamilyView | None, hw_id: str) -> FamilyRow:
+def _family_row(slug: str, on_card: list[Listed], view: FamilyCard | None, hw_id: str) -> FamilyRow:
     family = Link(view.title if view else slug, routes.family_page(slug))
     packets = num(len(on_card), 0)
     pick = best_pick(view, {"hw": hw_id}) if view else None
@@ -134,7 +133,7 @@ def _fastest_first(row: FamilyRow) -> tuple[float, str]:
     return (-(row.value.value if row.value else -1.0), row.family.label.lower())
 
 
-def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyView]) -> HardwareView:
+def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyCard]) -> HardwareView:
     catalog = ctx.catalog
     on_card = catalog.families_on(hw.id)
     rows = [_family_row(slug, packets, families.get(slug), hw.id) for slug, packets in on_card.items()]

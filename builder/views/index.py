@@ -161,9 +161,10 @@ def _sort_key(card: FamilyCard) -> tuple[float, str]:
     return (-(card.headline.value if card.headline else -1.0), card.title.lower())
 
 
-def index_view(families: list[FamilyView], hardware: dict[str, Hardware]) -> IndexView:
-    cards = sorted((family_card(f, hardware) for f in families), key=_sort_key)
-    quant_labels = {label_key(q): q for f in families for q in f.quantizations}
+def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizations: list[str]) -> IndexView:
+    """`cards`: each family's (family_card); `quantizations`: every family's, as named."""
+    cards = sorted(cards, key=_sort_key)
+    quant_labels = {label_key(q): q for q in quantizations}
     hw_ids = sorted({h for c in cards for h in c.hardware})
     filters = [
         Filter(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import site as site_module
+from builder import families as families_module
 from builder import tree
 from catalog.packet import Packet
 from catalog.packet_reading import Summaries
@@ -28,15 +28,15 @@ def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 def family_views_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The slug of every family view the build makes (in this process: no worker is forked)."""
-    monkeypatch.setattr(site_module, "FAMILIES_PER_WORKER", 10**9)
+    monkeypatch.setattr(families_module, "FAMILIES_PER_WORKER", 10**9)
     made: list[str] = []
-    real = site_module.family_view  # type: ignore[attr-defined]
+    real = families_module.family_view  # type: ignore[attr-defined]
 
     def counting(slug: str, *args: object) -> object:
         made.append(slug)
         return real(slug, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(site_module, "family_view", counting)
+    monkeypatch.setattr(families_module, "family_view", counting)
     return made
 
 

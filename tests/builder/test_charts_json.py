@@ -8,7 +8,7 @@ import json
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from builder.site import family_views
+from builder.families import family_views
 from builder.views.common import SiteContext
 from catalog.repository import load_catalog
 from tests.builder.factory import REPO, write_catalog
@@ -18,7 +18,8 @@ def _charts(data, packets):
     catalog = load_catalog(data, packets, summaries=True)
     from datetime import date
 
-    views = family_views(SiteContext(catalog, date(2026, 1, 1)))
+    ctx = SiteContext(catalog, date(2026, 1, 1))
+    views = [family.view(ctx) for family in family_views(ctx)]
     return [c for v in views for c in [*v.charts, *v.concurrency] if not c.empty]
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from builder.families import family_views
 from builder.routes import packet_page
-from builder.site import build_date, family_views
+from builder.site import build_date
 from builder.views.common import SiteContext
 from builder.views.hardware import NO_PICK_REASON, hardware_cards, hardware_view
 from builder.views.index import best_pick
@@ -21,7 +22,7 @@ def _context(tmp_path: Path) -> SiteContext:
 
 def test_a_family_row_is_the_index_pick_for_the_card(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    families = {v.slug: v for v in family_views(ctx)}
+    families = {f.slug: f.card for f in family_views(ctx)}
     view = hardware_view(ctx.catalog.hardware["arc_pro_b70"], ctx, families)
     [row] = view.families
     pick = best_pick(families["fixture-7b"], {"hw": "arc_pro_b70"})
@@ -37,7 +38,7 @@ def test_a_family_row_is_the_index_pick_for_the_card(tmp_path: Path) -> None:
 
 def test_a_family_without_a_qualified_result_links_its_best_evidenced_packet(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    families = {v.slug: replace(v, picks=[], pick_for={}) for v in family_views(ctx)}
+    families = {f.slug: replace(f.card, picks=[], pick_for={}) for f in family_views(ctx)}
     view = hardware_view(ctx.catalog.hardware["arc_pro_b70"], ctx, families)
     [row] = view.families
     measured = next(p for p in ctx.catalog.packets.values() if p.state.value == "measured")
@@ -48,7 +49,7 @@ def test_a_family_without_a_qualified_result_links_its_best_evidenced_packet(tmp
 
 def test_a_card_without_packets_has_no_rows_and_the_index_counts_each_card(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    families = {v.slug: v for v in family_views(ctx)}
+    families = {f.slug: f.card for f in family_views(ctx)}
     assert hardware_view(ctx.catalog.hardware["h100_sxm"], ctx, families).families == []
     counts = {c.id: (c.families.value, c.packets.value) for c in hardware_cards(ctx.catalog)}
     assert counts == {h: (1, 2) if h == "arc_pro_b70" else (0, 0) for h in ctx.catalog.hardware}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import output, pages, site
+from builder import families, output, pages
 from builder.cli import run
 from builder.site import build_files
 from catalog import forked
@@ -26,7 +26,7 @@ def test_pages_rendered_in_workers_are_the_pages_one_process_renders(tmp_path, m
     assert one.scratch is None and all(isinstance(v, bytes) for k, v in one.files.items() if k.endswith(".html"))
     monkeypatch.setattr(pages, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(pages, "CHUNK", 1)
-    monkeypatch.setattr(site, "FAMILIES_PER_WORKER", 1)  # family views made in workers too
+    monkeypatch.setattr(families, "FAMILIES_PER_WORKER", 1)  # family views made in workers too
     pools: list[int] = []
     real_pool = forked.ProcessPoolExecutor  # type: ignore[attr-defined]
 
