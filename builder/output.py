@@ -243,6 +243,8 @@ def publish(
     (spare_taken), in the spare, and the site replaced becomes the next spare."""
     out = real_output(out)
     clean_leftovers(out)
+    if spare is not None and spare.listing is not None:
+        spare.listing.result()  # the thread listing it would slow every stat below threefold
     proven = _as_recorded(out, recorded) if recorded is not None else None
     if proven is not None and recorded is not None:
         present, strays = proven

@@ -331,3 +331,64 @@ def test_publishing_over_a_site_its_snapshot_proves_looks_up_none_of_its_files(r
     _add_campaign(packets, "Fixture 7B, a third campaign")
     _build(data, packets, out)
     assert [path for path in looked_up if path.startswith(site)] == []
+
+
+def test_listing_the_spare_takes_a_stat_per_folder_and_each_files_inode_from_its_folder(tmp_path, monkeypatch):
+    """The spare holds a site: 63,000 files in 22,000 folders at 1000 x 20. A file's inode comes
+    with its folder's listing and its device is its folder's, so a file costs no system call;
+    each folder's subtree follows it, as clear() needs."""
+    spare = tmp_path / "spare"
+    (spare / "a" / "b").mkdir(parents=True)
+    (spare / "c").mkdir()
+    for number in range(5):
+        (spare / "a" / f"{number}.html").write_text("x")
+    (spare / "a" / "b" / "x.html").write_text("x")
+    (spare / "c" / "y.html").write_text("x")
+    (spare / "z.html").write_text("x")
+    (spare / "link").symlink_to(spare / "z.html")
+    stated: list[str] = []
+    real_scandir = os.scandir
+
+    class Counted:
+        def __init__(self, entry: os.DirEntry[str]) -> None:
+            self._entry = entry
+
+        def stat(self, *args: object, **kwargs: object) -> os.stat_result:
+            stated.append(self._entry.name)
+            return self._entry.stat(*args, **kwargs)  # type: ignore[arg-type]
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._entry, name)
+
+    class Scanning:
+        def __init__(self, path: str) -> None:
+            self._listing = real_scandir(path)
+
+        def __enter__(self) -> list[Counted]:
+            return [Counted(entry) for entry in self._listing.__enter__()]
+
+        def __exit__(self, *exc: object) -> None:
+            self._listing.__exit__(*exc)
+
+    monkeypatch.setattr(os, "scandir", Scanning)
+    listed = spare_module._listed(spare)
+    monkeypatch.undo()
+    assert sorted(stated) == ["a", "b", "c"]
+    assert {e.relative: e.kind for e in listed} == {
+        **{f"a/{n}.html": "file" for n in range(5)},
+        "a": "folder",
+        "a/b": "folder",
+        "a/b/x.html": "file",
+        "c": "folder",
+        "c/y.html": "file",
+        "z.html": "file",
+        "link": "odd",
+    }
+    for entry in listed:
+        if entry.kind == "file":
+            st = os.lstat(entry.path)
+            assert entry.inode == (st.st_ino, st.st_dev)
+    order = [e.relative for e in listed]
+    for folder in ("a", "a/b", "c"):
+        inside = [i for i, relative in enumerate(order) if relative.startswith(folder + "/")]
+        assert inside == list(range(order.index(folder) + 1, order.index(folder) + 1 + len(inside)))

@@ -85,7 +85,7 @@ def test_a_one_packet_rebuild_reads_the_whole_view_of_its_family_only(tmp_path, 
     """Every page but a family's own needs its index card, not its charts, tables and projections
     (70 KB a family at 1000 x 20): a rebuild reads the whole views of the family pages it renders."""
     from builder import site as site_module
-    from builder.families import Family
+    from builder.families import Family, family_views
     from tests.builder.test_site_incremental import _add_campaign, _build
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
@@ -94,7 +94,7 @@ def test_a_one_packet_rebuild_reads_the_whole_view_of_its_family_only(tmp_path, 
     _build(data, packets, site, tmp_path / "t0.json")
     read = _whole_view_reads(monkeypatch)
     held: list[object] = []
-    real = site_module.family_views
+    real = family_views
 
     def holding(*args: object, **kwargs: object) -> list[Family]:
         made = real(*args, **kwargs)  # type: ignore[arg-type]
