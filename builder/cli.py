@@ -250,7 +250,7 @@ def _finish(
         known.record(options.out / relative, hashes[relative])
     known.keep(options.out, hashes.keys() - published.touched)  # the very inodes the replaced site held
     known.save(options.out)
-    taken = snapshot.of_written(options.out, files)  # this site, proven by the build that wrote it
+    taken = snapshot.of_written(options.out, files, published.settled)  # proven by the build that wrote it
     site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None
     snapshot.Seen(inputs.roots, site).save(options.out)
     result.costs.phase("hash, publish", step)

@@ -17,13 +17,13 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from builder import routes
 from builder.snapshot import SITE, Snapshot
-from builder.spare import Spare, clear, retire, seed, taken
+from builder.spare import Cleared, Spare, clear, retire, seed, taken
 from builder.tree import Entry, file_sha256, walk
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -226,6 +226,7 @@ class Published:
 
     changed: int
     touched: frozenset[str] = frozenset()
+    settled: Mapping[str, os.stat_result] = field(default_factory=dict)  # stats that still hold: snapshot.of_written
 
 
 def publish(
@@ -256,10 +257,9 @@ def publish(
     if not changed and out.is_dir() and not (_present(out).keys() if strays is None else strays) - files.keys():
         return Published(0)
     try:
-        touched = _replace(files, out, present, changed, digest, spare)
+        return _replace(files, out, present, changed, digest, spare)
     except OSError as error:  # a read-only or special file system, no space, no permission
         raise CatalogError(f"cannot write the site: {error.strerror or error}", file=out) from None
-    return Published(len(changed), touched)
 
 
 @contextmanager
@@ -273,16 +273,41 @@ def spare_taken(out: Path, home: Path) -> Iterator[Spare]:
 
 def _replace(
     files: Files, out: Path, present: dict[str, Entry], changed: set[str], digest: Digest | None, spare: Spare | None
-) -> frozenset[str]:
+) -> Published:
     out.parent.mkdir(parents=True, exist_ok=True)
     with _staging(out, spare) as staging:
         os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
         listing = spare.listing.result() if spare is not None and spare.listing is not None else None
-        kept = clear(listing, files, present, changed) if listing is not None else set()
+        cleared = clear(listing, files, present, changed) if listing is not None else None
+        kept = cleared.kept if cleared is not None else set()
         _fill(staging, files, present, changed, kept, digest)
         if not _swap(staging, out, spare):
             seed(out, files, spare)  # no site was replaced to become the next build's spare
-    return frozenset(files.keys() - kept)
+    touched = frozenset(files.keys() - kept)
+    return Published(len(changed), touched, _settled(cleared, files, touched, present) if cleared else {})
+
+
+def _settled(
+    cleared: Cleared, files: Files, written: frozenset[str], present: dict[str, Entry]
+) -> dict[str, os.stat_result]:
+    """The stats taken while publishing that still hold for the new site: a file kept in the
+    spare is the inode the replaced site held, as its stat then; a folder of the spare nothing
+    was added to or removed from, as its listing found it."""
+    made = {folder for relative in files for folder in _folders_of(relative)} - cleared.folders.keys()
+    altered = cleared.emptied | {r.rpartition("/")[0] for r in written} | {f.rpartition("/")[0] for f in made}
+    settled = {f: st for f, st in cleared.folders.items() if st is not None and f not in altered}
+    for relative in cleared.kept:
+        st = present[relative].stat
+        if st is not None:
+            settled[relative] = st
+    return settled
+
+
+def _folders_of(relative: str) -> Iterator[str]:
+    folder = relative.rpartition("/")[0]
+    while folder:
+        yield folder
+        folder = folder.rpartition("/")[0]
 
 
 @contextmanager

@@ -85,20 +85,26 @@ class Snapshot:
 
 
 def taken(
-    roots: Mapping[str, str], listing: Listing, recheck: Listing, stats: dict[str, os.stat_result] | None = None
+    roots: Mapping[str, str],
+    listing: Listing,
+    recheck: Listing,
+    stats: dict[str, os.stat_result] | None = None,
+    settled: Mapping[str, os.stat_result] | None = None,
 ) -> str:
     """The digest of the entries in `listing`, each by os.lstat now (in `recheck`: by content);
-    "" when one is gone or unreadable. A root is stat'ed through a link (`root_stat`). `stats`
-    (one root only) receives each entry's stat, by its path relative to the root."""
+    "" when one is gone or unreadable. A root is stat'ed through a link (`root_stat`). With one
+    root only: `stats` receives each entry's stat, by its path relative to the root; `settled`
+    gives the stat of entries known not to have changed since it was taken (not taken again)."""
     lines = []
     lstat = os.lstat
+    settled = settled or {}
     try:
         for name, root in roots.items():
             lines.append(line(f"/{name}", root_stat(root)))
             prefix, again = root + "/", frozenset(recheck.get(name, ()))
             for relative in listing.get(name, ()):
                 path = prefix + relative
-                st = lstat(path)
+                st = settled.get(relative) or lstat(path)
                 if stats is not None:
                     stats[relative] = st
                 if again and relative in again:
@@ -161,9 +167,10 @@ def of_site(out: Path) -> Snapshot | None:
     return taking.done()
 
 
-def of_written(out: Path, files: Iterable[str]) -> Snapshot | None:
+def of_written(out: Path, files: Iterable[str], settled: Mapping[str, os.stat_result] | None = None) -> Snapshot | None:
     """The snapshot of a site a build has just made hold exactly `files` (output.publish): those
-    files and their folders, stat'ed by name rather than walked; None when one is missing."""
+    files and their folders, stat'ed by name rather than walked (`settled`: the stats publishing
+    took that still hold); None when one is missing."""
     entries: set[str] = set()
     for relative in files:
         entries.add(relative)
@@ -172,7 +179,7 @@ def of_written(out: Path, files: Iterable[str]) -> Snapshot | None:
             entries.add(folder)
             folder = folder.rpartition("/")[0]
     listing = {SITE: tuple(sorted(entries))}
-    digest = taken({SITE: os.fspath(out)}, listing, {})
+    digest = taken({SITE: os.fspath(out)}, listing, {}, settled=settled)
     return Snapshot(digest, listing) if digest else None
 
 

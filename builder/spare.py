@@ -25,13 +25,24 @@ from builder.tree import Entry, walk
 
 
 class SpareEntry(NamedTuple):
-    """An entry of the spare: its kind ("file", "folder", "odd"), and the (inode, device) of a
-    file or folder."""
+    """An entry of the spare: its kind ("file", "folder", "odd"), the (inode, device) of a file or
+    folder, and a folder's stat as taken before it was listed."""
 
     relative: str
     kind: str
     path: str
     inode: tuple[int, int] | None = None
+    stat: os.stat_result | None = None
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """What clear() left of the spare: the files kept, the folders left (with their stat, when
+    the listing took one) and the folders it removed an entry from."""
+
+    kept: set[str]
+    folders: dict[str, os.stat_result | None]
+    emptied: set[str]
 
 
 @dataclass(frozen=True)
@@ -105,7 +116,7 @@ def _scanned(folder: SpareEntry) -> list[SpareEntry]:
         try:
             if entry.is_dir(follow_symlinks=False):
                 st = entry.stat(follow_symlinks=False)
-                found.append(SpareEntry(relative, "folder", entry.path, (st.st_ino, st.st_dev)))
+                found.append(SpareEntry(relative, "folder", entry.path, (st.st_ino, st.st_dev), st))
             elif entry.is_file(follow_symlinks=False):
                 found.append(SpareEntry(relative, "file", entry.path, (entry.inode(), device)))
             else:
@@ -212,9 +223,9 @@ def seed(site: Path, files: Iterable[str], spare: Spare | None) -> None:
 
 def clear(
     listing: list[SpareEntry], files: Mapping[str, object], present: dict[str, Entry], changed: set[str]
-) -> set[str]:
+) -> Cleared:
     """Remove from the spare (`listing`: its entries, each folder before what it holds)
-    everything the new site does not hold as it stands there; returns the files it keeps."""
+    everything the new site does not hold as it stands there."""
     folders: set[str] = set()
     for relative in files:
         folder = relative.rpartition("/")[0]
@@ -222,16 +233,21 @@ def clear(
             folders.add(folder)
             folder = folder.rpartition("/")[0]
     kept: set[str] = set()
+    left: dict[str, os.stat_result | None] = {}
+    emptied: set[str] = set()
     gone = ""  # a folder just removed (with a trailing slash): all of it went with it
     for entry in listing:
         relative = entry.relative
         if gone and (relative + "/").startswith(gone):
             continue
         if entry.kind == "folder" and relative in folders:
+            left[relative] = entry.stat
             continue
         if relative in files and relative not in changed and _same_inode(entry, present.get(relative)):
             kept.add(relative)
-        elif entry.kind == "folder":
+            continue
+        emptied.add(relative.rpartition("/")[0])
+        if entry.kind == "folder":
             shutil.rmtree(entry.path)
             gone = relative + "/"
         else:
@@ -242,7 +258,7 @@ def clear(
                 gone = relative + "/"
             except FileNotFoundError:
                 pass
-    return kept
+    return Cleared(kept, left, emptied)
 
 
 def _same_inode(entry: SpareEntry, current: Entry | None) -> bool:

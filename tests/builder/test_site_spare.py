@@ -392,3 +392,38 @@ def test_listing_the_spare_takes_a_stat_per_folder_and_each_files_inode_from_its
     for folder in ("a", "a/b", "c"):
         inside = [i for i, relative in enumerate(order) if relative.startswith(folder + "/")]
         assert inside == list(range(order.index(folder) + 1, order.index(folder) + 1 + len(inside)))
+
+
+def test_a_rebuild_in_the_spare_snapshots_its_site_without_a_stat_per_file_it_kept(rebuilt, monkeypatch):
+    """A file kept in the spare is the inode the replaced site held, whose stat publishing took;
+    a folder nothing was added to or removed from keeps the stat its listing took. So the site's
+    snapshot stats only what this build wrote, and it is exactly the snapshot taken afresh."""
+    from builder import snapshot
+
+    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    data, packets, out = rebuilt
+    stated: list[str] = []
+    real_lstat, real_of_written = os.lstat, snapshot.of_written
+
+    def counting(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        stated.append(path)
+        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def of_written(*args: object, **kwargs: object) -> snapshot.Snapshot | None:
+        monkeypatch.setattr(os, "lstat", counting)
+        try:
+            return real_of_written(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            monkeypatch.setattr(os, "lstat", real_lstat)
+
+    monkeypatch.setattr(snapshot, "of_written", of_written)
+    (stamp.spare_site(out) / "methodology" / "stray.html").write_text("removed from a folder nothing is written in")
+    _add_campaign(packets, "Fixture 7B, a third campaign")
+    _build(data, packets, out)
+    assert not (out / "methodology" / "stray.html").exists()
+    seen = snapshot.Seen.load(out)
+    assert seen.site is not None
+    files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
+    fresh = real_of_written(out, files)
+    assert fresh is not None and seen.site.snapshot.digest == fresh.digest
+    assert 0 < len(stated) < len(fresh.listing[snapshot.SITE]) / 2
