@@ -383,3 +383,36 @@ def test_the_cycle_collector_runs_rarely_while_a_build_runs_and_as_before_after(
     assert _build(*catalog, tmp_path / "site") == 0
     assert seen and seen[0][0] == cli.ALLOCATIONS_PER_COLLECTION > before[0]
     assert gc.get_threshold() == before
+
+
+def _compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every template Jinja compiles from its source."""
+    from jinja2 import Environment
+
+    compiled: list[str] = []
+    real = Environment.compile
+
+    def counting(self: Environment, source: object, name: str | None = None, *args: object, **kwargs: object) -> object:
+        compiled.append(str(name))
+        return real(self, source, name, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Environment, "compile", counting)
+    return compiled
+
+
+def test_templates_compiled_once_are_taken_from_the_bytecode_cache_and_a_damaged_entry_compiled_again(
+    tmp_path, catalog, monkeypatch
+):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    assert _build(*catalog, tmp_path / "one") == 0
+    compiled = _compiles(monkeypatch)
+    assert _build(*catalog, tmp_path / "two") == 0
+    assert compiled == []
+    assert _snapshot(tmp_path / "one") == _snapshot(tmp_path / "two")
+    cached = sorted((Path(os.environ["XDG_CACHE_HOME"]) / "llm-serving-catalog" / "templates").rglob("*.cache"))
+    assert cached
+    for entry in cached:
+        entry.write_bytes(entry.read_bytes()[:40])  # cut short, past the header
+    assert _build(*catalog, tmp_path / "three") == 0
+    assert compiled
+    assert _snapshot(tmp_path / "one") == _snapshot(tmp_path / "three")
