@@ -88,10 +88,10 @@ def _index(families: list[Family], ctx: SiteContext) -> IndexView:
     return index_view([f.card for f in families], ctx.catalog.hardware, [q for f in families for q in f.quantizations])
 
 
-def pages(ctx: SiteContext, families: list[Family]) -> list[Page]:
+def pages(ctx: SiteContext, families: list[Family], index: IndexView) -> list[Page]:
+    """Every page; `index`: the index's view (`_index`), which the models API shares."""
     catalog = ctx.catalog
     hardware = catalog.hardware
-    index = _index(families, ctx)
     found = [
         Page(
             routes.INDEX,
@@ -171,12 +171,12 @@ def pages(ctx: SiteContext, families: list[Family]) -> list[Page]:
 
 
 def data_files(
-    ctx: SiteContext, families: list[Family], apis: dict[str, bytes] | None = None
+    ctx: SiteContext, families: list[Family], index: IndexView, apis: dict[str, bytes] | None = None
 ) -> dict[str, bytes | Path]:
     """The JSON API (`apis`: family files already made) and the packets with their signatures."""
     stamp = ctx.build_date.isoformat()
     made = apis or {}
-    files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(_index(families, ctx), stamp)}
+    files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(index, stamp)}
     files.update({routes.family_api(f.slug): made.get(f.slug) or family_api(f.view(ctx), stamp) for f in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
         files[routes.packet_json(packet_id)] = path  # copied verbatim: the bytes the digest covers
@@ -220,7 +220,8 @@ def build_files(
     apis: dict[str, bytes] = {}
     families = family_views(ctx, costs, apis, context)
     costs.phase("family views", step)
-    found = pages(ctx, families)
+    index = _index(families, ctx)
+    found = pages(ctx, families, index)
     render_only = pages_to_render(previous, context, ctx)
     kept: dict[str, bytes | Path] = {}
     if render_only is not None and previous is not None:
@@ -248,7 +249,7 @@ def build_files(
             ctx.warn(warning)
     files: dict[str, bytes | Path] = {**kept, **rendered}
     step = time.perf_counter()
-    files.update(data_files(ctx, families, apis))
+    files.update(data_files(ctx, families, index, apis))
     files.update(asset_files(templates / routes.ASSETS_FOLDER))
     files[routes.SITEMAP] = sitemap([p.path for p in found if p.path != routes.NOT_FOUND], ctx)
     costs.phase("api, assets, sitemap", step)
