@@ -230,6 +230,7 @@ def _finish(
         context=inputs.context,
         build_date=result.build_date,
         page_warnings=result.page_warnings,
+        published=result.published,
     )
     failed_strict = report(result.warnings, options.strict)
     if options.check:

@@ -18,7 +18,7 @@ from pathlib import Path
 from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
 from builder.families import Family, family_views
-from builder.incremental import Previous, pages_to_render
+from builder.incremental import Previous, pages_to_render, published
 from builder.output import check_output_folder, differences, publish
 from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
@@ -47,6 +47,7 @@ class BuildResult:
     build_date: str = ""
     page_warnings: dict[str, list[str]] = field(default_factory=dict)  # recorded for incremental rebuilds
     digests: dict[str, str] = field(default_factory=dict)  # sha256 of pages written into `scratch` or kept
+    published: dict[str, list[str | None]] = field(default_factory=dict)  # incremental.published
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -264,6 +265,7 @@ def build_files(
             ctx.build_date.isoformat(),
             said_by(page_warnings),
             digests,
+            published(ctx.catalog),
         )
     return BuildResult(
         dict(sorted(files.items())),
@@ -274,6 +276,7 @@ def build_files(
         ctx.build_date.isoformat(),
         said_by(page_warnings),
         digests,
+        published(ctx.catalog),
     )
 
 

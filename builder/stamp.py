@@ -266,12 +266,14 @@ def manifest(
     context: str = "",
     build_date: str = "",
     page_warnings: dict[str, list[str]] | None = None,
+    published: dict[str, list[str | None]] | None = None,
 ) -> bytes:
     body = {
         "inputs": inputs,
         "context": context,
         "build_date": build_date,
         "page_warnings": page_warnings or {},
+        "published": published or {},
         "files": dict(sorted(file_hashes.items())),
         "packets": packet_count(file_hashes),
         "warnings": warnings,

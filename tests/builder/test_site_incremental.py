@@ -56,12 +56,59 @@ def test_a_new_packet_renders_only_its_pages_and_gives_the_full_build(built, tmp
     assert (site / "packets" / added.stem / "index.html").is_file()
 
 
-def test_a_removed_packet_or_a_hand_edit_means_a_full_build(built, tmp_path, monkeypatch):
+def test_a_removed_packet_renders_only_the_pages_it_was_on_and_gives_the_full_build(built, tmp_path, monkeypatch):
+    """A packet withdrawn from packets/ changes the pages a new one would: its own go, and its
+    family's, index, API and cards' pages are rendered again; the rest is kept."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     data, packets, site = built
     added = _add_campaign(packets, "Fixture 7B, the same campaign again")
     _build(data, packets, site, tmp_path / "t1.json", "--full")
     all_pages = len(list(site.rglob("*.html")))
+    added.unlink()
+    signature_path(added).unlink()
+    rendered = _build(data, packets, site, tmp_path / "t2.json")
+    assert "packet" not in rendered and 0 < sum(rendered.values()) < all_pages - 1
+    assert not (site / "packets" / added.stem).exists() and not (site / "packets" / added.name).exists()
+    full = tmp_path / "full"
+    _build(data, packets, full, tmp_path / "t3.json", "--full")
+    assert _snapshot(site) == _snapshot(full)
+
+
+def test_a_removed_reproduction_renders_the_page_of_the_packet_it_reproduced_again(tmp_path, monkeypatch):
+    from tests.catalog.factories import measured_draft, sealed, signed_data
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets, site = signed_data(tmp_path / "data"), tmp_path / "packets", tmp_path / "site"
+    packets.mkdir()
+    original = sealed(measured_draft(spec=False))
+    write_packet(original, packets)
+    draft = measured_draft(spec=False, title="again", ms_per_token=20.5)
+    draft["identity"]["host"]["boot_id"] = "another-boot"
+    draft["reproduces"] = original.packet.id
+    reproduction = write_packet(sealed(draft), packets)
+    _build(data, packets, site, tmp_path / "t0.json")
+    reproduction.unlink()
+    signature_path(reproduction).unlink(missing_ok=True)
+    rendered = _build(data, packets, site, tmp_path / "t1.json")
+    assert rendered.get("packet") == 1  # the original's page: no longer reproduced
+    assert "methodology" not in rendered  # the rest kept
+    full = tmp_path / "full"
+    _build(data, packets, full, tmp_path / "t2.json", "--full")
+    assert _snapshot(site) == _snapshot(full)
+
+
+def test_a_hand_edit_or_a_removal_from_a_site_that_did_not_record_its_packets_means_a_full_build(
+    built, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets, site = built
+    added = _add_campaign(packets, "Fixture 7B, the same campaign again")
+    _build(data, packets, site, tmp_path / "t1.json", "--full")
+    all_pages = len(list(site.rglob("*.html")))
+    manifest = site / ".catalog-build.json"
+    recorded = json.loads(manifest.read_text())
+    del recorded["published"]  # as a site built before packets were recorded
+    manifest.write_text(json.dumps(recorded))
     added.unlink()
     signature_path(added).unlink()
     assert sum(_build(data, packets, site, tmp_path / "t2.json").values()) == all_pages - 1
