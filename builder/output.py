@@ -15,7 +15,7 @@ import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,7 +245,7 @@ def publish(
     out = real_output(out)
     clean_leftovers(out)
     if spare is not None and spare.listing is not None:
-        spare.listing.result()  # the thread listing it would slow every stat below threefold
+        wait([spare.listing])  # the thread listing it would slow every stat below threefold (raises in _replace)
     proven = _as_recorded(out, recorded) if recorded is not None else None
     if proven is not None and recorded is not None:
         present, strays = proven
