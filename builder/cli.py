@@ -246,7 +246,7 @@ def _finish(
     if failed_strict:
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
-    published = publish(files, options.out, digest=known.sha256, spare=spare, recorded=recorded)
+    published = publish(files, options.out, digest=known.sha256, spare=spare, recorded=recorded, hashes=hashes)
     for relative in published.touched & hashes.keys():
         known.record(options.out / relative, hashes[relative])
     known.keep(options.out, hashes.keys() - published.touched)  # the very inodes the replaced site held

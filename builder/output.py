@@ -236,10 +236,12 @@ def publish(
     digest: Digest | None = None,
     spare: Spare | None = None,
     recorded: Recorded | None = None,
+    hashes: Mapping[str, str] | None = None,
 ) -> Published:
     """Make `out` hold exactly `files`. `digest` (sha256 of a file, e.g. through fingerprints)
     compares files without reading them; `recorded`, while its snapshot still holds, without even
-    that. An `out` that is a link is followed: the folder it names is replaced, the link stays.
+    that (`hashes`: the sha256 of files the caller has taken already, not taken again). An `out`
+    that is a link is followed: the folder it names is replaced, the link stays.
     The new site is assembled in a staging folder beside `out` and swapped in whole: with `spare`
     (spare_taken), in the spare, and the site replaced becomes the next spare."""
     out = real_output(out)
@@ -249,7 +251,8 @@ def publish(
     proven = _as_recorded(out, recorded) if recorded is not None else None
     if proven is not None and recorded is not None:
         present, strays = proven
-        changed = {r for r in files if r not in present or recorded.files[r] != _sha256_of(files[r])}
+        taken = hashes or {}
+        changed = {r for r in files if r not in present or recorded.files[r] != (taken.get(r) or _sha256_of(files[r]))}
     else:
         present = _looked_up(out, files)
         changed = {r for r in files if not _same(present.get(r), files[r], digest)}
