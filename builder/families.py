@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
-from builder.api import family_api
+from builder.api import family_api, models_entry
 from builder.pages import PageCosts
 from builder.view_cache import VIEW, ViewCache
 from builder.views.common import SiteContext
@@ -36,6 +36,7 @@ class Family:
     held: FamilyView | None = None
     cache: ViewCache | None = None
     key: str | None = None
+    api_entry: str | None = None  # its entry of the models API (api.models_entry)
 
     @property
     def slug(self) -> str:
@@ -103,9 +104,10 @@ def _made(ctx: SiteContext, with_api: bool, cache: ViewCache | None, item: tuple
         said, ctx.warnings = ctx.warnings, shared
     api = family_api(view, ctx.build_date.isoformat()) if with_api else None
     card = family_card(view, ctx.catalog.hardware)
-    family = Family(card, view.quantizations, said, time.process_time() - started, api, view)
+    entry = models_entry(card) if with_api else None
+    family = Family(card, view.quantizations, said, time.process_time() - started, api, view, api_entry=entry)
     if cache is None or key is None or not cache.put(key, view, VIEW):
         return family
-    kept = Family(card, view.quantizations, said, family.seconds, api, None, cache, key)
+    kept = Family(card, view.quantizations, said, family.seconds, api, None, cache, key, entry)
     cache.put(key, kept)
     return kept

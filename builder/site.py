@@ -177,7 +177,8 @@ def data_files(
     """The JSON API (`apis`: family files already made) and the packets with their signatures."""
     stamp = ctx.build_date.isoformat()
     made = apis or {}
-    files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(index, stamp)}
+    entries = {f.slug: f.api_entry for f in families}
+    files: dict[str, bytes | Path] = {routes.MODELS_API: models_api(index, stamp, entries)}
     files.update({routes.family_api(f.slug): made.get(f.slug) or family_api(f.view(ctx), stamp) for f in families})
     for packet_id, path in sorted(ctx.catalog.packet_paths.items()):
         files[routes.packet_json(packet_id)] = path  # copied verbatim: the bytes the digest covers
