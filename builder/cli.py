@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder import TEMPLATES, snapshot, stamp
 from catalog.errors import CatalogError, exit_on_catalog_error
@@ -61,10 +61,11 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _check_shrink(out: Path, published: int, allow: bool) -> None:
+def _check_shrink(out: Path, published: int, allow: bool, manifest: dict[str, Any] | None) -> None:
     """Refuse to replace a site with one holding fewer than half its packets (a wrong --packets
-    folder, a half-finished checkout) unless --allow-shrink says it is meant."""
-    before = stamp.published_packets(out)
+    folder, a half-finished checkout) unless --allow-shrink says it is meant. `manifest`: the
+    current site's, as read when the build began."""
+    before = stamp.published_packets(out, manifest)
     if published * 2 < before and not allow:
         raise CatalogError(
             f"refusing to publish {published} packet(s) over the {before} the site was built from "
@@ -195,7 +196,7 @@ def _run(argv: list[str] | None) -> int:
     # the spare is listed on a thread while the site is built
     with scratch_folder(options.out) as scratch, spare_taken(options.out, stamp.spare_site(options.out)) as spare:
         result = build(scratch=scratch, previous=previous, context=inputs.context)
-        return _finish(options, result, inputs, known, started, spare, recorded)
+        return _finish(options, result, inputs, known, started, spare, recorded, manifest)
 
 
 def _finish(
@@ -206,6 +207,7 @@ def _finish(
     started: float,
     spare: Spare | None = None,
     recorded: Recorded | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> int:
     from builder.output import Copy, differences, publish
 
@@ -245,7 +247,7 @@ def _finish(
         return 1 if failed_strict else 0
     if failed_strict:
         return 1
-    _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink)
+    _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink, manifest)
     published = publish(files, options.out, digest=known.sha256, spare=spare, recorded=recorded, hashes=hashes)
     for relative in published.touched & hashes.keys():
         known.record(options.out / relative, hashes[relative])

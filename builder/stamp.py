@@ -282,11 +282,12 @@ def manifest(
     return (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
-def published_packets(out: Path) -> int:
-    """How many packets the site in `out` was built from: its manifest's count, else the packet
-    files it holds (a site from before the count was recorded); 0 for no site."""
+def published_packets(out: Path, manifest: dict[str, Any] | None = None) -> int:
+    """How many packets the site in `out` was built from: its manifest's count (`manifest`: as
+    the caller read it already), else the packet files it holds (a site from before the count was
+    recorded); 0 for no site."""
     try:
-        recorded = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        recorded = manifest if manifest is not None else json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         count = recorded.get("packets")
         return count if isinstance(count, int) else packet_count(recorded["files"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
