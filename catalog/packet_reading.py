@@ -94,13 +94,8 @@ class Reader:
         keyed by the sha256 the caller already has, so its file is not even opened."""
         if not self.listings or self.cache is None or self.known is None or not self.summaries:
             return None
-        if self.known(path) is None:
-            return None
-        try:
-            key = self.cache.key(path, known=self.known)
-        except CatalogError:
-            return None
-        found = self.listings.get(key)
+        key = self.cache.key_if_known(path, self.known)
+        found = self.listings.get(key) if key is not None else None
         return Read(None, [], [], key, found) if isinstance(found, Listed) else None
 
     def read(self, path: Path) -> Read:

@@ -16,7 +16,7 @@ from catalog.cross_check import Reference, data_digest, located
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.hardware import Hardware, HardwareFile
 from catalog.keys import KeyRing, load_keys
-from catalog.layout import SIGNATURE_SUFFIX, is_signature
+from catalog.layout import SIGNATURE_SUFFIX
 from catalog.lint import lint
 from catalog.listing import Listed
 from catalog.loading import load_file
@@ -200,10 +200,9 @@ def _load_catalog(
     listing: dict[str, Listed] = {}
     paths: dict[str, Path] = {}
     keys_of_records: dict[str, str] = {}
-    # by name: the same order as the paths' own, without 40,000 Path comparisons in Python
-    entries = sorted(packets_dir.glob("*.json"), key=lambda path: path.name) if packets_dir.is_dir() else []
-    packet_files = [path for path in entries if not is_signature(path)]
-    _check_signatures_have_packets(entries, found)
+    names = _json_names(packets_dir)
+    packet_files = [packets_dir / name for name in names if not name.endswith(SIGNATURE_SUFFIX)]
+    _check_signatures_have_packets(packets_dir, names, found)
     for path, read in zip(packet_files, read_packets(packet_files, reader), strict=True):
         found.errors.extend(read.problems)
         listed = read.listed
@@ -276,11 +275,20 @@ def _require_inputs(data_dir: Path, packets_dir: Path) -> None:
         raise CatalogError("no such file", file=data_dir / "hardware.yaml")
 
 
-def _check_signatures_have_packets(entries: list[Path], found: _Collector) -> None:
-    names = {path.name for path in entries}
-    for path in entries:
-        if is_signature(path) and path.name.removesuffix(SIGNATURE_SUFFIX) + ".json" not in names:
-            found.add("a signature for a packet that is not here", file=path, field="subject")
+def _json_names(folder: Path) -> list[str]:
+    """The names `folder.glob("*.json")` finds, sorted: listed as strings, since 40,000 Path
+    objects cost a tenth of a second to make and more to sort."""
+    if not folder.is_dir():
+        return []
+    with os.scandir(folder) as entries:
+        return sorted(entry.name for entry in entries if entry.name.endswith(".json"))
+
+
+def _check_signatures_have_packets(folder: Path, names: list[str], found: _Collector) -> None:
+    present = set(names)
+    for name in names:
+        if name.endswith(SIGNATURE_SUFFIX) and name.removesuffix(SIGNATURE_SUFFIX) + ".json" not in present:
+            found.add("a signature for a packet that is not here", file=folder / name, field="subject")
 
 
 def _read_whole(

@@ -152,7 +152,25 @@ class SummaryCache:
                 signed = sha256_hex(envelope.read_bytes()) if envelope.exists() else "none"
             except OSError:
                 signed = "unreadable"
-        line = f"{self.context}\0{path.name}\0{content}\0{signed}"
+        return self._keyed(path.name, content, signed)
+
+    def key_if_known(self, path: Path, known: KnownDigest) -> str | None:
+        """`key`, when `known` has the packet's sha256: the packet is not opened (nor its
+        signature, when `known` has it too). None when the packet's is not known, or its
+        signature cannot be read."""
+        content = known(path)
+        if content is None:
+            return None
+        signed = known(signature_path(path))
+        if signed is None:  # none beside it, or not hashed yet: looked for as `key` does
+            try:
+                return self.key(path, known=known)
+            except CatalogError:
+                return None
+        return self._keyed(path.name, content, signed)
+
+    def _keyed(self, name: str, content: str, signed: str) -> str:
+        line = f"{self.context}\0{name}\0{content}\0{signed}"
         return hashlib.sha256(line.encode()).hexdigest()
 
     def load_model(self, model: type[ModelT], path: Path) -> ModelT:
