@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder import TEMPLATES, snapshot, stamp
 from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.forked import forked_call
 from catalog.lint import report
 
 if TYPE_CHECKING:
@@ -143,11 +144,17 @@ def _run(argv: list[str] | None) -> int:
         from builder.output import clean_leftovers, real_output
 
         clean_leftovers(real_output(options.out))  # what a killed build left, even when nothing changed
-    inputs = _input_hash(options, known, seen.roots)
+    site = seen.site if not options.check else None
+    # whether the site is as the last build left it: 60,000 stats at 1000 x 20, taken in a forked
+    # process while this one hashes the inputs
+    proving = forked_call(partial(site.snapshot.holds, {snapshot.SITE: os.fspath(options.out)})) if site else None
+    try:
+        inputs = _input_hash(options, known, seen.roots)
+    finally:
+        site_held = proving is not None and proving.result()
     manifest = None
     if not options.check:
-        site = seen.site
-        if site is not None and not inputs.irregular and site.holds(options.out, inputs.sha256):
+        if site is not None and not inputs.irregular and site.inputs == inputs.sha256 and site_held:
             now = snapshot.Seen(inputs.roots, site)
             return _up_to_date(options, known, list(site.warnings), seen, now, started)
         manifest = stamp.recorded(real_output(options.out))
@@ -186,8 +193,8 @@ def _run(argv: list[str] | None) -> int:
     previous, recorded = None, None
     if not options.full and not inputs.irregular:
         site_now = real_output(options.out)
-        proof = seen.site.snapshot if seen.site is not None else None
-        unchanged_since = proof is not None and proof.holds({snapshot.SITE: os.fspath(options.out)})
+        proof = site.snapshot if site is not None else None
+        unchanged_since = proof is not None and site_held
         # a stray is not taken into the new site: only the files recorded are checked
         current_site = manifest if unchanged_since else stamp.intact(site_now, known, manifest, strays=False)
         previous = Previous.from_manifest(site_now, current_site, known.sha256_at_start) if current_site else None
