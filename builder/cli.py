@@ -206,6 +206,14 @@ def _run(argv: list[str] | None) -> int:
         return _finish(options, result, inputs, known, started, spare, recorded, manifest)
 
 
+def _keep_fingerprints(known: stamp.Fingerprints, out: Path, hashes: dict[str, str], touched: frozenset[str]) -> None:
+    """Each file of the new site's sha256 under its fingerprint, for the next build."""
+    for relative in touched & hashes.keys():
+        known.record(out / relative, hashes[relative])
+    known.keep(out, hashes.keys() - touched)  # the very inodes the replaced site held
+    known.save(out)
+
+
 def _finish(
     options: argparse.Namespace,
     result: BuildResult,
@@ -256,13 +264,14 @@ def _finish(
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink, manifest)
     published = publish(files, options.out, digest=known.sha256, spare=spare, recorded=recorded, hashes=hashes)
-    for relative in published.touched & hashes.keys():
-        known.record(options.out / relative, hashes[relative])
-    known.keep(options.out, hashes.keys() - published.touched)  # the very inodes the replaced site held
-    known.save(options.out)
-    taken = snapshot.of_written(options.out, files, published.settled)  # proven by the build that wrote it
-    site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None
-    snapshot.Seen(inputs.roots, site).save(options.out)
+    # the fingerprints are kept by a forked process while this one takes the new site's snapshot
+    keeping = forked_call(partial(_keep_fingerprints, known, options.out, hashes, published.touched))
+    try:
+        taken = snapshot.of_written(options.out, files, published.settled)  # proven by the build that wrote it
+        site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None
+        snapshot.Seen(inputs.roots, site).save(options.out)
+    finally:
+        keeping.result()
     result.costs.phase("hash, publish", step)
     if options.timings is not None:
         options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
