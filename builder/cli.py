@@ -206,8 +206,13 @@ def _run(argv: list[str] | None) -> int:
         return _finish(options, result, inputs, known, started, spare, recorded, manifest)
 
 
-def _keep_fingerprints(known: stamp.Fingerprints, out: Path, hashes: dict[str, str], touched: frozenset[str]) -> None:
-    """Each file of the new site's sha256 under its fingerprint, for the next build."""
+def _keep_for_next_build(
+    result: BuildResult, known: stamp.Fingerprints, out: Path, hashes: dict[str, str], touched: frozenset[str]
+) -> None:
+    """What the load leaves for the cache, and each file of the new site's sha256 under its
+    fingerprint."""
+    if result.to_keep is not None:
+        result.to_keep()
     for relative in touched & hashes.keys():
         known.record(out / relative, hashes[relative])
     known.keep(out, hashes.keys() - touched)  # the very inodes the replaced site held
@@ -251,6 +256,8 @@ def _finish(
     )
     failed_strict = report(result.warnings, options.strict)
     if options.check:
+        if result.to_keep is not None:
+            result.to_keep()
         stale = differences(files, options.out, digest=known.sha256)
         for line in stale:
             print(f"stale: {line}", file=sys.stderr)
@@ -264,8 +271,8 @@ def _finish(
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink, manifest)
     published = publish(files, options.out, digest=known.sha256, spare=spare, recorded=recorded, hashes=hashes)
-    # the fingerprints are kept by a forked process while this one takes the new site's snapshot
-    keeping = forked_call(partial(_keep_fingerprints, known, options.out, hashes, published.touched))
+    # kept by a forked process while this one takes the new site's snapshot
+    keeping = forked_call(partial(_keep_for_next_build, result, known, options.out, hashes, published.touched))
     try:
         taken = snapshot.of_written(options.out, files, published.settled)  # proven by the build that wrote it
         site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None

@@ -48,6 +48,7 @@ class BuildResult:
     page_warnings: dict[str, list[str]] = field(default_factory=dict)  # recorded for incremental rebuilds
     digests: dict[str, str] = field(default_factory=dict)  # sha256 of pages written into `scratch` or kept
     published: dict[str, list[str | None]] = field(default_factory=dict)  # incremental.published
+    to_keep: Callable[[], None] | None = None  # what the load leaves for the cache (Catalog.to_keep)
 
 
 def build_date(catalog: Catalog, environ: dict[str, str] | None = None) -> date:
@@ -214,7 +215,7 @@ def build_files(
     costs = PageCosts()
     step = time.perf_counter()
     catalog = load_catalog(
-        data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache, known=known
+        data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache, known=known, keep_later=True
     )
     costs.phase("load", step)
     ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))
@@ -267,6 +268,7 @@ def build_files(
             said_by(page_warnings),
             digests,
             published(ctx.catalog),
+            catalog.to_keep,
         )
     return BuildResult(
         dict(sorted(files.items())),
@@ -278,6 +280,7 @@ def build_files(
         said_by(page_warnings),
         digests,
         published(ctx.catalog),
+        catalog.to_keep,
     )
 
 

@@ -7,7 +7,8 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -87,6 +88,8 @@ class Catalog:
     by_hardware: dict[str, dict[str, list[Listed]]] = field(default_factory=dict)
     # Where the summaries of packets held as records are (catalog/record.py); None: none is.
     summaries: Summaries | None = None
+    # What the load leaves for the cache, when kept later (load_catalog's `keep_later`); None: nothing.
+    to_keep: Callable[[], None] | None = None
 
     def summary(self, packet_id: str) -> Packet:
         """The packet with its prompt rows: the one held, or, for a record, its summary read back."""
@@ -146,6 +149,7 @@ def load_catalog(
     summaries: bool = False,
     use_cache: bool = False,
     known: KnownDigest | None = None,
+    keep_later: bool = False,
 ) -> Catalog:
     """`allow_unsigned` admits packets without a signature (a local build; pages say so); a
     signature that is present is always checked. `summaries` holds packets as summaries
@@ -154,9 +158,15 @@ def load_catalog(
     each cached packet as its listing (catalog/listing.py), its record (catalog/record.py) read
     on first use and its summary by `Catalog.summary`: the builder's default, never `make
     verify`'s. `known` gives the sha256 of files the caller has already hashed (the builder's
-    inputs), which the cache is keyed by."""
+    inputs), which the cache is keyed by. With `keep_later`, what the load would write to the cache
+    for the next one (its listings: 5 MB at 20,000 packets) is left in `Catalog.to_keep`, for the
+    caller to write when it has a moment (the builder: in a forked process once the site is out)."""
     with collector_paused():
-        return _load_catalog(data_dir, packets_dir, allow_unsigned, summaries, use_cache, known)
+        catalog = _load_catalog(data_dir, packets_dir, allow_unsigned, summaries, use_cache, known)
+    if catalog.to_keep is not None and not keep_later:
+        catalog.to_keep()
+        catalog = replace(catalog, to_keep=None)
+    return catalog
 
 
 @contextmanager
@@ -227,10 +237,11 @@ def _load_catalog(
             problems = reproduction_problems(held[packet_id], held[listed.reproduces])
             found.errors.extend(located(problems, paths[packet_id]))
     found.raise_if_any()
+    to_keep = None
     if cache is not None and known is not None:
         listed_now: dict[str, object] = {key: listing[packet_id] for packet_id, key in keys_of_records.items()}
         if listed_now != listed_before:
-            cache.keep_listings(reference.digest, listed_now)
+            to_keep = partial(cache.keep_listings, reference.digest, listed_now)
     reproduced_by: dict[str, list[str]] = {}
     by_family: dict[str, list[str]] = {}
     by_hardware: dict[str, dict[str, list[Listed]]] = {}
@@ -255,6 +266,7 @@ def _load_catalog(
         warnings=lint(recipes, listing),
         by_hardware=by_hardware,
         summaries=stored,
+        to_keep=to_keep,
     )
 
 

@@ -249,6 +249,7 @@ def test_the_builder_uses_the_cache_unless_told_not_to(catalog_dirs, cache_home,
     argv = ["build", "--data", str(data), "--packets", str(packets)]
     assert run([*argv, "--out", str(tmp_path / "one")]) == 0
     assert sorted(verified) == _packet_files(packets)
+    assert len(list((cache_home / summary.LISTINGS).iterdir())) == 1  # kept once the site was out
     verified.clear()
     assert run([*argv, "--out", str(tmp_path / "two")]) == 0
     assert verified == []
@@ -371,3 +372,17 @@ def test_a_packet_the_cache_does_not_hold_is_verified_as_it_is_now(catalog_dirs,
     assert path.name in str(refused.value)
     stale_key = SummaryCache.for_run(data / "keys.yaml", False).key(path, known=digests.get)
     assert SummaryCache.for_run(data / "keys.yaml", False).get(stale_key) is None
+
+
+def test_a_load_told_to_keep_later_leaves_its_listings_to_the_caller(catalog_dirs, cache_home):
+    """The builder writes what a load keeps for the next one once the site is out, in a forked
+    process: until `to_keep` is called, nothing is written; once it is, the next load reads it."""
+    data, packets = catalog_dirs
+    loaded = load_catalog(data, packets, summaries=True, use_cache=True, known=_known, keep_later=True)
+    assert loaded.to_keep is not None and not (cache_home / summary.LISTINGS).exists()
+    loaded.to_keep()
+    (listings,) = (cache_home / summary.LISTINGS).iterdir()
+    assert set(pickle.loads(listings.read_bytes()).values()) == set(loaded.listing.values())
+    again = load_catalog(data, packets, summaries=True, use_cache=True, known=_known, keep_later=True)
+    assert again.to_keep is None and again.listing == loaded.listing  # nothing new to keep
+    assert load_catalog(data, packets, summaries=True, use_cache=True, known=_known).to_keep is None
