@@ -7,7 +7,8 @@ import json
 from dataclasses import replace
 
 from builder.api import API_VERSION, dumps, jsonable, models_api, models_entry
-from builder.site import _index, build_date, family_views
+from builder.families import family_views
+from builder.site import _index, build_date
 from builder.views.common import SiteContext
 from catalog.repository import load_catalog
 
