@@ -255,9 +255,9 @@ def _finish(
         published=result.published,
     )
     failed_strict = report(result.warnings, options.strict)
+    if (options.check or failed_strict) and result.to_keep is not None:
+        result.to_keep()  # nothing is published: no forked process keeps it after publishing
     if options.check:
-        if result.to_keep is not None:
-            result.to_keep()
         stale = differences(files, options.out, digest=known.sha256)
         for line in stale:
             print(f"stale: {line}", file=sys.stderr)

@@ -386,3 +386,14 @@ def test_a_load_told_to_keep_later_leaves_its_listings_to_the_caller(catalog_dir
     again = load_catalog(data, packets, summaries=True, use_cache=True, known=_known, keep_later=True)
     assert again.to_keep is None and again.listing == loaded.listing  # nothing new to keep
     assert load_catalog(data, packets, summaries=True, use_cache=True, known=_known).to_keep is None
+
+
+def test_a_build_refused_by_strict_still_keeps_what_its_load_verified(catalog_dirs, cache_home, tmp_path):
+    """--strict refuses the fixture's warnings before publishing; the listings its load verified
+    are kept all the same, so the build run again after the fix takes them."""
+    from builder.cli import run
+
+    data, packets = catalog_dirs
+    argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(tmp_path / "site")]
+    assert run([*argv, "--strict"]) == 1
+    assert len(list((cache_home / summary.LISTINGS).iterdir())) == 1
