@@ -105,7 +105,7 @@ bench: $(DEV_STAMP) vllm-env
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy catalog builder runner bench tests
+	$(PY) -m mypy catalog builder runner bench testkit tests
 
 clean:
 	rm -rf site runs

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from bench.builder_bench import BROWSER_SITE
 from bench.common import Log
 from bench.results import Benchmark, Figure
-from tests.local_browser import CHROMIUM, CHROMIUM_ARGS, chromium, serve_folder
+from testkit.local_browser import CHROMIUM, CHROMIUM_ARGS, chromium, serve_folder
 
 FIRST_MS, TRANSFER_KB, HTML_KB = 500.0, 600.0, 100.0
 FIRST_DRAWN = "() => document.querySelector('[data-chart].js-plotly-plot .main-svg') !== null"

@@ -11,7 +11,7 @@ its workers, os.wait4):
   site (the packet is removed afterwards, so the cached catalog stays as generated);
 - no-op: the same command again with nothing changed.
 CPU per page kind comes from the cold build's own account (`--timings`), where every view is
-made. The floor is `python -m bench.floor`: every packet read and verified once with catalog.packet_io.read_packet
+made. The floor is `python -m bench.floor`: every packet read and verified once with catalog.packets.seal.read_packet
 (bytes, digest, signature), in its own process (full runs: before and after the builds, the
 mean; the 1000 × 20 floor runs once). First, the cost of one committed packet
 (bench/packet_cost.py): its size and the CPU time to read, hash-check and fully verify it.
@@ -31,8 +31,8 @@ from bench import packet_cost, refusal_bench
 from bench.catalog_gen import bench_key, ensure_catalog, make_parts
 from bench.common import OUT, Log, child_env, load_average, spawn_measured
 from bench.results import Benchmark, Figure
-from catalog.layout import signature_path
-from catalog.packet_io import seal, write_packet
+from catalog.packets.layout import signature_path
+from catalog.packets.seal import seal, write_packet
 
 FULL_SIZES = ((10, 20), (100, 20), (1000, 20))
 QUICK_SIZES = ((10, 20),)
@@ -203,7 +203,7 @@ def _size_benchmark(m: dict[str, Any]) -> Benchmark:
         group="builder",
         title=f"Full build: {families} families × {per_family} packets ({m['packets']:,} packets, "
         f"{m['packet_bytes'] / 1e9:.2f} GB, {m['html_pages']:,} pages)",
-        peer="floor: catalog.packet_io.read_packet over every packet, once",
+        peer="floor: catalog.packets.seal.read_packet over every packet, once",
         figures=[
             Figure(
                 name="full build",

@@ -3,12 +3,12 @@
 F families × P packets. Each family's recipe is data/models/demo.yaml with a new slug and title.
 Each packet is a realistic measured campaign: two arms (oracle and speculative) × two fresh
 servers × the twelve strict-suite prompts × 512 tokens, with token ids and per-token times,
-built as parts by catalog.samples (every stored figure computed by catalog.metrics, every canary
-verdict by catalog.canaries), so load_catalog re-derives and accepts it. Its identity is the demo
+built as parts by testkit.samples (every stored figure computed by catalog.model.metrics, every canary
+verdict by catalog.checks.canaries), so load_catalog re-derives and accepts it. Its identity is the demo
 recipe's (repo local/demo-qwen3-tiny, synthetic, vLLM on the CPU) under the family's slug.
 
 Each packet gets its own speed (a different time per token, so decode rates vary across packets)
-and is sealed through catalog.packet_io.seal and written by write_packet, exactly as the runner
+and is sealed through catalog.packets.seal.seal and written by write_packet, exactly as the runner
 writes them: canonical bytes, the digest in the name, and a DSSE signature by a bench measurer key.
 That key lives under the system temp folder (never in the repository) and the generated data
 dir's keys.yaml lists it, so the builder verifies every signature. Every seventh packet's
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import OUT, REPO
-from catalog.packet import PacketParts
-from catalog.packet_io import seal, write_packet
-from catalog.samples import measured_parts
-from catalog.signing import HostKey, host_key
+from catalog.model.packet import PacketParts
+from catalog.packets.seal import seal, write_packet
+from catalog.packets.signing import HostKey, host_key
+from testkit.samples import measured_parts
 
 GENERATOR_VERSION = 2  # 2: schema 2 packets, sealed and signed, created in the past
 TOKENS = 512

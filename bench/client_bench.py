@@ -12,7 +12,7 @@ Throughput mode: the server streams as fast as the client reads. Figures per lev
   client, was the limit).
 
 Paced mode: first token 100 ms after the request arrives, then one every 10 ms. The server logs
-when it wrote every token; our TTFT and decode rate (tokens 1..100, catalog.metrics) are compared
+when it wrote every token; our TTFT and decode rate (tokens 1..100, catalog.model.metrics) are compared
 with the same quantities computed from the server's own timestamps, request by request.
 """
 
@@ -40,7 +40,7 @@ from bench.common import (
     peer_worker,
 )
 from bench.results import Benchmark, Figure
-from catalog.metrics import decode_rate
+from catalog.model.metrics import decode_rate
 
 MODEL = "local/demo-qwen3-tiny"
 PEER_NAME = "vllm bench serve (vLLM 0.32.0 CPU), --backend vllm"
@@ -374,7 +374,7 @@ def _agreement_benchmarks(plan: ClientPlan, paced: dict[str, Any]) -> list[Bench
                         better="closer",
                         target="within ±2 %",
                         met=abs(ours["decode_ratio"] - 1) <= 0.02,
-                        note="ours: tokens 1..100 (catalog.metrics); peer: 1 / TPOT against the server's TPOT",
+                        note="ours: tokens 1..100 (catalog.model.metrics); peer: 1 / TPOT against the server's TPOT",
                     ),
                     Figure(
                         name="TTFT p95 |error|",

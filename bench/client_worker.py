@@ -9,7 +9,7 @@ null, "label", "concurrency", "num_prompts", "max_tokens", "prompt_words", "warm
 request to after the last (the span `vllm bench serve` measures), CPU time of this process over
 the same span (getrusage RUSAGE_SELF, all threads), tokens counted from token ids, and per
 request: when it was written (perf_counter; the origin of its token times), TTFT, decode rate
-(catalog.metrics.decode_rate) and the prompt's tag, to match it with the fast server's emit log.
+(catalog.model.metrics.decode_rate) and the prompt's tag, to match it with the fast server's emit log.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 import urllib.request
 from typing import Any
 
-from catalog.metrics import decode_rate
+from catalog.model.metrics import decode_rate
 from runner.client import new_http_client, stream_completion
 
 FILLER = [

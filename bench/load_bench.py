@@ -28,7 +28,7 @@ from typing import Any
 from bench.client_bench import PEER_NAME, ClientPlan, FastServer, _peer_request
 from bench.common import OUT, Log, Worker, peer_worker
 from bench.results import Benchmark, Figure
-from catalog.load import LAG_BOUND_MS, percentile
+from catalog.model.load_sweep import LAG_BOUND_MS, percentile
 
 USERS = 64
 MODEL = "local/demo-qwen3-tiny"

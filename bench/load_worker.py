@@ -18,10 +18,10 @@ import sys
 from typing import Any
 
 from bench.client_worker import _mark
-from catalog.samples import canary_set, strict_suite
 from runner.load_sweep import LevelRunner
 from runner.plan import LoadOptions
 from runner.settings import MeasurementSettings
+from testkit.samples import canary_set, strict_suite
 
 
 async def run_level(run: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ needs pandas, which the vLLM CPU environment does not install. Both clients send
 prompt text with the same sampling fields, apart from each client's own extras.
 
 Definitions differ, and the benchmark reports each side's own figure and the bridge between:
-- ours: decode rate of a prompt = 99 / (t[100] - t[1]) (catalog.metrics), the server's figure
+- ours: decode rate of a prompt = 99 / (t[100] - t[1]) (catalog.model.metrics), the server's figure
   the class-balanced median over the prompts;
 - vLLM: TPOT of a request = (E2E - TTFT) / (n - 1), i.e. every interval after the first token,
   and 1 / median TPOT as its decode rate; its "output throughput" = all tokens / benchmark
@@ -32,9 +32,9 @@ from typing import Any
 
 from bench.common import DEMO_MODEL, OUT, REPO, VLLM_PYTHON, Log, Worker, load_average, peer_worker
 from bench.results import Benchmark, Figure
-from catalog.metrics import decode_rate, server_decode_rate
-from catalog.repository import load_catalog
-from catalog.suite import Suite, SuitePrompt
+from catalog.model.metrics import decode_rate, server_decode_rate
+from catalog.recipes.suite import Suite, SuitePrompt
+from catalog.store.repository import load_catalog
 from runner.attempt import prompt_row
 from runner.client import new_http_client, stream_completion
 from runner.plan import CampaignRequest, plan_arms

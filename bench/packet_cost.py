@@ -5,9 +5,9 @@ servers × 12 prompts × 512 tokens), measured in a fresh process (`python -m be
 timed after the imports, with its own CPU clock, so no other thread of the benchmark counts):
 its file size, and the CPU time (time.process_time, median of many runs after a warm-up) to
 - read its bytes;
-- read and hash-check it (catalog.packet_io.read_packet without keys: strict validation, the
+- read and hash-check it (catalog.packets.seal.read_packet without keys: strict validation, the
   canonical-form check, sha256 of the bytes and the name it gives);
-- fully verify it (catalog.packet_reading.read_verified against data/keys.yaml: the above, the DSSE
+- fully verify it (catalog.store.reading.read_verified against data/keys.yaml: the above, the DSSE
   signature by a listed measurer key, and every derived figure, gate and canary verdict
   re-derived from the rows), which is what every build and `make verify` pays per packet.
 Each is also given per recorded token (token ids over every row of every server).
@@ -35,7 +35,7 @@ WARMUP = 5
 
 
 def demo_packet() -> Path:
-    from catalog.layout import is_signature
+    from catalog.packets.layout import is_signature
 
     found = sorted(p for p in (REPO / "packets").glob("demo-bf16-*.json") if not is_signature(p))
     if len(found) != 1:
@@ -56,10 +56,10 @@ def _cpu_ms(action: Callable[[], object], runs: int) -> dict[str, float]:
 
 
 def measure(runs: int) -> dict[str, Any]:
-    from catalog.keys import load_keys
-    from catalog.layout import signature_path
-    from catalog.packet_io import read_packet
-    from catalog.packet_reading import read_verified
+    from catalog.packets.keys import load_keys
+    from catalog.packets.layout import signature_path
+    from catalog.packets.seal import read_packet
+    from catalog.store.reading import read_verified
 
     path = demo_packet()
     keys = load_keys(REPO / "data" / "keys.yaml")

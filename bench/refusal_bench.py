@@ -1,5 +1,5 @@
 """Benchmark: how long `python -m catalog.verify` takes to refuse the hostile files that cost the
-most to read (alias bombs, deep nesting, huge numbers, a 5 MB string; tests/adversarial/hostile_files.py),
+most to read (alias bombs, deep nesting, huge numbers, a 5 MB string; testkit/hostile_files.py),
 each planted into a copy of data/ and the committed Qwen packets, in its own process: wall time
 and peak RSS. The adversarial tests check each is refused cleanly; the time bound lives here."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.common import REPO, Log, spawn_measured
 from bench.results import Benchmark, Figure
-from tests.adversarial.hostile_files import CASES, plant
+from testkit.hostile_files import CASES, plant
 
 LIMIT_S = 30.0
 LIMIT_MB = 400.0

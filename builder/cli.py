@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder import TEMPLATES, snapshot, stamp
+from catalog.checks.lint import report
 from catalog.errors import CatalogError, exit_on_catalog_error
 from catalog.forked import forked_call
-from catalog.lint import report
 
 if TYPE_CHECKING:
     from builder.output import Recorded

@@ -17,8 +17,8 @@ from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
 from builder.views.index import FamilyCard, family_card
 from catalog.forked import forked_map
-from catalog.recipe import Recipe
-from catalog.repository import collector_paused
+from catalog.recipes.recipe import Recipe
+from catalog.store.repository import collector_paused
 
 FAMILIES_PER_WORKER = 16  # a family view costs milliseconds: fewer are not worth a worker
 

@@ -21,8 +21,8 @@ from typing import NamedTuple
 from builder import routes
 from builder.tree import file_sha256
 from builder.views.common import SiteContext
-from catalog.layout import signature_path
-from catalog.repository import Catalog
+from catalog.packets.layout import signature_path
+from catalog.store.repository import Catalog
 
 
 class Was(NamedTuple):

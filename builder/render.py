@@ -18,7 +18,7 @@ from markupsafe import Markup
 from builder import TEMPLATES, routes
 from builder.views.glossary import marked, term, title_first_uses
 from builder.views.results import STATE_MEANINGS
-from catalog.summary import cache_root
+from catalog.store.cache import cache_root
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 

@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from catalog.layout import SIGNATURE_SUFFIX
+from catalog.packets.layout import SIGNATURE_SUFFIX
 
 INDEX = "index.html"
 NOT_FOUND = "404.html"

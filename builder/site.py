@@ -29,9 +29,9 @@ from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
 from catalog.errors import CatalogError
-from catalog.layout import signature_path
-from catalog.repository import Catalog, load_catalog
-from catalog.summary import KnownDigest
+from catalog.packets.layout import signature_path
+from catalog.store.cache import KnownDigest
+from catalog.store.repository import Catalog, load_catalog
 
 
 @dataclass(frozen=True)

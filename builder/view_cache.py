@@ -16,8 +16,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.repository import Catalog
-from catalog.summary import cache_root, store_pickled, unpickled
+from catalog.store.cache import cache_root, store_pickled, unpickled
+from catalog.store.repository import Catalog
 
 FOLDER = "views"
 VIEW = "view"  # a family's whole view, beside its entry (builder/families.py)

@@ -11,7 +11,7 @@ def main() -> None:
     command, *rest = sys.argv[1:] or [""]
     sys.argv = [f"python -m catalog {command}", *rest]
     if command == "migrate":
-        from catalog.migrate import main as migrate
+        from catalog.packets.migrate import main as migrate
 
         migrate()
     elif command == "verify":

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from catalog.hardware import HardwareFile
-from catalog.keys import KeyRing
-from catalog.overlay import Overlay
-from catalog.packet import Packet
-from catalog.recipe import Recipe
+from catalog.model.packet import Packet
+from catalog.packets.keys import KeyRing
+from catalog.recipes.hardware import HardwareFile
+from catalog.recipes.overlay import Overlay
+from catalog.recipes.recipe import Recipe
 
 SCHEMA_DIR = Path("docs/schema")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

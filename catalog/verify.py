@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from catalog.checks.lint import report
 from catalog.errors import exit_on_catalog_error
-from catalog.lint import report
-from catalog.repository import load_catalog
+from catalog.store.repository import load_catalog
 
 
 def run() -> int:

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import httpx
 
-from catalog.arrays import to_uint32
-from catalog.canaries import judge
-from catalog.canonical import pretty_json
-from catalog.compose import flag_groups, flag_name
+from catalog.checks.canaries import judge
 from catalog.errors import CatalogError
 from catalog.files import write_file
-from catalog.loading import load_file
-from catalog.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
-from catalog.packet import CacheCheck, CanaryResult, PromptRow, ServerRun, SpecMetrics
-from catalog.suite import Suite
+from catalog.model.arrays import to_uint32
+from catalog.model.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
+from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerRun, SpecMetrics
+from catalog.packets.canonical import pretty_json
+from catalog.recipes.compose import flag_groups, flag_name
+from catalog.recipes.suite import Suite
+from catalog.store.documents import load_file
 from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
 from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
 from runner.plan import ArmPlan

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import CatalogError
-from catalog.metrics import compare_rows
-from catalog.packet import (
+from catalog.model.metrics import compare_rows
+from catalog.model.packet import (
     ArmConfig,
     ArmParts,
     GateResult,
@@ -25,8 +25,8 @@ from catalog.packet import (
     ServerRun,
     Workload,
 )
-from catalog.packet_io import Sealed, seal, write_packet
-from catalog.signing import HostKey
+from catalog.packets.seal import Sealed, seal, write_packet
+from catalog.packets.signing import HostKey
 from runner.attempt import finished_attempt, run_attempt
 from runner.identity import scrub_argv, scrub_env
 from runner.plan import ArmPlan, CampaignRequest, flag_value

@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from catalog.errors import CatalogError, exit_on_catalog_error
-from catalog.load import Slo
-from catalog.repository import load_catalog
+from catalog.model.load_sweep import Slo
+from catalog.store.repository import load_catalog
 from runner.measure import Places, RuntimeChoice, measure
 from runner.plan import LOAD_REQUESTS_PER_LEVEL, CampaignRequest, LoadOptions
 from runner.progress import console_progress
@@ -155,7 +155,7 @@ def _choice(options: argparse.Namespace) -> RuntimeChoice:
 def run(argv: list[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
     if options.command == "import-reference":
-        from catalog.signing import host_key
+        from catalog.packets.signing import host_key
         from runner.import_reference import import_transcription
 
         for packet in import_transcription(options.transcription, options.packets, host_key(role="importer")):
@@ -247,7 +247,7 @@ def _load_options(options: argparse.Namespace) -> LoadOptions | None:
 
 
 def parse_slo(text: str) -> dict[str, float]:
-    """`ttft_ms=500,tpot_ms=50`: each key an objective of catalog.load.Slo, each value a number."""
+    """`ttft_ms=500,tpot_ms=50`: each key an objective of catalog.model.load_sweep.Slo, each value a number."""
     known = list(Slo.model_fields)
     objectives: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):

@@ -1,7 +1,7 @@
 """What a packet records about the machine, the runtime and the weights.
 
 Secrets never leave the machine: values of environment variables and flags that look like
-credentials are replaced by a marker (catalog.secrets), and machine-local paths are reduced to
+credentials are replaced by a marker (catalog.model.secrets), and machine-local paths are reduced to
 names relative to the repository or a marker.
 """
 
@@ -14,9 +14,9 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from catalog.canonical import sha256_hex
-from catalog.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity
-from catalog.secrets import redact_argv, redact_env
+from catalog.model.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity
+from catalog.model.secrets import redact_argv, redact_env
+from catalog.packets.canonical import sha256_hex
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 REPO_ROOT = Path(__file__).resolve().parents[1]

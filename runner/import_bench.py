@@ -15,7 +15,7 @@ What the run measured decides what it becomes:
   number of users and is refused, as is a run with failed requests.
 
 Several `--save-detailed` files (one per --max-concurrency or --request-rate), or one with
-`--load`, become one load curve instead: a load ladder of catalog.load_import's levels, one row per
+`--load`, become one load curve instead: a load ladder of runner.import_load_sweep's levels, one row per
 request, failed requests kept as failed rows (they count against goodput).
 """
 
@@ -32,16 +32,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from catalog.consistency import consistency_problems
+from catalog.checks.consistency import consistency_problems
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.load import Slo
-from catalog.load_import import bench_sweep
-from catalog.loading import load_file
+from catalog.model.load_sweep import Slo
+from catalog.model.packet import Packet, PacketParts
 from catalog.numbers import fmt
-from catalog.packet import Packet, PacketParts
-from catalog.packet_io import made_from, seal, write_packet
-from catalog.repository import Catalog
-from catalog.signing import host_key
+from catalog.packets.seal import made_from, seal, write_packet
+from catalog.packets.signing import host_key
+from catalog.store.documents import load_file
+from catalog.store.repository import Catalog
+from runner.import_load_sweep import bench_sweep
 
 LATENCIES = ("ttft", "tpot", "itl", "e2el")
 _PERCENTILE_KEY = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
@@ -83,7 +83,7 @@ class BenchServeResult(BaseModel):
     std_e2el_ms: float | None = Field(default=None, ge=0)
     # every `p<N>_<metric>_ms` key (--metric-percentiles, default 99), by metric then percentile
     percentiles: dict[str, dict[str, float]] = {}
-    # per-request lists, written with --save-detailed (catalog/load_import.py reads them)
+    # per-request lists, written with --save-detailed (runner/import_load_sweep.py reads them)
     output_lens: list[int] = []
     ttfts: list[float] = []
     latencies: list[float] = []

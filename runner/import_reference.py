@@ -17,11 +17,11 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from catalog.base import StrictModel
-from catalog.loading import load_file
-from catalog.packet import IDENTITY_NOT_PUBLISHED, ArmParts, Packet, PacketParts, RuntimeIdentity
-from catalog.packet_io import made_from, seal, write_packet
-from catalog.signing import HostKey
+from catalog.model.base import StrictModel
+from catalog.model.packet import IDENTITY_NOT_PUBLISHED, ArmParts, Packet, PacketParts, RuntimeIdentity
+from catalog.packets.seal import made_from, seal, write_packet
+from catalog.packets.signing import HostKey
+from catalog.store.documents import load_file
 
 SPEC_METHOD = "mtp"
 INT4_DRAFT_HEAD_ENV = {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"}

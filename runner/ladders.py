@@ -21,13 +21,13 @@ from time import perf_counter
 
 import httpx
 
-from catalog.canonical import pretty_json
 from catalog.errors import CatalogError
 from catalog.files import write_file
-from catalog.loading import load_file
-from catalog.metrics import decode_rate
-from catalog.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptRow
-from catalog.suite import Suite
+from catalog.model.metrics import decode_rate
+from catalog.model.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptRow
+from catalog.packets.canonical import pretty_json
+from catalog.recipes.suite import Suite
+from catalog.store.documents import load_file
 from runner.client import ClientError, new_http_client, stream_completion
 from runner.load_sweep import levels_path, run_load_sweep
 from runner.metrics_scrape import MetricsError

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from catalog.load import LoadServerMetrics
+from catalog.model.load_sweep import LoadServerMetrics
 from runner.client import new_http_client
 from runner.metrics_scrape import SPEC_ACCEPTED_TOKENS, SPEC_DRAFT_TOKENS, MetricsError, parse_exposition
 

@@ -5,7 +5,7 @@ Closed-loop levels first (N users, each sending its next request when its last o
 then open-loop levels (requests launched by the event loop at their Poisson arrival times,
 whether or not earlier ones finished). Request k of a level sends prompt k mod the suite's
 prompt count. The data model and every definition (percentiles, TPOT, goodput, the lag bound)
-are catalog/load.py's; this module schedules, times and records.
+are catalog/model/load_sweep.py's; this module schedules, times and records.
 
 Resumable like the other ladders: each finished level is kept in the arm's run folder and
 reused by a rerun of the same campaign.
@@ -24,10 +24,10 @@ from time import perf_counter
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from catalog.canonical import pretty_json
 from catalog.files import write_file
-from catalog.load import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
-from catalog.packet import Ladder, PromptRow
+from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
+from catalog.model.packet import Ladder, PromptRow
+from catalog.packets.canonical import pretty_json
 from runner.client import ClientError, StreamResult, new_http_client, stream_completion
 from runner.load_metrics import MetricsSampler
 from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, LoadOptions

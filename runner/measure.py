@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.errors import CatalogError
-from catalog.hardware import Hardware
-from catalog.packet import GateResult, Identity, Ladder, ModelIdentity, Packet, RuntimeIdentity, ServerRun
-from catalog.recipe import Recipe
-from catalog.repository import Catalog
-from catalog.signing import HostKey, host_key
-from catalog.suite import CanarySet, Suite
+from catalog.model.packet import GateResult, Identity, Ladder, ModelIdentity, Packet, RuntimeIdentity, ServerRun
+from catalog.packets.signing import HostKey, host_key
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
+from catalog.recipes.suite import CanarySet, Suite
+from catalog.store.repository import Catalog
 from runner import docker, preflight
 from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, publish
 from runner.docker import PinnedImage

@@ -1,6 +1,6 @@
 """A campaign's plan: which arms to measure and the exact vLLM command of each.
 
-The command comes from the recipe through catalog.compose, then the protocol's fixed flags.
+The command comes from the recipe through catalog.recipes.compose, then the protocol's fixed flags.
 Depth 0 is the oracle, always measured first and reused by every speculative depth.
 """
 
@@ -12,13 +12,13 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from catalog.base import Slug, StrictModel
-from catalog.canonical import canonical_sha256
-from catalog.compose import LaunchCommand, Selection, compose, configuration_selection, flag_groups, merge_args
 from catalog.errors import CatalogError
-from catalog.hardware import Hardware
-from catalog.load import LAG_BOUND_MS, LoadSweep, Slo
-from catalog.recipe import Recipe
+from catalog.model.base import Slug, StrictModel
+from catalog.model.load_sweep import LAG_BOUND_MS, LoadSweep, Slo
+from catalog.packets.canonical import canonical_sha256
+from catalog.recipes.compose import LaunchCommand, Selection, compose, configuration_selection, flag_groups, merge_args
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 SPEC_FLAG = "--speculative-config"
 LadderKind = Literal["concurrency", "context", "load"]

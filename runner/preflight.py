@@ -28,8 +28,8 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from catalog.errors import CatalogError
-from catalog.hardware import Hardware
-from catalog.recipe import Recipe
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 from runner.identity import cpu_name
 
 DEMO_HINT = "on a machine without that device, try MODEL=demo (a tiny model generated locally, served on the CPU)"

@@ -23,12 +23,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from catalog.compose import LaunchCommand
 from catalog.errors import CatalogError
+from catalog.model.packet import Arm, Packet
+from catalog.model.secrets import REDACTED
 from catalog.numbers import fmt
-from catalog.packet import Arm, Packet
-from catalog.repository import Catalog
-from catalog.secrets import REDACTED
+from catalog.recipes.compose import LaunchCommand
+from catalog.store.repository import Catalog
 from runner.measure import Places, RuntimeChoice, measure
 from runner.plan import ArmPlan, CampaignRequest, LoadOptions, plan_arms
 from runner.progress import console_progress

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.compose import LaunchCommand
 from catalog.errors import CatalogError
+from catalog.recipes.compose import LaunchCommand
 from runner.docker import container_name
 from runner.server import API_SERVER_MODULE, LOOPBACK
 

@@ -28,7 +28,7 @@ import httpx
 
 from catalog.errors import CatalogError
 from catalog.files import write_file
-from catalog.secrets import redact_text, secret_values
+from catalog.model.secrets import redact_text, secret_values
 from runner.docker import DockerError, container_exists, stop_container
 
 LOOPBACK = "127.0.0.1"

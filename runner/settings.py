@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from catalog.suite import CanarySet, Suite
+from catalog.recipes.suite import CanarySet, Suite
 
 Progress = Callable[[str], None]
 """Where a step reports what it is doing: one line per call (runner/progress.py prints them)."""

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.packet import Packet
+from catalog.model.packet import Packet
+from testkit.local_browser import chromium, ensure_chromium
 from tests import profiles  # noqa: F401 - registers the hypothesis profiles before --hypothesis-profile loads one
-from tests.local_browser import chromium, ensure_chromium
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -69,7 +69,7 @@ def load_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Packet]:
     """The fixture catalog with load sweeps (measured and screened) built once: its site/ folder
     (data/ and packets/ beside it) and the measured packet carrying the sweeps. Read only."""
     from builder.cli import run
-    from catalog.repository import load_catalog
+    from catalog.store.repository import load_catalog
     from tests.builder.factory import load_parts, write_catalog
 
     root = tmp_path_factory.mktemp("load")
@@ -93,7 +93,7 @@ def repository_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Debian's Chromium driven by playwright (tests/local_browser.py). Missing, it skips the test
+    """Debian's Chromium driven by playwright (testkit/local_browser.py). Missing, it skips the test
     locally but fails it in CI (env CI set), as the real-vLLM tests do. Module-scoped: while
     playwright lives, every later asyncio.run in this thread (the runner's client) fails."""
     if not ensure_chromium():

@@ -13,9 +13,9 @@ from builder.format import Num, num, num_markup, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
 from builder.views.results import STATE_LABELS, state_reason
-from catalog.compose import LaunchCommand
-from catalog.metrics import decode_rate
-from catalog.packet import Arm, GateResult, Packet, PromptRow, ServerRun
+from catalog.model.metrics import decode_rate
+from catalog.model.packet import Arm, GateResult, Packet, PromptRow, ServerRun
+from catalog.recipes.compose import LaunchCommand
 
 TOKEN_PREVIEW = 24
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from builder.format import Num
-from catalog.repository import Catalog
+from catalog.store.repository import Catalog
 
 
 @dataclass(frozen=True)

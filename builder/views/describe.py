@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 
 from builder.format import fmt, tokens_label
 from builder.views.results import against_words
-from catalog.packet import Arm, GateResult, Packet
-from catalog.selection import Headline, headline
-from catalog.suite import CanarySet, Suite
+from catalog.checks.selection import Headline, headline
+from catalog.model.packet import Arm, GateResult, Packet
+from catalog.recipes.suite import CanarySet, Suite
 
 
 def lead_arm(packet: Packet, reproductions: Sequence[Packet] = ()) -> Arm:

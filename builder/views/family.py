@@ -25,11 +25,11 @@ from builder.views.results import (
     representatives,
 )
 from builder.views.scorecard import Matrix, matrices
-from catalog.grade import GRADE_MEANING
-from catalog.hardware import Hardware
-from catalog.packet import Packet
-from catalog.recipe import Recipe
-from catalog.selection import Headline, lead_of
+from catalog.checks.grade import GRADE_MEANING
+from catalog.checks.selection import Headline, lead_of
+from catalog.model.packet import Packet
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 CARD_LIMIT = 6  # more packets than this: full cards only for those the page's results cite
 

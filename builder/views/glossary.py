@@ -16,7 +16,7 @@ from functools import cache, lru_cache
 
 from markupsafe import Markup, escape
 
-from catalog.grade import GRADE_MEANING
+from catalog.checks.grade import GRADE_MEANING
 from catalog.projection import OPTIMISATION_BANDS
 
 

@@ -12,9 +12,9 @@ from builder.format import Num, num
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.index import FamilyCard, best_pick
 from builder.views.results import STATE_LABELS
-from catalog.hardware import Hardware
-from catalog.listing import Listed
-from catalog.repository import Catalog
+from catalog.recipes.hardware import Hardware
+from catalog.store.listing import Listed
+from catalog.store.repository import Catalog
 
 NO_PICK_REASON = "no result on this card qualifies for a figure (two servers, every gate passed)"
 

@@ -16,7 +16,7 @@ from builder import routes
 from builder.format import Num
 from builder.views.family import FamilyView, ResultPick
 from builder.views.results import STATE_LABELS, STATE_RANK, label_key
-from catalog.hardware import Hardware
+from catalog.recipes.hardware import Hardware
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Many people at once: load sweeps as a frontier chart, latency charts and per-level tables.
 
-Every figure is a property of catalog.load's models (aggregate_tok_s, per_user_tok_s, ttft, e2e,
+Every figure is a property of catalog.model.load_sweep's models (aggregate_tok_s, per_user_tok_s, ttft, e2e,
 lag, goodput, identical ...); this module only picks and formats them. A level whose outputs
 differ from the oracle, or whose client lagged past the sweep's bound, is drawn apart and labelled
 (builder/charts.py `flag`), never averaged into its series' line. A sweep of an imported or
@@ -17,12 +17,12 @@ from builder import routes
 from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
 from builder.format import Num, num, opt_num
 from catalog.errors import CatalogError
-from catalog.hardware import Hardware
-from catalog.load import LoadLevel, LoadSweep, Slo
-from catalog.packet import Arm, Ladder, Packet
+from catalog.model.load_sweep import LoadLevel, LoadSweep, Slo
+from catalog.model.packet import Arm, Ladder, Packet
 from catalog.projection import LoadProjection, project_load
 from catalog.projection.multiuser import LevelEstimate
-from catalog.recipe import Recipe
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 DIFFERS = "outputs differ from the oracle"
 LAGGED = "client lag over the bound: level unusable"
@@ -163,7 +163,7 @@ def series_name(packet: Packet, arm: Arm) -> str:
 
 def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe: Recipe | None) -> LoadSweepView:
     sweep = ladder.load
-    assert sweep is not None  # a load ladder carries its sweep (catalog.packet.Ladder)
+    assert sweep is not None  # a load ladder carries its sweep (catalog.model.packet.Ladder)
     arm = packet.arm(ladder.arm)
     projection = _projection(packet, arm, sweep, hardware, recipe)
     projected = {e.level: e for e in projection.levels} if projection else {}

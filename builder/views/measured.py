@@ -10,7 +10,7 @@ from builder.charts import Chart, Point, chart
 from builder.format import tokens_label
 from builder.views.results import ArmResult, short_depth
 from builder.views.scorecard import family_method
-from catalog.packet import Arm, Ladder, Packet
+from catalog.model.packet import Arm, Ladder, Packet
 
 
 def _point(result: ArmResult, series: str, x: float, x_label: str) -> Point:

@@ -1,5 +1,6 @@
 """The methodology page. The definitions are the docstrings of the code that computes them
-(catalog.metrics, catalog.grade, catalog.selection, catalog.packet), rendered, never retyped."""
+(catalog.model.metrics, catalog.checks.grade, catalog.checks.selection, catalog.model.packet), rendered,
+never retyped."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-import catalog.evidence
-import catalog.grade
-import catalog.metrics
-import catalog.packet
-import catalog.packet_io
-import catalog.selection
-import catalog.signing
+import catalog.checks.evidence
+import catalog.checks.grade
+import catalog.checks.selection
+import catalog.model.metrics
+import catalog.model.packet
+import catalog.packets.seal
+import catalog.packets.signing
 from builder.format import WORDS_PER_TOKEN, Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact
@@ -134,19 +135,26 @@ NAMING = [
 def methodology_view() -> MethodologyView:
     return MethodologyView(
         sections=[
-            _doc("metrics-rule", "Metrics, as the code defines them", catalog.metrics, "catalog/metrics.py"),
-            _doc("packets", "Evidence packets and states", catalog.packet, "catalog/packet.py"),
-            _doc("packet-bytes", "A packet's bytes, digest and id", catalog.packet_io, "catalog/packet_io.py"),
-            _doc("signatures", "Who measured it: signatures", catalog.signing, "catalog/signing.py"),
-            _doc("arm-state", "How an arm's state is decided", catalog.packet.arm_state, "catalog.packet.arm_state"),
-            _doc("evidence", "Re-deriving every number", catalog.evidence, "catalog/evidence.py"),
-            _doc("grade-rule", "How the evidence grade is computed", catalog.grade, "catalog/grade.py"),
-            _doc("headline", "The headline rule", catalog.selection, "catalog/selection.py"),
+            _doc(
+                "metrics-rule", "Metrics, as the code defines them", catalog.model.metrics, "catalog/model/metrics.py"
+            ),
+            _doc("packets", "Evidence packets and states", catalog.model.packet, "catalog/model/packet.py"),
+            _doc("packet-bytes", "A packet's bytes, digest and id", catalog.packets.seal, "catalog/packets/seal.py"),
+            _doc("signatures", "Who measured it: signatures", catalog.packets.signing, "catalog/packets/signing.py"),
+            _doc(
+                "arm-state",
+                "How an arm's state is decided",
+                catalog.model.packet.arm_state,
+                "catalog.model.packet.arm_state",
+            ),
+            _doc("evidence", "Re-deriving every number", catalog.checks.evidence, "catalog/checks/evidence.py"),
+            _doc("grade-rule", "How the evidence grade is computed", catalog.checks.grade, "catalog/checks/grade.py"),
+            _doc("headline", "The headline rule", catalog.checks.selection, "catalog/checks/selection.py"),
         ],
         formulas=FORMULAS,
         gates=GATES,
         states=[Fact(STATE_LABELS[s], s, STATE_MEANINGS[s]) for s in STATE_LABELS],
-        grades=[Fact(g, g, m) for g, m in catalog.grade.GRADE_MEANING.items()],
+        grades=[Fact(g, g, m) for g, m in catalog.checks.grade.GRADE_MEANING.items()],
         words_per_token=num(WORDS_PER_TOKEN),
         naming=NAMING,
         glossary=GLOSSARY,

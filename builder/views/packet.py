@@ -12,11 +12,11 @@ from builder.views.describe import coverage_chips, lead_arm, methodology_sentenc
 from builder.views.glossary import defined
 from builder.views.load import LoadSweepView, load_ladders, sweep_view
 from builder.views.results import STATE_LABELS
-from catalog.compose import LaunchCommand, compose_arm
+from catalog.checks.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.errors import CatalogError
-from catalog.grade import GRADE_MEANING, evidence_grade, limitations
-from catalog.packet import Arm, Packet
-from catalog.recipe import Recipe
+from catalog.model.packet import Arm, Packet
+from catalog.recipes.compose import LaunchCommand, compose_arm
+from catalog.recipes.recipe import Recipe
 
 
 @dataclass(frozen=True)

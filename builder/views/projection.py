@@ -20,10 +20,10 @@ from builder.format import Num, num, opt_num
 from builder.views.common import Fact
 from builder.views.results import STATE_LABELS, ArmResult
 from catalog.errors import CatalogError
-from catalog.hardware import Hardware
-from catalog.packet import Packet
+from catalog.model.packet import Packet
 from catalog.projection import CellEstimate, PrefillBound, Projection, estimate_cell, project_arm
-from catalog.recipe import Recipe
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 Warn = Callable[[str], None]
 # What a projection raises on data it cannot use: the build names it, the page shows the gap.

@@ -1,5 +1,5 @@
 """The recipe page `recipes/<slug>/`: the guide, and a command builder whose every command is
-composed in Python by catalog.compose; the page script only looks commands up, never composes.
+composed in Python by catalog.recipes.compose; the page script only looks commands up, never composes.
 A credential a recipe writes (HF_TOKEN: ..., --api-key ...) is shown as <redacted>.
 
 There is one command per variant x card x feature set x TP size; the speculative depth is not
@@ -23,9 +23,9 @@ from builder import routes
 from builder.format import Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
-from catalog.compose import Selection, compose, compose_configuration
-from catalog.hardware import Hardware
-from catalog.recipe import Recipe
+from catalog.recipes.compose import Selection, compose, compose_configuration
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 # Every feature subset is precomputed when the page stays small; past this many commands only the
 # default set and each single toggle away from it are (the script says so for other combinations).

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 
 from builder import routes
-from catalog.grade import Grade, evidence_grade
-from catalog.hardware import Hardware
-from catalog.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
-from catalog.selection import Headline, headline_order, lead_of, qualified
+from catalog.checks.grade import Grade, evidence_grade
+from catalog.checks.selection import Headline, headline_order, lead_of, qualified
+from catalog.model.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
+from catalog.recipes.hardware import Hardware
 
-# The packet states' words and order live on catalog.packet.State; a page adds one state of its
+# The packet states' words and order live on catalog.model.packet.State; a page adds one state of its
 # own, for a combination no packet covers.
 UNTESTED = "untested"
 _BY_RANK = sorted(State, key=lambda state: state.rank)
@@ -98,7 +98,7 @@ class ArmResult:
     published: bool = field(init=False, repr=False, compare=False)
     centre: float | None = field(init=False, repr=False, compare=False)
     values: list[float] = field(init=False, repr=False, compare=False)
-    # catalog.selection's qualified (a headline candidate) and headline_order
+    # catalog.checks.selection's qualified (a headline candidate) and headline_order
     qualified: bool = field(init=False, repr=False, compare=False)
     lead_order: tuple[bool, int, float] = field(init=False, repr=False, compare=False)
     href: str = field(init=False, repr=False, compare=False)
@@ -176,12 +176,12 @@ def configuration(result: ArmResult) -> tuple[str, str, int, int, str, str]:
 
 
 def _lead_order(result: ArmResult) -> tuple[bool, tuple[bool, int, float]]:
-    """catalog.selection.headline's order, so the family's headline result always represents its cell."""
+    """catalog.checks.selection.headline's order, so the family's headline result always represents its cell."""
     return (result.qualified, result.lead_order)
 
 
 def headline_result(results: Sequence[ArmResult]) -> ArmResult | None:
-    """catalog.selection.headline over results graded once each (arm_results), as a result."""
+    """catalog.checks.selection.headline over results graded once each (arm_results), as a result."""
     lead = lead_of([Headline(r.packet, r.arm, r.grade) for r in results if r.qualified])
     return next((r for r in results if lead and r.arm is lead.arm and r.packet is lead.packet), None)
 

@@ -23,7 +23,7 @@ from builder.views.results import (
     short_depth,
 )
 from catalog.projection import CellEstimate
-from catalog.recipe import Recipe
+from catalog.recipes.recipe import Recipe
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,13 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from catalog.hardware import Hardware
-from catalog.packet import Arm, Packet
+from catalog.model.packet import Arm, Packet
 from catalog.projection.facts import ArchitectureFacts, Fact, resolve_architecture
 from catalog.projection.models import Origin, ProjectionInput
 from catalog.projection.precision import BF16, DRAFT_INT4_ENV, QuantScheme, packet_scheme
-from catalog.recipe import Recipe
-from catalog.record import prompt_sizes
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
+from catalog.store.record import prompt_sizes
 
 ALLREDUCE_LATENCY_US = 10.0
 ALLREDUCE_LATENCY_SOURCE = (

@@ -6,17 +6,17 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from catalog.hardware import Hardware
-from catalog.metrics import DECODE_WINDOW
-from catalog.packet import Arm, Packet
+from catalog.checks.selection import qualified
+from catalog.model.metrics import DECODE_WINDOW
+from catalog.model.packet import Arm, Packet
 from catalog.projection.cells import Cell, cell_for_arm
 from catalog.projection.facts import resolve_architecture
 from catalog.projection.models import BasisArm, CellEstimate, Projection
 from catalog.projection.physics import GB, layout_from, stored_bytes
 from catalog.projection.precision import DRAFT_INT4_ENV, QuantScheme, packet_scheme, scheme_for
 from catalog.projection.project import project_cell
-from catalog.recipe import Recipe
-from catalog.selection import qualified
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 ESTIMATE_RULE = (
     "estimate = ceiling of the untested cell × median utilisation of its closest published arms. Published: measured "

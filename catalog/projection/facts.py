@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import Generic, Literal, TypeVar
 
-from catalog.packet import ModelConfigFacts, Packet
-from catalog.recipe import Recipe
+from catalog.model.packet import ModelConfigFacts, Packet
+from catalog.recipes.recipe import Recipe
 
 T = TypeVar("T")
 # Covariant: a Fact[int] is a Fact[object], so code that only reads a fact takes any of them.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from catalog.base import StrictModel
+from catalog.model.base import StrictModel
 
 Origin = Literal["packet", "recipe", "hardware", "model-table", "assumed", "derived"]
 Method = Literal["architecture", "checkpoint", "parameters"]

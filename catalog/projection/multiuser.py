@@ -18,14 +18,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from catalog.base import StrictModel
-from catalog.hardware import Hardware
-from catalog.load import LoadLevel, LoadSweep
-from catalog.packet import Arm, Packet
+from catalog.model.base import StrictModel
+from catalog.model.load_sweep import LoadLevel, LoadSweep
+from catalog.model.packet import Arm, Packet
 from catalog.projection.cells import ALLREDUCE_LATENCY_US, STATE_BYTES, cell_for_arm
 from catalog.projection.physics import GB, Layout, architecture_step, collective_ms, layout_from
 from catalog.projection.project import project_cell
-from catalog.recipe import Recipe
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 FORMULA = (
     "t_step(N) = max((W + N × S) / (bandwidth × cards), N × F / (peak × cards)) + collectives;"

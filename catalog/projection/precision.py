@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from catalog.packet import Packet
-from catalog.recipe import Recipe
+from catalog.model.packet import Packet
+from catalog.recipes.recipe import Recipe
 
 _LLMC_LINEAR_ATTN = (
     "assumed: published Qwen3.5 FP8 and INT4 recipes made with llm-compressor keep `re:.*linear_attn.*` "

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from catalog.hardware import Hardware
-from catalog.metrics import DECODE_WINDOW
-from catalog.packet import Arm, Packet, State
+from catalog.model.metrics import DECODE_WINDOW
+from catalog.model.packet import Arm, Packet, State
 from catalog.projection.bands import band_for
 from catalog.projection.cells import ALLREDUCE_LATENCY_SOURCE, ALLREDUCE_LATENCY_US, Cell, Inputs, cell_for_arm
 from catalog.projection.facts import conflicts, known_model
@@ -14,7 +13,8 @@ from catalog.projection.models import ByteTerm, OptimisationGrade, Projection
 from catalog.projection.physics import GB, Ceiling, StepModel, step_ceiling
 from catalog.projection.prefill import prefill_bound
 from catalog.projection.steps import step_model
-from catalog.recipe import Recipe
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
 
 
 def _formula(cell: Cell) -> str:

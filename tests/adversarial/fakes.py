@@ -15,7 +15,7 @@ import pytest
 
 import runner.attempt
 from catalog.errors import exit_on_catalog_error
-from catalog.layout import SIGNATURE_SUFFIX
+from catalog.packets.layout import SIGNATURE_SUFFIX
 from runner import cli as runner_cli
 from runner.server import VllmServer
 from tests.catalog.factories import signed_data

@@ -19,12 +19,12 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.hardware import HardwareFile
-from catalog.layout import is_signature, signature_path
-from catalog.packet_io import write_packet
-from catalog.recipe import Recipe
-from catalog.repository import load_catalog
-from catalog.suite import CanarySet, Suite
+from catalog.packets.layout import is_signature, signature_path
+from catalog.packets.seal import write_packet
+from catalog.recipes.hardware import HardwareFile
+from catalog.recipes.recipe import Recipe
+from catalog.recipes.suite import CanarySet, Suite
+from catalog.store.repository import load_catalog
 from tests.catalog.factories import sealed, signed_data
 
 REPO = Path(__file__).resolve().parents[2]

@@ -110,7 +110,8 @@ FINDINGS = [
         "A recipe's HF_TOKEN and `--api-key` were sealed into the packet and printed on the console; "
         "the server's startup line put the key in runs/ logs and failed attempts' log tails; the "
         "recipe page published them.",
-        "catalog.secrets: the values are redacted in packets, on the console, in server logs and tails, and on pages.",
+        "catalog.model.secrets: the values are redacted in packets, on the console, in server logs and tails, "
+        "and on pages.",
     ),
     (
         "A packet written by hand (or another tool) with a real token in its arm config verified, "

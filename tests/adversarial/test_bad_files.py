@@ -16,8 +16,8 @@ import pytest
 
 from builder import cli as builder_cli
 from catalog import verify
-from catalog.canonical import canonical_json
-from tests.adversarial.hostile_files import CASES, PACKET, plant
+from catalog.packets.canonical import canonical_json
+from testkit.hostile_files import CASES, PACKET, plant
 from tests.adversarial.support import REPO, Tally, run_main, snapshot
 
 

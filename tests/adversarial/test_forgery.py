@@ -7,7 +7,7 @@ packet, and nothing published or written.
 Most forgeries are tried twice: against the published catalog (the forger's key is not in
 data/keys.yaml, so the signature alone refuses them) and with `--allow-unsigned` (a local
 build, where the forger's key is admitted as an unsigned local packet): only the packet's own
-content checks (catalog/evidence.py, catalog/consistency.py) can refuse them there. Those not
+content checks (catalog/checks/evidence.py, catalog/checks/consistency.py) can refuse them there. Those not
 refused yet are marked xfail (strict): each flips to a failure once a check refuses it, and the
 mark must then be removed.
 """
@@ -27,12 +27,13 @@ from typing import Any
 
 import pytest
 
-from catalog.canonical import canonical_json, sha256_hex
-from catalog.layout import SIGNATURE_SUFFIX, signature_path
-from catalog.metrics import compare_rows, server_decode_rate, server_ttft_ms
-from catalog.packet import PacketParts, PromptRow, packet_id
-from catalog.packet_io import seal, write_packet
-from catalog.samples import (
+from catalog.model.metrics import compare_rows, server_decode_rate, server_ttft_ms
+from catalog.model.packet import PacketParts, PromptRow, packet_id
+from catalog.packets.canonical import canonical_json, sha256_hex
+from catalog.packets.layout import SIGNATURE_SUFFIX, signature_path
+from catalog.packets.seal import seal, write_packet
+from catalog.packets.signing import HostKey, host_key, sign_packet
+from testkit.samples import (
     ORACLE_ARM,
     SAME_SERVER,
     SPEC_ARM,
@@ -42,7 +43,6 @@ from catalog.samples import (
     measured_parts,
     strict_suite,
 )
-from catalog.signing import HostKey, host_key, sign_packet
 from tests.adversarial.support import REPO, Tally, snapshot
 
 DEMO = "demo-bf16-83f021f8"
@@ -241,7 +241,7 @@ def _failing_g3_deleted(document: Document) -> None:
 
 
 def _measured_with_failing_g3() -> Document:
-    """A measured campaign (catalog.samples) whose MTP servers agree with each other (G2 passes)
+    """A measured campaign (testkit.samples) whose MTP servers agree with each other (G2 passes)
     but both drift from the oracle on one prompt: G3 fails for A and B, so the arm is withheld."""
     oracle_a, oracle_b = make_rows(ms_per_token=20.0), make_rows(ms_per_token=20.05)
     spec_a = make_rows(ms_per_token=12.0, chunk=3, diverge={4: 57})
@@ -305,7 +305,7 @@ G3_EDITS: dict[str, tuple[str | None, Callable[[Document], None]]] = {
 # An imported arm carries the gates its source published: a failing G3 deleted from one can only
 # be caught by the importer's signature, so a local --allow-unsigned build (which admits the
 # forger's key as unsigned) publishes it, marked "unsigned, local". A G3 against the arm itself
-# is refused in both modes (catalog/consistency.py).
+# is refused in both modes (catalog/checks/consistency.py).
 TRUSTS_THE_TRANSCRIPTION = pytest.mark.xfail(
     strict=True, reason="a local build trusts an unsigned import's gate list; only the signature protects it"
 )

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from catalog.errors import CatalogError, CatalogErrors, exit_on_catalog_error
-from catalog.layout import signature_path
-from catalog.packet_io import write_packet
-from catalog.repository import load_catalog
+from catalog.packets.layout import signature_path
+from catalog.packets.seal import write_packet
+from catalog.store.repository import load_catalog
 from runner import cli as runner_cli
 from tests.adversarial.support import REPO, Tally, snapshot, trusting_data
 from tests.catalog.factories import measured_draft, sealed

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from builder import cli as builder_cli
-from catalog.compose import LaunchCommand
-from catalog.layout import SIGNATURE_SUFFIX
+from catalog.packets.layout import SIGNATURE_SUFFIX
+from catalog.recipes.compose import LaunchCommand
+from testkit.local_browser import serve_folder
 from tests.adversarial.hostile import MARK
 from tests.adversarial.support import Tally
-from tests.local_browser import serve_folder
 from tests.profiles import examples
 
 OUR_SCRIPTS = {"site.js", "charts.js"}

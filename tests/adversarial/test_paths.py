@@ -14,9 +14,9 @@ import yaml
 
 from builder import cli as builder_cli
 from builder.output import check_output_folder, safe_target
-from catalog.canonical import canonical_json
 from catalog.errors import CatalogError
-from catalog.repository import load_catalog
+from catalog.packets.canonical import canonical_json
+from catalog.store.repository import load_catalog
 from runner import cli as runner_cli
 from tests.adversarial.support import REPO, Tally, snapshot
 from tests.catalog.factories import sealed

@@ -27,7 +27,7 @@ import runner.attempt
 import runner.server
 from catalog.errors import CatalogError, exit_on_catalog_error
 from catalog.files import write_file
-from catalog.repository import load_catalog
+from catalog.store.repository import load_catalog
 from runner.measure import Places, RuntimeChoice, measure
 from runner.plan import CampaignRequest
 from runner.server import find_free_port

@@ -15,8 +15,8 @@ import yaml
 
 from builder import cli as builder_cli
 from catalog import verify
-from catalog.canonical import canonical_json
-from catalog.layout import signature_path
+from catalog.packets.canonical import canonical_json
+from catalog.packets.layout import signature_path
 from tests.adversarial.fakes import Campaign
 from tests.adversarial.support import Tally, run_main
 from tests.catalog.factories import measured_draft, sealed, signed_data

@@ -16,12 +16,12 @@ import pytest
 
 from builder import cli as builder_cli
 from catalog import verify
-from catalog.arrays import decode_uint32, encode_uint32
-from catalog.canonical import canonical_json
 from catalog.errors import CatalogError
-from catalog.layout import signature_path
-from catalog.packet_io import read_packet, write_packet
-from catalog.repository import load_catalog
+from catalog.model.arrays import decode_uint32, encode_uint32
+from catalog.packets.canonical import canonical_json
+from catalog.packets.layout import signature_path
+from catalog.packets.seal import read_packet, write_packet
+from catalog.store.repository import load_catalog
 from tests.adversarial.support import REPO, Tally, run_main, snapshot, trusting_data
 from tests.catalog.factories import measured_draft
 from tests.catalog.factories import sealed as seal_draft

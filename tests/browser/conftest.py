@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.local_browser import serve_folder
+from testkit.local_browser import serve_folder
 
 
 @pytest.fixture(scope="session")

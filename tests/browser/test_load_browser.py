@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from catalog.packet import Packet
+from catalog.model.packet import Packet
+from testkit.local_browser import serve_folder
 from tests.browser.test_site_browser import LABELS_OUTSIDE, PHONE
 from tests.builder.factory import LOAD_FAMILY
-from tests.local_browser import serve_folder
 
 pytestmark = pytest.mark.browser
 

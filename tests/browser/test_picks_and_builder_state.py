@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 
 from builder.views.recipe import with_depth
-from catalog.compose import Selection, compose
-from catalog.repository import load_catalog
+from catalog.recipes.compose import Selection, compose
+from catalog.store.repository import load_catalog
 
 pytestmark = pytest.mark.browser
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.compose import Selection, compose
-from catalog.repository import load_catalog
+from catalog.recipes.compose import Selection, compose
+from catalog.store.repository import load_catalog
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,8 @@ import pytest
 
 from builder import families as families_module
 from builder import tree
-from catalog.packet import Packet
-from catalog.packet_reading import Summaries
+from catalog.model.packet import Packet
+from catalog.store.reading import Summaries
 
 
 def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -41,7 +41,7 @@ def family_views_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def records_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The id of every packet whose record (catalog/record.py) the build reads from the cache."""
+    """The id of every packet whose record (catalog/store/record.py) the build reads from the cache."""
     read: list[str] = []
     real = Summaries.record
 

@@ -1,6 +1,7 @@
 """The fixture catalog (built once per session as the `built` fixture, tests/conftest.py):
 recipes written here, packets sealed by tests/catalog/factories.py's seal_parts (signed with the
-test session's keys) from the rows, servers and arms of catalog.samples (every figure computed by catalog.metrics), so
+test session's keys) from the rows, servers and arms of testkit.samples (every figure computed by
+catalog.model.metrics), so
 load_catalog accepts them exactly as it accepts the runner's. The data dir's keys.yaml lists the
 test keys; `signed=False` writes packets without a signature (a local build's)."""
 
@@ -9,11 +10,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from catalog.metrics import compare_rows
-from catalog.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
-from catalog.packet_io import write_packet
-from catalog.samples import ORACLE_ARM, SPEC_ARM, make_arm, make_load_sweep, published_arm, published_parts, with_load
-from catalog.samples import measured_parts as sample_measured_parts
+from catalog.model.metrics import compare_rows
+from catalog.model.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
+from catalog.packets.seal import write_packet
+from testkit.samples import ORACLE_ARM, SPEC_ARM, make_arm, make_load_sweep, published_arm, published_parts, with_load
+from testkit.samples import measured_parts as sample_measured_parts
 from tests.catalog.factories import canary_set, keys_yaml, make_rows, make_server, seal_parts, strict_suite
 
 REPO = Path(__file__).resolve().parents[2]

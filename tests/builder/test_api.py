@@ -10,7 +10,7 @@ from builder.api import API_VERSION, dumps, jsonable, models_api, models_entry
 from builder.families import family_views
 from builder.site import _index, build_date
 from builder.views.common import SiteContext
-from catalog.repository import load_catalog
+from catalog.store.repository import load_catalog
 
 
 def _whole(index, stamp: str) -> bytes:

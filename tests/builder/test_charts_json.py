@@ -10,7 +10,7 @@ import plotly.io as pio
 
 from builder.families import family_views
 from builder.views.common import SiteContext
-from catalog.repository import load_catalog
+from catalog.store.repository import load_catalog
 from tests.builder.factory import REPO, write_catalog
 
 

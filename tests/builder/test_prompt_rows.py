@@ -4,8 +4,8 @@ decode rate, and the row says so with a dash, never the word "None"."""
 from __future__ import annotations
 
 from builder.views.arms import NO_VALUE, _row
-from catalog.arrays import to_uint32
-from catalog.packet import PromptRow
+from catalog.model.arrays import to_uint32
+from catalog.model.packet import PromptRow
 
 
 def test_a_row_without_tokens_shows_dashes_for_ttft_and_rate():

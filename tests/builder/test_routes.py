@@ -16,9 +16,9 @@ from bs4 import BeautifulSoup
 
 from builder import routes
 from builder.cli import run
-from catalog.layout import SIGNATURE_SUFFIX, is_signature
-from catalog.packet_io import write_packet
-from catalog.repository import Catalog, load_catalog
+from catalog.packets.layout import SIGNATURE_SUFFIX, is_signature
+from catalog.packets.seal import write_packet
+from catalog.store.repository import Catalog, load_catalog
 from tests.catalog.factories import measured_draft, sealed, signed_data
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,7 +170,7 @@ def test_a_reproduction_also_changes_the_page_of_the_packet_it_reproduces(tmp_pa
     original = sealed(measured_draft(spec=False))
     write_packet(original, packets)
     before = files_of(build(data, packets, tmp_path / "before"))
-    # an independent run: another boot, its own timings (catalog.consistency refuses a copy)
+    # an independent run: another boot, its own timings (catalog.checks.consistency refuses a copy)
     draft = measured_draft(spec=False, title="again", ms_per_token=20.5)
     draft["identity"]["host"]["boot_id"] = "another-boot"
     draft["reproduces"] = original.packet.id

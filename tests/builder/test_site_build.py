@@ -15,7 +15,7 @@ from builder import output, site, stamp
 from builder.cli import run
 from builder.output import Targets, check_output_folder, publish, safe_target
 from catalog.errors import CatalogError
-from catalog.layout import is_signature
+from catalog.packets.layout import is_signature
 from tests.builder.counting import file_reads
 from tests.builder.factory import REPO, write_catalog
 

@@ -9,9 +9,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from builder.format import fmt
-from catalog.layout import is_signature
-from catalog.repository import load_catalog
-from catalog.selection import headline
+from catalog.checks.selection import headline
+from catalog.packets.layout import is_signature
+from catalog.store.repository import load_catalog
 
 FAMILY = "models/fixture-7b/index.html"
 
@@ -213,7 +213,7 @@ def test_plotly_bundle_copied_once_never_inlined(built):
 
 def test_single_measured_cell_matrix(tmp_path: Path):
     from builder.cli import run
-    from catalog.packet_io import write_packet
+    from catalog.packets.seal import write_packet
     from tests.builder.factory import measured_parts, write_catalog
     from tests.catalog.factories import seal_parts
 
@@ -231,13 +231,13 @@ def test_single_measured_cell_matrix(tmp_path: Path):
 
 def test_each_index_pick_is_the_headline_rule_over_its_matching_results(built, api):
     """The family view picks every filter's result in one pass; each must be what
-    catalog.selection's rule chooses among the qualified results the filter matches."""
+    catalog.checks.selection's rule chooses among the qualified results the filter matches."""
     from itertools import product
 
     from builder import routes
     from builder.views.results import label_key
-    from catalog.grade import evidence_grade
-    from catalog.selection import Headline, lead_of, qualified
+    from catalog.checks.grade import evidence_grade
+    from catalog.checks.selection import Headline, lead_of, qualified
 
     catalog = load_catalog(built.parent / "data", built.parent / "packets")
     checked = 0

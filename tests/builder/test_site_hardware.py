@@ -11,7 +11,7 @@ from builder.site import build_date
 from builder.views.common import SiteContext
 from builder.views.hardware import NO_PICK_REASON, hardware_cards, hardware_view
 from builder.views.index import best_pick
-from catalog.repository import load_catalog
+from catalog.store.repository import load_catalog
 from tests.builder.factory import write_catalog
 
 

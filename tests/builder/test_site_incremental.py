@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from builder.cli import run
-from catalog.layout import signature_path
-from catalog.packet_io import write_packet
-from catalog.repository import load_catalog
+from catalog.packets.layout import signature_path
+from catalog.packets.seal import write_packet
+from catalog.store.repository import load_catalog
 from tests.builder.counting import family_views_made, records_read
 from tests.builder.factory import measured_parts, write_catalog
 from tests.catalog.factories import seal_parts
@@ -155,7 +155,7 @@ def test_a_new_packet_makes_only_its_familys_view_again(built, tmp_path, monkeyp
 
 def test_a_new_packet_reads_the_records_of_its_family_only(tmp_path, monkeypatch):
     """The rest of the site (index, hardware pages, API, the page list) reads every packet's
-    listing (catalog/listing.py); a record is read only by a family view made again."""
+    listing (catalog/store/listing.py); a record is read only by a family view made again."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     data, packets = write_catalog(tmp_path / "tree", load=True)
     site = tmp_path / "site"

@@ -195,8 +195,8 @@ def test_recipe_commands_rebuilt_from_pieces_are_the_composed_ones(repository_si
 
     from builder.views.common import SiteContext
     from builder.views.recipe import DEPTHS, TP_SIZES, image_digests, spec_depth, with_depth
-    from catalog.compose import Selection, compose
-    from catalog.repository import load_catalog
+    from catalog.recipes.compose import Selection, compose
+    from catalog.store.repository import load_catalog
 
     catalog = load_catalog(REPO / "data", REPO / "packets")
     checked = depths = 0
@@ -229,7 +229,7 @@ def test_recipe_commands_rebuilt_from_pieces_are_the_composed_ones(repository_si
 
 
 def test_recipe_without_javascript_lists_the_default_and_each_opt_in(repository_site):
-    from catalog.repository import load_catalog
+    from catalog.store.repository import load_catalog
 
     catalog = load_catalog(REPO / "data", REPO / "packets")
     recipe = catalog.recipes["qwen3.5-4b"]

@@ -1,7 +1,7 @@
 """Many people at once, built from a packet with load sweeps: the family page's frontier and latency
 charts (a point per level per configuration, diverging and lagging levels drawn apart, hollow and
 labelled, the projection dashed), goodput at the recorded objectives, the packet page's per-level
-table with the numbers of catalog.load's properties, and the JSON API carrying the same numbers."""
+table with the numbers of catalog.model.load_sweep's properties, and the JSON API carrying the same numbers."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from bs4 import BeautifulSoup, Tag
 from builder.format import fmt, num
 from builder.views.glossary import INLINE, terms_in
 from builder.views.load import DIFFERS, LAGGED
-from catalog.load import LoadLevel, LoadSweep
-from catalog.packet import Packet
-from catalog.repository import load_catalog
-from catalog.samples import ORACLE_ARM, SPEC_ARM
+from catalog.model.load_sweep import LoadLevel, LoadSweep
+from catalog.model.packet import Packet
+from catalog.store.repository import load_catalog
+from testkit.samples import ORACLE_ARM, SPEC_ARM
 from tests.builder.factory import LOAD_DIVERGES, LOAD_FAMILY, LOAD_LAGS
 from tests.builder.test_routes import internal_links
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.layout import is_signature, signature_path
+from catalog.packets.layout import is_signature, signature_path
 from tests.builder.factory import REPO, write_catalog
 
 
@@ -136,7 +136,7 @@ def test_chart_labels_are_escaped_for_plotly():
 
 def _hostile_labels(tmp_path: Path) -> tuple[Path, Path]:
     """The fixture catalog with every arm label of the measured packet a link (re-sealed)."""
-    from catalog.packet_io import write_packet
+    from catalog.packets.seal import write_packet
     from tests.builder.factory import imported_parts, measured_parts
     from tests.catalog.factories import seal_parts
 

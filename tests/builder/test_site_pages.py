@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from builder.views.recipe import DEPTHS, GENERIC, TP_SIZES, spec_depth, with_depth
-from catalog.compose import Selection, compose
-from catalog.layout import is_signature
-from catalog.packet_io import read_packet
-from catalog.repository import load_catalog
+from catalog.packets.layout import is_signature
+from catalog.packets.seal import read_packet
+from catalog.recipes.compose import Selection, compose
+from catalog.store.repository import load_catalog
 
 
 def _catalog(built: Path):
@@ -186,16 +186,16 @@ def test_hardware_index_counts_families_and_packets_per_card(page):
 
 
 def test_methodology_renders_the_code_docstrings(page):
-    import catalog.grade
-    import catalog.metrics
-    import catalog.selection
+    import catalog.checks.grade
+    import catalog.checks.selection
+    import catalog.model.metrics
 
     soup = page("methodology/index.html")
     text = soup.get_text(" ")
     for module, section in (
-        (catalog.metrics, "metrics-rule"),
-        (catalog.grade, "grade-rule"),
-        (catalog.selection, "headline"),
+        (catalog.model.metrics, "metrics-rule"),
+        (catalog.checks.grade, "grade-rule"),
+        (catalog.checks.selection, "headline"),
     ):
         first_line = module.__doc__.strip().splitlines()[0]  # type: ignore[union-attr]
         assert first_line.split(":")[0] in soup.select_one(f"section#{section}").get_text(" ")

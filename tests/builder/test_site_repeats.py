@@ -9,8 +9,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.cli import run
-from catalog.packet import Packet
-from catalog.packet_io import write_packet
+from catalog.model.packet import Packet
+from catalog.packets.seal import write_packet
 from tests.builder.factory import repeat_parts, write_catalog
 from tests.catalog.factories import seal_parts
 

@@ -8,8 +8,8 @@ from decimal import Decimal
 from bs4 import BeautifulSoup
 
 from builder.format import fmt
-from catalog.repository import load_catalog
-from catalog.selection import headline
+from catalog.checks.selection import headline
+from catalog.store.repository import load_catalog
 from tests.builder.factory import REPO
 
 

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 from builder.views.results import arm_results
 from builder.views.scorecard import matrices
-from catalog.hardware import HardwareFile
-from catalog.loading import load_file
+from catalog.recipes.hardware import HardwareFile
+from catalog.store.documents import load_file
 from tests.builder.factory import REPO, imported_packet, measured_packet
 
 

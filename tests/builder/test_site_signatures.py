@@ -12,9 +12,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.cli import run
-from catalog.layout import SIGNATURE_SUFFIX, is_signature, signature_path
-from catalog.packet_io import write_packet
-from catalog.repository import load_catalog
+from catalog.packets.layout import SIGNATURE_SUFFIX, is_signature, signature_path
+from catalog.packets.seal import write_packet
+from catalog.store.repository import load_catalog
 from tests.builder.factory import REPO, measured_parts, repeat_parts, write_catalog
 from tests.catalog.factories import key_for, seal_parts
 

@@ -16,7 +16,7 @@ from builder import output, stamp
 from builder import spare as spare_module
 from builder.cli import run
 from catalog.errors import CatalogError
-from catalog.packet_io import write_packet
+from catalog.packets.seal import write_packet
 from tests.builder.counting import file_reads
 from tests.builder.factory import measured_parts, write_catalog
 from tests.catalog.factories import seal_parts

@@ -9,8 +9,8 @@ import pytest
 
 from builder import snapshot, stamp, tree
 from builder.cli import run
-from catalog.layout import is_signature
-from catalog.packet_io import write_packet
+from catalog.packets.layout import is_signature
+from catalog.packets.seal import write_packet
 from tests.builder.counting import file_reads
 from tests.builder.factory import REPO, repeat_parts, write_catalog
 from tests.catalog.factories import seal_parts

@@ -1,4 +1,4 @@
-"""Test packets: catalog.samples builds the typed parts (the one packet factory); this module
+"""Test packets: testkit.samples builds the typed parts (the one packet factory); this module
 seals them with the test session's throwaway keys (`seal_parts`) and offers the dict forms tests
 edit before sealing (as a forger would).
 
@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from catalog.packet import Packet, PacketParts
-from catalog.packet_io import Sealed, seal
-from catalog.samples import (
+from catalog.model.packet import Packet, PacketParts
+from catalog.packets.seal import Sealed, seal
+from catalog.packets.signing import HostKey, host_key
+from testkit.samples import (
     DATA,
     N_TOKENS,
     ORACLE_ARM,
@@ -34,8 +35,7 @@ from catalog.samples import (
     token_ids,
     workload,
 )
-from catalog.samples import published_arm as published_arm_parts
-from catalog.signing import HostKey, host_key
+from testkit.samples import published_arm as published_arm_parts
 
 __all__ = [
     "DATA",
@@ -121,7 +121,7 @@ def published_arm(
 def published_draft(
     arms: list[dict[str, Any]], *, provenance: str = "imported", title: str = "imported campaign"
 ) -> dict[str, Any]:
-    from catalog.packet import ArmParts
+    from catalog.model.packet import ArmParts
 
     typed = [ArmParts.model_validate({k: v for k, v in a.items() if k != "state"}) for a in arms]
     return published_parts(typed, provenance=provenance, title=title).model_dump(mode="json")

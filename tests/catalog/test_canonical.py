@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from catalog.canonical import canonical_json, canonical_sha256, pretty_json, sha256_hex
+from catalog.packets.canonical import canonical_json, canonical_sha256, pretty_json, sha256_hex
 
 # Unicode (BMP and astral), escapes, nesting with unsorted keys, floats that print differently in
 # other languages (0.1, 1e-7, 1.0), an int past 64 bits and an empty list and object.

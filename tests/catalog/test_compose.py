@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from catalog.compose import LaunchCommand, Selection, compose, flag_name, merge_args, override_keys
 from catalog.errors import CatalogError
-from catalog.hardware import HardwareFile
-from catalog.loading import load_file
-from catalog.recipe import Recipe
+from catalog.recipes.compose import LaunchCommand, Selection, compose, flag_name, merge_args, override_keys
+from catalog.recipes.hardware import HardwareFile
+from catalog.recipes.recipe import Recipe
+from catalog.store.documents import load_file
 from tests.catalog.factories import DATA
 
 RECIPE_9B = load_file(Recipe, DATA / "models" / "qwen3.5-9b.yaml")
@@ -25,7 +25,7 @@ HARDWARE = load_file(HardwareFile, DATA / "hardware.yaml").by_id()
 B70, H100, CPU = HARDWARE["arc_pro_b70"], HARDWARE["h100_sxm"], HARDWARE["cpu_generic"]
 
 
-# --- reading the guide's commands, independently of catalog.compose ------------------------
+# --- reading the guide's commands, independently of catalog.recipes.compose ------------------------
 
 
 def guide_commands(guide: str) -> list[list[str]]:

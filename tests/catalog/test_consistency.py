@@ -1,4 +1,4 @@
-"""catalog.consistency: one test per refusal (a factory packet, mutated, refused with its field and
+"""catalog.checks.consistency: one test per refusal (a factory packet, mutated, refused with its field and
 the values involved), the factory and committed packets accepted, and `python -m catalog.verify`
 refusing such packets end to end."""
 
@@ -15,21 +15,21 @@ from typing import Any
 
 import pytest
 
-from catalog.arrays import decode_uint32, encode_uint32, to_uint32
-from catalog.consistency import (
+from catalog.checks.consistency import (
     CEILING_MARGIN,
     _ceiling,
     consistency_problems,
     reproduction_problems,
 )
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.hardware import Hardware, HardwareFile
-from catalog.loading import load_file
-from catalog.packet import Packet, State
-from catalog.packet_io import Sealed, write_packet
+from catalog.model.arrays import decode_uint32, encode_uint32, to_uint32
+from catalog.model.packet import Packet, State
+from catalog.packets.seal import Sealed, write_packet
 from catalog.projection.precision import DRAFT_INT4_ENV
-from catalog.recipe import Recipe
-from catalog.repository import load_catalog
+from catalog.recipes.hardware import Hardware, HardwareFile
+from catalog.recipes.recipe import Recipe
+from catalog.store.documents import load_file
+from catalog.store.repository import load_catalog
 from tests.catalog.factories import (
     DATA,
     ORACLE_ARM,

@@ -1,4 +1,4 @@
-"""catalog.consistency_load: one test per refusal of a load sweep (a factory packet with a sweep,
+"""catalog.checks.load_sweep: one test per refusal of a load sweep (a factory packet with a sweep,
 mutated, refused with its field and the values involved), a sound sweep accepted, and the loader
 naming file and field of the suite-order check."""
 
@@ -8,10 +8,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from catalog.consistency_load import load_prompt_problems
-from catalog.load import LoadLevel, LoadRequest, LoadSweep, poisson_offsets_ms
-from catalog.packet_io import write_packet
-from catalog.repository import load_catalog
+from catalog.checks.load_sweep import load_prompt_problems
+from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, poisson_offsets_ms
+from catalog.packets.seal import write_packet
+from catalog.store.repository import load_catalog
 from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, published_arm, published_draft, sealed, strict_suite
 from tests.catalog.test_consistency import Draft, edited, edited_draft, found, load_problems, only, plain_ceiling
 

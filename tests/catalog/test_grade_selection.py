@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from catalog.canaries import judge
-from catalog.grade import GRADE_MEANING, NOT_REPRODUCED, evidence_grade, limitations
-from catalog.packet import Arm, Packet, State
-from catalog.samples import canary_answers
-from catalog.selection import headline, qualified
+from catalog.checks.canaries import judge
+from catalog.checks.grade import GRADE_MEANING, NOT_REPRODUCED, evidence_grade, limitations
+from catalog.checks.selection import headline, qualified
+from catalog.model.packet import Arm, Packet, State
+from testkit.samples import canary_answers
 from tests.catalog.factories import (
     ORACLE_ARM,
     SPEC_ARM,

@@ -8,8 +8,8 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from catalog.load import LoadLevel, LoadRequest, LoadSweep, Percentiles, Slo, percentile, poisson_offsets_ms
-from catalog.packet import Ladder
+from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, Slo, percentile, poisson_offsets_ms
+from catalog.model.packet import Ladder
 
 
 def request(prompt: str = "p1", **fields: object) -> LoadRequest:

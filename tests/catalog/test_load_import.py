@@ -1,4 +1,4 @@
-"""A `vllm bench serve --save-detailed` file as a speed-only load level: catalog.load's figures from
+"""A `vllm bench serve --save-detailed` file as a speed-only load level: catalog.model.load_sweep's figures from
 its rows equal the tool's own summary, nothing is identity-checked, and what is not a load level
 (a burst, a file without per-request lists) is refused in one line naming the file and field."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from catalog.errors import CatalogError
-from catalog.load_import import bench_level, bench_sweep
-from catalog.packet_io import seal
-from catalog.samples import ORACLE_ARM, published_arm, published_parts, with_load
+from catalog.packets.seal import seal
+from runner.import_load_sweep import bench_level, bench_sweep
+from testkit.samples import ORACLE_ARM, published_arm, published_parts, with_load
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bench_serve"
 DETAILED = FIXTURES / "single-stream.json"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.arrays import to_uint32
-from catalog.metrics import (
+from catalog.model.arrays import to_uint32
+from catalog.model.metrics import (
     class_balanced_median,
     compare_rows,
     decode_rate,
@@ -13,7 +13,7 @@ from catalog.metrics import (
     server_decode_rate,
     server_ttft_ms,
 )
-from catalog.packet import PromptRow
+from catalog.model.packet import PromptRow
 
 
 def row(prompt_id: str, class_id: str, ids: list[int], times_us: list[int] | None = None) -> PromptRow:

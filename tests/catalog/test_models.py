@@ -14,11 +14,8 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from catalog.arrays import decode_uint32, encode_uint32, to_uint32
-from catalog.canonical import canonical_json, canonical_sha256, sha256_hex
-from catalog.hardware import Figure, HardwareFile
-from catalog.loading import load_file
-from catalog.packet import (
+from catalog.model.arrays import decode_uint32, encode_uint32, to_uint32
+from catalog.model.packet import (
     ArmConfig,
     ArmParts,
     GateResult,
@@ -28,9 +25,12 @@ from catalog.packet import (
     State,
     packet_id,
 )
-from catalog.packet_io import packet_bytes, parts_of, seal
-from catalog.recipe import Recipe
-from catalog.suite import CanarySet, Suite
+from catalog.packets.canonical import canonical_json, canonical_sha256, sha256_hex
+from catalog.packets.seal import packet_bytes, parts_of, seal
+from catalog.recipes.hardware import Figure, HardwareFile
+from catalog.recipes.recipe import Recipe
+from catalog.recipes.suite import CanarySet, Suite
+from catalog.store.documents import load_file
 from tests.catalog.factories import (
     DATA,
     ORACLE_ARM,

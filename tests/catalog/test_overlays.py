@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.compose import compose_arm, compose_configuration
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.repository import load_catalog
+from catalog.recipes.compose import compose_arm, compose_configuration
+from catalog.store.repository import load_catalog
 from runner.plan import CampaignRequest, flag_value, plan_arms
 
 REPO = Path(__file__).resolve().parents[2]

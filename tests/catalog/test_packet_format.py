@@ -16,15 +16,16 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from catalog import layout, packet_io
-from catalog.arrays import UINT32_MAX, UInt32Array, decode_uint32, encode_uint32, to_uint32
-from catalog.canaries import verdict
-from catalog.canonical import canonical_json
+from catalog.checks.canaries import verdict
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.keys import KeyRing, load_keys
-from catalog.migrate import migrate
-from catalog.packet import ArmParts, CanaryResult, GateResult, PacketParts, PromptRow, ServerRun, State
-from catalog.packet_io import (  # type: ignore[attr-defined]
+from catalog.model.arrays import UINT32_MAX, UInt32Array, decode_uint32, encode_uint32, to_uint32
+from catalog.model.packet import ArmParts, CanaryResult, GateResult, PacketParts, PromptRow, ServerRun, State
+from catalog.packets import layout
+from catalog.packets import seal as packet_io
+from catalog.packets.canonical import canonical_json
+from catalog.packets.keys import KeyRing, load_keys
+from catalog.packets.migrate import migrate
+from catalog.packets.seal import (  # type: ignore[attr-defined]
     MIGRATE_HINT,
     Sealed,
     packet_bytes,
@@ -33,9 +34,9 @@ from catalog.packet_io import (  # type: ignore[attr-defined]
     signature_path,
     write_packet,
 )
-from catalog.repository import Catalog, load_catalog
-from catalog.samples import canary_answers, measured_parts
-from catalog.signing import HostKey, host_key
+from catalog.packets.signing import HostKey, host_key
+from catalog.store.repository import Catalog, load_catalog
+from testkit.samples import canary_answers, measured_parts
 from tests.catalog.factories import (
     REPO,
     SPEC_ARM,
@@ -213,7 +214,7 @@ def test_golden_vector() -> None:
 
 
 def test_golden_vector_from_a_hand_written_dict() -> None:
-    from catalog.packet import Packet
+    from catalog.model.packet import Packet
 
     packet = Packet.model_validate(GOLDEN_DICT)
     assert packet_bytes(packet) == GOLDEN_BYTES
@@ -522,7 +523,7 @@ def test_a_signature_of_the_same_name_over_other_bytes_is_refused(tmp_path: Path
     _, packets = catalog_dirs(tmp_path)
     result = sealed(measured_draft())
     path = put(packets, result)
-    from catalog.signing import sign_packet
+    from catalog.packets.signing import sign_packet
 
     signature_path(path).write_bytes(sign_packet("0" * 64, path.name, signing_key("measurer")))
     with pytest.raises(CatalogError) as info:
@@ -559,7 +560,7 @@ def test_an_importer_key_cannot_sign_a_measured_packet(tmp_path: Path) -> None:
 
 
 def _parts_json(result: Sealed) -> dict[str, Any]:
-    from catalog.packet_io import parts_of
+    from catalog.packets.seal import parts_of
 
     return parts_of(result.packet).model_dump(mode="json")
 

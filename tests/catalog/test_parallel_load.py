@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from catalog import forked, packet_reading
+from catalog import forked
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.layout import is_signature
-from catalog.repository import load_catalog
+from catalog.packets.layout import is_signature
+from catalog.store import reading as packet_reading
+from catalog.store.repository import load_catalog
 from tests.builder.factory import write_catalog
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from catalog.errors import CatalogError
-from catalog.hardware import HardwareFile
-from catalog.loading import load_file
 from catalog.projection.cells import cell_for_arm
-from catalog.record import RowsElsewhere, RowsNotHeld, is_record, prompt_sizes, record
-from catalog.repository import load_catalog
-from catalog.summary import summarize
+from catalog.recipes.hardware import HardwareFile
+from catalog.store.cache import summarize
+from catalog.store.documents import load_file
+from catalog.store.record import RowsElsewhere, RowsNotHeld, is_record, prompt_sizes, record
+from catalog.store.repository import load_catalog
 from tests.builder.factory import write_catalog
 
 
@@ -109,8 +109,8 @@ def test_without_a_cache_the_summaries_are_held(catalog_dirs):
 def test_a_cache_that_cannot_be_written_leaves_the_summaries_held(catalog_dirs, monkeypatch):
     """A record is only held when its summary is in the cache to be read back; otherwise the
     build holds the summary itself (slower to load, never missing rows)."""
-    from catalog import packet_reading
-    from catalog.summary import SummaryCache
+    from catalog.store import reading as packet_reading
+    from catalog.store.cache import SummaryCache
 
     monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 10**9)
     monkeypatch.setattr(SummaryCache, "put", lambda *_args, **_kwargs: False)

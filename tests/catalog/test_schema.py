@@ -14,9 +14,11 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
-from catalog import hardware, keys, overlay, packet, recipe, suite
-from catalog.loading import read_document
+from catalog.model import packet
+from catalog.packets import keys
+from catalog.recipes import hardware, overlay, recipe, suite
 from catalog.schema import MODELS, SCHEMA_DIR, schema_texts, write_schemas
+from catalog.store.documents import read_document
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from catalog.errors import CatalogError
-from catalog.keys import KeyEntry, KeyRing, load_keys
-from catalog.loading import validate_as
-from catalog.signing import ENV_KEY, HostKey, host_key, sign_packet, verify_packet_signature
+from catalog.packets.keys import KeyEntry, KeyRing, load_keys
+from catalog.packets.signing import ENV_KEY, HostKey, host_key, sign_packet, verify_packet_signature
+from catalog.store.documents import validate_as
 
 DIGEST = hashlib.sha256(b"packet bytes").hexdigest()
 OTHER_DIGEST = hashlib.sha256(b"another packet").hexdigest()

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from catalog import packet_reading, summary
 from catalog.errors import CatalogError
-from catalog.layout import is_signature
-from catalog.metrics import decode_rate
-from catalog.record import is_record
-from catalog.repository import load_catalog
-from catalog.summary import KEPT_TOKENS, SummaryCache, summarize
+from catalog.model.metrics import decode_rate
+from catalog.packets.layout import is_signature
+from catalog.store import cache as summary
+from catalog.store import reading as packet_reading
+from catalog.store.cache import KEPT_TOKENS, SummaryCache, summarize
+from catalog.store.record import is_record
+from catalog.store.repository import load_catalog
 from tests.builder.factory import write_catalog
 
 
@@ -169,7 +170,7 @@ def test_a_listed_packet_whose_record_and_summary_are_lost_is_verified_again_whe
 
 
 def test_a_cached_listing_is_the_listing_of_the_packet_verified_whole(catalog_dirs, cache_home, monkeypatch):
-    """The listing (catalog/listing.py) is all a load reads of a packet verified before; a cache
+    """The listing (catalog/store/listing.py) is all a load reads of a packet verified before; a cache
     from before listings has only records, and the listing is made from the record, once."""
     data, packets = catalog_dirs
     whole = load_catalog(data, packets).listing
@@ -264,7 +265,7 @@ def test_the_builder_uses_the_cache_unless_told_not_to(catalog_dirs, cache_home,
 
 def test_a_reproduction_and_its_original_are_held_whole(tree, cache_home):
     """Their checks and grade compare whole token arrays; every other packet is a summary."""
-    from catalog.packet_io import write_packet
+    from catalog.packets.seal import write_packet
     from tests.catalog.factories import measured_draft, sealed
 
     original = sealed(measured_draft(spec=False))
@@ -285,7 +286,7 @@ def test_a_reproduction_and_its_original_are_held_whole(tree, cache_home):
 
 
 def test_recipes_are_parsed_once_per_content(catalog_dirs, cache_home, monkeypatch):
-    from catalog import summary as summary_module
+    from catalog.store import cache as summary_module
 
     data, packets = catalog_dirs
     parsed: list[Path] = []

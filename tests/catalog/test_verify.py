@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from catalog.arrays import decode_uint32, encode_uint32
-from catalog.canonical import canonical_json, pretty_json
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.keys import load_keys
-from catalog.layout import signature_path
-from catalog.metrics import compare_rows
-from catalog.packet import PromptRow
-from catalog.packet_io import Sealed, read_packet, write_packet
-from catalog.repository import Catalog, load_catalog
+from catalog.model.arrays import decode_uint32, encode_uint32
+from catalog.model.metrics import compare_rows
+from catalog.model.packet import PromptRow
+from catalog.packets.canonical import canonical_json, pretty_json
+from catalog.packets.keys import load_keys
+from catalog.packets.layout import signature_path
+from catalog.packets.seal import Sealed, read_packet, write_packet
+from catalog.store.repository import Catalog, load_catalog
 from tests.catalog.factories import (
     REPO,
     SPEC_ARM,
@@ -565,7 +565,7 @@ def test_reproduces_an_unknown_packet(tree: Path) -> None:
 
 def test_reproduces_a_known_packet(tree: Path) -> None:
     original = measured(spec=False)
-    # an independent run: another boot, its own timings (catalog.consistency refuses a copy)
+    # an independent run: another boot, its own timings (catalog.checks.consistency refuses a copy)
     draft = measured_draft(spec=False, title="again", ms_per_token=20.5)
     draft["identity"]["host"]["boot_id"] = "another-boot"
     draft["reproduces"] = original.packet.id
@@ -648,7 +648,7 @@ def test_failed_server_that_publishes_a_rate(tree: Path) -> None:
     sealed_with(tree, lambda d: d["arms"][0]["servers"][1].update(status="failed", error="OOM"), spec=False)
     found = {e.field: e.message for e in problems(tree)}
     assert "a failed server cannot publish a rate" in found["arms[0].servers[1].decode_tok_s"]
-    assert "1 ok server(s) with prompt rows" in found["arms[0].servers"]  # catalog.consistency
+    assert "1 ok server(s) with prompt rows" in found["arms[0].servers"]  # catalog.checks.consistency
     assert len(found) == 2
 
 
@@ -684,7 +684,7 @@ def test_gate_on_servers_without_rows(tree: Path) -> None:
     path = sealed_with(tree, no_rows, spec=False)
     found = {(e.file, e.field): e.message for e in problems(tree)}
     assert found.pop((str(path), "arms[0].gates[0]")) == "has no prompt rows to re-compare"
-    assert list(found) == [(str(path), "arms[0].servers")]  # catalog.consistency: no rows on either server
+    assert list(found) == [(str(path), "arms[0].servers")]  # catalog.checks.consistency: no rows on either server
 
 
 def test_withheld_packet_evidence_re_derives(tree: Path) -> None:

@@ -24,11 +24,11 @@ import pytest
 import yaml
 
 from catalog.errors import CatalogError
-from catalog.keys import KeyRing
-from catalog.layout import is_signature, signature_path
-from catalog.packet import Packet, State
-from catalog.packet_io import read_packet
-from catalog.repository import load_catalog
+from catalog.model.packet import Packet, State
+from catalog.packets.keys import KeyRing
+from catalog.packets.layout import is_signature, signature_path
+from catalog.packets.seal import read_packet
+from catalog.store.repository import load_catalog
 from runner.ladders import context_outputs_path, load_context_outputs
 from tests.catalog import factories
 from tests.e2e.demo_campaign import (

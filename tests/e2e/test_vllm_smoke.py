@@ -6,14 +6,14 @@ import asyncio
 
 import pytest
 
-from catalog.canaries import verdict
-from catalog.packet import CanaryResult
-from catalog.samples import canary_set, strict_suite
+from catalog.checks.canaries import verdict
+from catalog.model.packet import CanaryResult
 from runner.attempt import cache_check, canary_template_kwargs, prompt_row, run_canaries
 from runner.client import StreamResult, chat_completion, new_http_client, stream_completion
 from runner.metrics_scrape import scrape_counters
 from runner.server import VllmServer
 from runner.settings import MeasurementSettings
+from testkit.samples import canary_set, strict_suite
 
 pytestmark = pytest.mark.e2e
 

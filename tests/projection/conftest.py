@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.repository import Catalog
+from catalog.store.repository import Catalog
 from tests.projection.helpers import repo_catalog
 
 

@@ -6,9 +6,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from catalog.hardware import Figure, Hardware, Interconnect
-from catalog.packet import Packet, PacketParts
-from catalog.repository import Catalog, load_catalog
+from catalog.model.packet import Packet, PacketParts
+from catalog.recipes.hardware import Figure, Hardware, Interconnect
+from catalog.store.repository import Catalog, load_catalog
 from tests.catalog.factories import seal_parts
 
 REPO = Path(__file__).resolve().parents[2]

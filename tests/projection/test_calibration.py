@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from catalog.packet import Arm, Packet
+from catalog.model.packet import Arm, Packet
 from catalog.projection import OPTIMISATION_BANDS, Projection, project_arm, project_catalog
 from catalog.projection.precision import DRAFT_INT4_ENV
-from catalog.repository import Catalog
+from catalog.store.repository import Catalog
 
 # family, quantization, TP, MTP depth, draft INT4 lm_head, state, measured tok/s, ceiling tok/s, utilisation
 CALIBRATION = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from catalog.projection import ESTIMATE_RULE, estimate_cell, project_arm
-from catalog.repository import Catalog
+from catalog.store.repository import Catalog
 from tests.projection.helpers import arm, imported_packet
 
 

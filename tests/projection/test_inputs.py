@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from catalog.projection import project_arm
-from catalog.repository import Catalog
+from catalog.store.repository import Catalog
 from tests.projection.helpers import arm, imported_packet
 
 

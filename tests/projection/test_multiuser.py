@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.packet_io import seal
+from catalog.packets.seal import seal
 from catalog.projection import project_load
 from catalog.projection.multiuser import multi_user_step
-from catalog.repository import Catalog
-from catalog.samples import ORACLE_ARM, SPEC_ARM, make_load_sweep, measured_parts, with_load
+from catalog.store.repository import Catalog
+from testkit.samples import ORACLE_ARM, SPEC_ARM, make_load_sweep, measured_parts, with_load
 
 EXAMPLE = {
     "weight_bytes": 10e9,

@@ -22,10 +22,10 @@ from bs4 import BeautifulSoup, Tag
 from builder.cli import run
 from builder.format import WORDS_PER_TOKEN
 from catalog.errors import CatalogError
-from catalog.layout import is_signature
-from catalog.loading import load_file
-from catalog.packet import IDENTITY_NOT_PUBLISHED, State
-from catalog.recipe import Recipe
+from catalog.model.packet import IDENTITY_NOT_PUBLISHED, State
+from catalog.packets.layout import is_signature
+from catalog.recipes.recipe import Recipe
+from catalog.store.documents import load_file
 from runner.import_reference import import_transcription
 from tests.catalog.factories import signed_data
 from tests.catalog.factories import test_key as throwaway_key

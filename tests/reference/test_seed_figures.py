@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.layout import is_signature, signature_path
-from catalog.packet import Packet, State
-from catalog.repository import load_catalog
+from catalog.model.packet import Packet, State
+from catalog.packets.layout import is_signature, signature_path
+from catalog.store.repository import load_catalog
 from runner.import_reference import import_transcription
 from tests.catalog.factories import test_key as throwaway_key
 
@@ -80,7 +80,7 @@ def test_4b_ranges_and_ttft_match_the_page(packets: list[Packet]) -> None:
 
 
 def test_headline_centres_match_the_pages(packets: list[Packet]) -> None:
-    from catalog.selection import headline
+    from catalog.checks.selection import headline
 
     for slug, page in (("qwen3.5-9b", "qwen3.5-9b-page.txt"), ("qwen3.5-4b", "qwen3.5-4b-page.txt")):
         printed = re.search(r"\n([\d.]+)tok/s\nmeasured", (SEEDS / page).read_text())

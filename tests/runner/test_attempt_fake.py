@@ -9,15 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from catalog.canaries import verdict
-from catalog.evidence import shows_cache_zero
-from catalog.packet import CacheCheck, CanaryResult, PromptRow, ServerRun
-from catalog.samples import canary_set, make_rows, strict_suite
+from catalog.checks.canaries import verdict
+from catalog.checks.evidence import shows_cache_zero
+from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerRun
 from runner import attempt
 from runner.attempt import AttemptInvalid, cache_check, canary_template_kwargs, run_canaries
 from runner.client import new_http_client
 from runner.metrics_scrape import VllmCounters
 from runner.settings import MeasurementSettings
+from testkit.samples import canary_set, make_rows, strict_suite
 from tests.runner.fake_server import FakeServer, Script, chat_reply, sse, token_chunk, usage_chunk
 
 TOKENS = 101  # the protocol's least completion

@@ -19,7 +19,7 @@ import pytest
 
 import runner.attempt
 from catalog.errors import exit_on_catalog_error
-from catalog.layout import SIGNATURE_SUFFIX
+from catalog.packets.layout import SIGNATURE_SUFFIX
 from runner import cli as runner_cli
 from runner import preflight
 from runner.docker import CONTAINER_PREFIX
@@ -199,7 +199,7 @@ def test_leftover_containers_are_swept_and_a_card_held_by_another_container_is_r
 @pytest.mark.slow
 def test_a_container_outlives_a_killed_docker_client_until_stopped_by_name(box: Box, tmp_path: Path) -> None:
     """The fault the names exist for: SIGKILL reaches the `docker run` client, not the container."""
-    from catalog.compose import LaunchCommand
+    from catalog.recipes.compose import LaunchCommand
 
     command = LaunchCommand("m", ["--max-num-seqs", "1"], {}, IMAGE, "xpu")
     runtime = DockerRuntime(tmp_path / "hf", "camp", f"vllm/vllm-openai-xpu@{DIGEST}")

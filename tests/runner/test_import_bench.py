@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from catalog.errors import CatalogError
-from catalog.loading import load_file
-from catalog.packet import State
-from catalog.repository import load_catalog
+from catalog.model.packet import State
+from catalog.store.documents import load_file
+from catalog.store.repository import load_catalog
 from runner.import_bench import BenchServeResult, ImportTarget, NotImportable, import_bench, screened_parts
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from bs4 import BeautifulSoup
 from builder.cli import run as build
 from builder.format import fmt
 from catalog.errors import CatalogError, exit_on_catalog_error
-from catalog.packet import Packet, State
-from catalog.repository import load_catalog
+from catalog.model.packet import Packet, State
+from catalog.store.repository import load_catalog
 from runner import cli as runner_cli
 from runner.import_bench import import_bench
 from tests.catalog.factories import signed_data
@@ -76,7 +76,7 @@ def test_several_detailed_files_seal_one_screened_load_curve(places: tuple[Path,
 
 def test_open_loop_files_need_no_recorded_schedule(places: tuple[Path, Path], tmp_path: Path) -> None:
     """Another client's Poisson arrivals are not ours: planned times are its send times, and the
-    consistency check of our schedule does not hold an imported curve (catalog/consistency_load.py)."""
+    consistency check of our schedule does not hold an imported curve (catalog/checks/load_sweep.py)."""
     source = _read(TWO_USERS) | {"max_concurrency": None}
     files = [_written(tmp_path / f"rate-{rate}.json", source | {"request_rate": rate}) for rate in (8.0, 2.0)]
     packet = _import(places, *files)

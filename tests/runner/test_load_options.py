@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.canonical import canonical_sha256
 from catalog.errors import CatalogError
-from catalog.load import LoadLevel, LoadRequest, LoadSweep, Slo
+from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Slo
+from catalog.packets.canonical import canonical_sha256
 from runner.cli import _request, build_parser
 from runner.measure import load_summary
 from runner.plan import LOAD_REQUESTS_PER_LEVEL, CampaignRequest, LoadOptions, campaign_id

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from catalog.load import Slo, poisson_offsets_ms
-from catalog.packet import Ladder
-from catalog.samples import make_rows, strict_suite
+from catalog.model.load_sweep import Slo, poisson_offsets_ms
+from catalog.model.packet import Ladder
 from runner import ladders, load_sweep
 from runner.client import ClientError, StreamResult
 from runner.load_metrics import MetricsSummary, read_wanted
 from runner.plan import LoadOptions
 from runner.settings import MeasurementSettings
+from testkit.samples import make_rows, strict_suite
 from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
 
 SUITE = strict_suite()

@@ -10,10 +10,9 @@ from dataclasses import replace
 import pytest
 
 from catalog.errors import CatalogError
-from catalog.hardware import Hardware, HardwareFile
-from catalog.loading import load_file
-from catalog.recipe import Recipe
-from catalog.samples import DATA, make_rows, make_server
+from catalog.recipes.hardware import Hardware, HardwareFile
+from catalog.recipes.recipe import Recipe
+from catalog.store.documents import load_file
 from runner.campaign import gates_for
 from runner.plan import (
     DEFAULT_MAX_MODEL_LEN,
@@ -25,6 +24,7 @@ from runner.plan import (
     flag_value,
     plan_arms,
 )
+from testkit.samples import DATA, make_rows, make_server
 
 SUITE_SHA = "a" * 64
 

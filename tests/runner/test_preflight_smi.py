@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from catalog.errors import CatalogError
-from catalog.hardware import Hardware, HardwareFile
-from catalog.loading import load_file
+from catalog.recipes.hardware import Hardware, HardwareFile
+from catalog.store.documents import load_file
 from runner import preflight
 
 HERE = Path(__file__).resolve().parent
@@ -179,7 +179,7 @@ def test_tensor_parallel_must_divide_the_attention_heads(heads: int, kv: int, tp
 
 
 def test_min_vllm_version_is_enforced(tmp_path: Path) -> None:
-    from catalog.recipe import Recipe
+    from catalog.recipes.recipe import Recipe
 
     recipe = load_file(Recipe, REPO / "data" / "models" / "qwen3.5-9b.yaml")
     preflight.check_vllm_version(recipe, "default", "0.17.0")

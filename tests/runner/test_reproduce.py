@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from catalog.errors import CatalogError
-from catalog.packet import Packet
-from catalog.repository import Catalog, load_catalog
+from catalog.model.packet import Packet
+from catalog.store.repository import Catalog, load_catalog
 from runner import reproduce
 from runner.campaign import arm_tp, oracle_of
 from runner.plan import campaign_id, flag_value

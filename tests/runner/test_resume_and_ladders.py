@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from catalog.canonical import pretty_json
 from catalog.errors import CatalogError
 from catalog.files import write_file
-from catalog.packet import ContextPoint, Ladder, ServerRun
-from catalog.samples import make_rows, make_server, strict_suite
+from catalog.model.packet import ContextPoint, Ladder, ServerRun
+from catalog.packets.canonical import pretty_json
 from runner import ladders
 from runner.attempt import attempt_paths, finished_attempt
 from runner.client import StreamResult
 from runner.server import ServerError
 from runner.settings import MeasurementSettings
+from testkit.samples import make_rows, make_server, strict_suite
 
 
 def _record(run_dir: Path, run: ServerRun | dict[str, Any]) -> Path:

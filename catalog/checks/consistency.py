@@ -1,0 +1,619 @@
+"""Cross-check a packet's figures with each other, its recipe, its hardware and physics.
+
+The seal proves a file was not edited after it was written and `catalog.checks.evidence` that its
+published figures follow from its rows; neither can tell whether the rows themselves are
+plausible. These checks refuse what no honest campaign can produce: a speculative result
+without the gates that make it publishable, a model or platform other than the recipe's and
+the card's, a negative or physically impossible figure, token arrays that contradict their
+own timings, and a "reproduction" that is a copy of the original.
+
+Each check returns `(field, message)` problems, like `catalog.checks.evidence`; the loader turns them
+into `CatalogError`s naming the file. API:
+- `consistency_problems(packet, recipe, hardware, now)`: every check of one packet;
+  it is `packet_problems(packet, now)` (the packet alone: run where the file is read, on every
+  core) plus `reference_problems(packet, recipe, hardware)` (against data/).
+- `reproduction_problems(packet, original)`: a reproduction against the packet it names.
+Load sweeps' own checks live in catalog/checks/load_sweep.py; they run from here (and their
+prompt order against the suite from catalog.store.repository).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+
+from catalog.checks.load_sweep import load_problems, per_user_rates
+from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
+from catalog.projection.cells import cell_for_arm
+from catalog.projection.precision import DRAFT_INT4_ENV, W4A16, packet_scheme
+from catalog.projection.project import project_cell
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
+
+Problem = tuple[str, str]
+
+CLOCK_SKEW = timedelta(minutes=10)
+"""How far in the future `created` may be: the measuring host's clock may run ahead of this one."""
+
+CEILING_MARGIN = 1.5
+"""How far a decode rate may exceed the projection's physical ceiling before it is refused.
+
+The ceiling (catalog.projection: nominal bandwidth × cards / bytes read per token) is already an
+upper bound: the real measured arms in packets/ reach 0.75-0.88 of it. The margin covers what the
+byte count assumes rather than knows, each of which can only make the ceiling too low: a KV cache
+counted at 16 bits that may be FP8, the draft head's grouping, a bandwidth figure that is assumed
+rather than published (cpu_generic), on-chip caches holding part of a small model. Together these
+stay well under 50 %. A rate 1.5 times the ceiling is not a fast machine but a wrong number: a
+unit slip (ms for s), a rate timed over the wrong window, a figure from another model or card.
+(The test factories' synthetic timings sit at 1.21 times a B70's BF16 9B ceiling.)"""
+
+# Configuration that belongs to the draft, not to the target model G3 compares against.
+_DRAFT_ENV = frozenset({DRAFT_INT4_ENV})
+_SPEC_FLAGS = ("--speculative-config", "--speculative_config")
+
+
+def _token_times(row: PromptRow) -> tuple[str, array[int]]:
+    """The row's field holding its token arrival times, and those times (integer µs from send)."""
+    return "token_times_us", row.token_times_us
+
+
+def _n(value: float) -> str:
+    """A figure for a message: 1,234,567 / 61 / 2.56."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+
+def consistency_problems(
+    packet: Packet, recipe: Recipe | None, hardware: Hardware | None, now: datetime
+) -> list[Problem]:
+    """Every check of one packet. A missing recipe or hardware entry skips the checks that need it
+    (the loader reports the missing entry itself)."""
+    return [*packet_problems(packet, now), *reference_problems(packet, recipe, hardware)]
+
+
+def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
+    """The checks that need nothing but the packet (and the clock)."""
+    return [
+        *gate_problems(packet),
+        *server_problems(packet),
+        *figure_problems(packet),
+        *token_problems(packet),
+        *spec_metric_problems(packet),
+        *ladder_problems(packet),
+        *load_problems(packet),
+        *created_problems(packet, now),
+    ]
+
+
+def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
+    """The checks against the packet's recipe and hardware entry."""
+    return [*identity_problems(packet, recipe, hardware), *ceiling_problems(packet, recipe, hardware)]
+
+
+# --- gates and servers ----------------------------------------------------------------------
+
+
+def gate_problems(packet: Packet) -> list[Problem]:
+    """A measured arm carries the gates its state rests on: G1 at depth 0; G2 and one G3 per
+    server above it, each G3 against a depth-0 arm of this packet serving the same target.
+    An imported arm carries what its source published, so only its G3s that name an arm of the
+    packet are checked: never the arm itself, always a depth-0 one."""
+    if packet.provenance.kind != "measured":
+        return _imported_g3_problems(packet)
+    problems: list[Problem] = []
+    for index, arm in enumerate(packet.arms):
+        where = f"arms[{index}]"
+        kinds = {gate.gate for gate in arm.gates}
+        if arm.config.spec_depth == 0:
+            if "G1" not in kinds:
+                problems.append((f"{where}.gates", f"arm {arm.id!r} at depth 0 has no G1 gate"))
+        else:
+            if "G2" not in kinds:
+                problems.append(
+                    (f"{where}.gates", f"speculative arm {arm.id!r} (depth {arm.config.spec_depth}) has no G2 gate")
+                )
+            compared = {gate.server for gate in arm.gates if gate.gate == "G3"}
+            for server in arm.servers:
+                if server.label not in compared:
+                    problems.append(
+                        (
+                            f"{where}.gates",
+                            f"speculative arm {arm.id!r} has no G3 gate for server {server.label!r}",
+                        )
+                    )
+        for gate_index, gate in enumerate(arm.gates):
+            if gate.gate == "G3":
+                problem = _oracle_problem(packet, arm, gate.against)
+                if problem:
+                    problems.append((f"{where}.gates[{gate_index}].against", problem))
+    return problems
+
+
+def _imported_g3_problems(packet: Packet) -> list[Problem]:
+    problems: list[Problem] = []
+    for index, arm in enumerate(packet.arms):
+        for gate_index, gate in enumerate(arm.gates):
+            oracle = next((a for a in packet.arms if a.id == gate.against), None)
+            if gate.gate != "G3" or oracle is None:
+                continue
+            if oracle is arm:
+                problem = f"G3 compares arm {arm.id!r} with itself, not with its depth-0 oracle"
+            elif oracle.config.spec_depth > 0:
+                problem = f"G3 names arm {oracle.id!r} of depth {oracle.config.spec_depth}: the oracle is a depth-0 arm"
+            else:
+                continue
+            problems.append((f"arms[{index}].gates[{gate_index}].against", problem))
+    return problems
+
+
+def _oracle_problem(packet: Packet, arm: Arm, against: str) -> str | None:
+    oracle = next((a for a in packet.arms if a.id == against), None)
+    if oracle is None:
+        return f"G3 names {against!r}, which is no arm of this packet"
+    if oracle is arm:
+        return f"G3 compares arm {arm.id!r} with itself, not with its depth-0 oracle"
+    if oracle.config.spec_depth > 0:
+        return f"G3 names arm {against!r} of depth {oracle.config.spec_depth}: the oracle is a depth-0 arm"
+    for name, mine, theirs in _target_config(arm.config, oracle.config):
+        if mine != theirs:
+            return f"G3 names arm {against!r} whose {name} {theirs!r} differs from this arm's {mine!r}"
+    mine_argv, their_argv = _target_argv(arm.config.argv), _target_argv(oracle.config.argv)
+    if mine_argv != their_argv:
+        at = next((i for i, (a, b) in enumerate(zip(mine_argv, their_argv, strict=False)) if a != b), None)
+        if at is None:
+            at = min(len(mine_argv), len(their_argv))
+        shown = [repr(args[at]) if at < len(args) else "nothing" for args in (their_argv, mine_argv)]
+        return (
+            f"G3 names arm {against!r} whose argv (without --speculative-config) differs from this arm's"
+            f" at argument {at}: {shown[0]} there, {shown[1]} here"
+        )
+    return None
+
+
+def _target_config(arm: ArmConfig, oracle: ArmConfig) -> Iterator[tuple[str, object, object]]:
+    """The configuration both sides of G3 must share: everything but the draft (argv apart)."""
+    yield "tensor_parallel_size", arm.tensor_parallel_size, oracle.tensor_parallel_size
+    yield "graph_capture", arm.graph_capture, oracle.graph_capture
+    yield "kv_cache_dtype", arm.kv_cache_dtype, oracle.kv_cache_dtype
+    yield "max_model_len", arm.max_model_len, oracle.max_model_len
+    yield "env", _target_env(arm.env), _target_env(oracle.env)
+
+
+def _target_env(env: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in env.items() if name not in _DRAFT_ENV}
+
+
+def _target_argv(argv: list[str]) -> list[str]:
+    """argv without the speculative flag and its value (`--speculative-config X` or `=X`)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif "=" in arg and arg.split("=", 1)[0] in _SPEC_FLAGS:
+            pass  # the value is in the same argument
+        elif arg.startswith("--speculative"):
+            skip = True
+        else:
+            kept.append(arg)
+    return kept
+
+
+def server_problems(packet: Packet) -> list[Problem]:
+    """A measured arm rests on two fresh servers with rows; an imported packet measured nothing."""
+    problems: list[Problem] = []
+    for index, arm in enumerate(packet.arms):
+        if packet.provenance.kind == "imported" and arm.state == State.MEASURED:
+            problems.append((f"arms[{index}].state", f"arm {arm.id!r} of an imported packet cannot be measured"))
+        if packet.provenance.kind == "measured":
+            with_rows = sum(1 for server in arm.servers if server.status == "ok" and server.rows)
+            if with_rows < 2:
+                problems.append(
+                    (
+                        f"arms[{index}].servers",
+                        f"arm {arm.id!r} has {with_rows} ok server(s) with prompt rows; a measured arm needs 2",
+                    )
+                )
+    return problems
+
+
+# --- figures --------------------------------------------------------------------------------
+
+
+def _figures(packet: Packet) -> Iterator[tuple[str, float | None]]:
+    """Every number in a packet that counts, times or rates something, with its field."""
+    yield "identity.model.weight_bytes", packet.identity.model.weight_bytes
+    for i, arm in enumerate(packet.arms):
+        where = f"arms[{i}]"
+        yield f"{where}.published_figure", arm.published_figure
+        for k, value in enumerate(arm.oracle_decode_tok_s):
+            yield f"{where}.oracle_decode_tok_s[{k}]", value
+        for k, value in enumerate(arm.published_ttft_ms):
+            yield f"{where}.published_ttft_ms[{k}]", value
+        for k, gate in enumerate(arm.gates):
+            for d, divergence in enumerate(gate.first_divergence):
+                yield f"{where}.gates[{k}].first_divergence[{d}]", divergence
+        for j, server in enumerate(arm.servers):
+            yield from _server_figures(server, f"{where}.servers[{j}]")
+    for i, ladder in enumerate(packet.ladders):
+        for k, point in enumerate(ladder.concurrency):
+            yield f"ladders[{i}].concurrency[{k}].completion_tokens", point.completion_tokens
+            yield f"ladders[{i}].concurrency[{k}].wall_s", point.wall_s
+        for k, context in enumerate(ladder.context):
+            yield f"ladders[{i}].context[{k}].decode_tok_s", context.decode_tok_s
+            yield f"ladders[{i}].context[{k}].ttft_ms", context.ttft_ms
+
+
+def _server_figures(server: ServerRun, where: str) -> Iterator[tuple[str, float | None]]:
+    yield f"{where}.decode_tok_s", server.decode_tok_s
+    yield f"{where}.ttft_ms", server.ttft_ms
+    yield f"{where}.startup_s", server.startup_s
+    metrics = server.spec_metrics
+    if metrics is not None:
+        yield f"{where}.spec_metrics.drafts", metrics.drafts
+        yield f"{where}.spec_metrics.draft_tokens", metrics.draft_tokens
+        yield f"{where}.spec_metrics.accepted_tokens", metrics.accepted_tokens
+        for k, value in enumerate(metrics.accepted_per_position):
+            yield f"{where}.spec_metrics.accepted_per_position[{k}]", value
+    for k, row in enumerate(server.rows):
+        yield f"{where}.rows[{k}].prompt_tokens", row.prompt_tokens
+        yield f"{where}.rows[{k}].cached_tokens", row.cached_tokens
+    # token times are checked with the token arrays (token_problems)
+
+
+def figure_problems(packet: Packet) -> list[Problem]:
+    """No count, time or rate is negative, infinite or not a number."""
+    problems: list[Problem] = []
+    for field, value in _figures(packet):
+        if value is None:
+            continue
+        if not math.isfinite(value):
+            problems.append((field, f"is {value}, not a finite number"))
+        elif value < 0:
+            problems.append((field, f"is negative: {_n(value)}"))
+    return problems
+
+
+def ceiling_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
+    """No decode rate exceeds what the card's memory bandwidth allows (catalog.projection's
+    ceiling for the arm without speculation), times the tokens a speculative step may yield,
+    times CEILING_MARGIN. Skipped where the projection knows too little of the model to compute
+    a ceiling, except for a measured packet, which must always be checkable."""
+    if hardware is None:
+        return []
+    problems: list[Problem] = []
+    for index, arm in enumerate(packet.arms):
+        ceiling = _ceiling(packet, arm, hardware, recipe)
+        if ceiling is None:
+            if packet.provenance.kind == "measured" and hardware.memory_bandwidth_gb_s.value > 0:
+                problems.append(
+                    (
+                        f"arms[{index}]",
+                        f"arm {arm.id!r}: the projection cannot compute a physical ceiling (no architecture facts,"
+                        " weight_bytes or parameter count for the model), so its rates cannot be checked",
+                    )
+                )
+            continue
+        plain, factor, why = ceiling
+        depth = arm.config.spec_depth
+        where = f"arms[{index}]"
+        # (field, rate, tokens per target step allowed, how that is written)
+        rates: list[tuple[str, float | None, float, str]] = [
+            (f"{where}.servers[{j}].decode_tok_s", server.decode_tok_s, factor, why)
+            for j, server in enumerate(arm.servers)
+        ]
+        rates.append((f"{where}.published_figure", arm.published_figure, factor, why))
+        # the oracle's rates, quoted beside a speculative arm: no speculation
+        rates += [(f"{where}.oracle_decode_tok_s[{k}]", v, 1.0, "") for k, v in enumerate(arm.oracle_decode_tok_s)]
+        # context ladders: acceptance differs from the suite's, so only depth + 1 bounds it
+        rates += [
+            (f"ladders[{i}].context[{k}].decode_tok_s", point.decode_tok_s, depth + 1.0, _depth_text(depth))
+            for i, ladder in enumerate(packet.ladders)
+            if ladder.arm == arm.id
+            for k, point in enumerate(ladder.context)
+        ]
+        # load sweeps: each user's decode rate under batching is at most the single-stream one
+        rates += [(field, rate, depth + 1.0, _depth_text(depth)) for field, rate in per_user_rates(packet, arm.id)]
+        for field, rate, tokens, text in rates:
+            allowed = plain * tokens * CEILING_MARGIN
+            if rate is not None and rate > allowed:
+                problems.append(
+                    (
+                        field,
+                        f"decode rate {_n(rate)} tok/s exceeds the physical ceiling {_n(plain)} tok/s{text}"
+                        f" × margin {CEILING_MARGIN:g} (= {_n(allowed)} tok/s)",
+                    )
+                )
+    return problems
+
+
+def _acceptance_length(arm: Arm) -> float | None:
+    metrics = [s.spec_metrics for s in arm.servers if s.spec_metrics is not None and s.spec_metrics.drafts]
+    if not metrics:
+        return None
+    return 1 + sum(m.accepted_tokens for m in metrics) / sum(m.drafts for m in metrics)
+
+
+def _depth_text(depth: int) -> str:
+    return f" × (depth + 1 = {depth + 1})" if depth else ""
+
+
+def _ceiling(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None) -> tuple[float, float, str] | None:
+    """The projection's single-stream ceiling for the arm's target model without speculation, the
+    tokens one speculative step may yield (the recorded mean acceptance length, never above depth
+    + 1, else depth + 1; 1 without speculation) and how that factor is written."""
+    cell = cell_for_arm(packet, arm, hardware, recipe)
+    if cell is None:
+        return None
+    depth = arm.config.spec_depth
+    factor, why = 1.0, ""
+    if depth:
+        recorded = cell.acceptance_length
+        if recorded is not None and recorded <= depth + 1:
+            factor, why = recorded, f" × mean acceptance length {recorded:.3g}"
+        else:
+            factor, why = depth + 1.0, _depth_text(depth)
+    elif packet.provenance.kind == "screened":
+        # depth unknown (recorded as 0); vLLM's counters, when there, say what speculation yielded
+        recorded = _acceptance_length(arm)
+        if recorded is not None:
+            factor, why = recorded, f" × mean acceptance length {recorded:.3g}"
+    if packet_scheme(packet, recipe)[0] is None:
+        # Unknown precision: the projection would count 16 bits per weight, which could put the
+        # ceiling 4 times too low for a 4-bit checkpoint; 4-bit weights keep it an upper bound.
+        cell.scheme = W4A16
+    cell.spec_depth, cell.spec_method, cell.draft_int4 = 0, None, False
+    projection = project_cell(cell)
+    return (projection.ceiling_tok_s, factor, why) if projection is not None else None
+
+
+# --- identity -------------------------------------------------------------------------------
+
+
+def identity_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
+    """The packet's model is its recipe variant's, on the platform of its hardware, within its cards."""
+    problems: list[Problem] = []
+    model = packet.identity.model
+    if recipe is not None:
+        if model.variant is not None and model.variant in recipe.variants:
+            expected = recipe.variant_model_id(model.variant)
+            if model.repo != expected:
+                problems.append(
+                    (
+                        "identity.model.repo",
+                        f"is {model.repo!r}, but recipe {model.slug!r} variant {model.variant!r} serves {expected!r}",
+                    )
+                )
+        if model.synthetic != recipe.model.synthetic:
+            problems.append(
+                (
+                    "identity.model.synthetic",
+                    f"is {str(model.synthetic).lower()}, but recipe {model.slug!r} model.synthetic is"
+                    f" {str(recipe.model.synthetic).lower()}",
+                )
+            )
+    if hardware is not None and packet.identity.runtime.platform != hardware.platform:
+        problems.append(
+            (
+                "identity.runtime.platform",
+                f"is {packet.identity.runtime.platform!r}, but hardware {hardware.id!r} is a"
+                f" {hardware.platform!r} platform",
+            )
+        )
+    cards = packet.identity.host.card_count
+    for index, arm in enumerate(packet.arms):
+        if arm.config.tensor_parallel_size > cards:
+            problems.append(
+                (
+                    f"arms[{index}].config.tensor_parallel_size",
+                    f"tensor_parallel_size {arm.config.tensor_parallel_size} exceeds the host's card_count {cards}",
+                )
+            )
+    return problems
+
+
+# --- token arrays, counters, ladders, dates -------------------------------------------------
+
+
+def token_problems(packet: Packet) -> list[Problem]:
+    """Token ids lie in the vocabulary; token times are finite, non-negative, non-decreasing and
+    start at the row's TTFT (token 0 arrives at TTFT by definition)."""
+    config = packet.identity.model.config
+    vocab = config.vocab_size if config is not None else None
+    problems: list[Problem] = []
+    for i, arm in enumerate(packet.arms):
+        for j, server in enumerate(arm.servers):
+            for k, row in enumerate(server.rows):
+                where = f"arms[{i}].servers[{j}].rows[{k}]"
+                problems.extend(_id_problems(row.token_ids, vocab, where))
+                problems.extend(_time_problems(row, where))
+    return problems
+
+
+def _id_problems(ids: Sequence[int], vocab: int | None, where: str) -> list[Problem]:
+    if not ids or vocab is None or max(ids) < vocab:  # unsigned: nothing below 0
+        return []  # the usual case, decided at C speed
+    position, token = next((p, t) for p, t in enumerate(ids) if t >= vocab)
+    size = f" (vocab_size {vocab:,})" if vocab is not None else ""
+    return [(f"{where}.token_ids[{position}]", f"token id {token:,} is outside the vocabulary{size}")]
+
+
+def _time_problems(row: PromptRow, where: str) -> list[Problem]:
+    name, times = _token_times(row)
+    if not times:
+        return []
+    field = f"{where}.{name}"
+    problems: list[Problem] = []
+    values = times.tolist()
+    if values != sorted(values):  # unsigned microseconds: order is all there is to check
+        p = next(p for p in range(1, len(times)) if times[p] < times[p - 1])
+        problems.append(
+            (f"{field}[{p}]", f"token time {times[p]:,} µs is earlier than the token before it ({times[p - 1]:,} µs)")
+        )
+    return problems
+
+
+def spec_metric_problems(packet: Packet) -> list[Problem]:
+    """vLLM's speculative counters agree with each other and with the arm's depth: no more
+    accepted than drafted, per-position counts that add up, at most `depth` tokens per draft.
+    A screened arm's depth is unknown (`vllm bench serve` does not record it): no depth checks."""
+    problems: list[Problem] = []
+    for i, arm in enumerate(packet.arms):
+        depth = arm.config.spec_depth
+        depth_known = packet.provenance.kind != "screened"
+        for j, server in enumerate(arm.servers):
+            metrics = server.spec_metrics
+            if metrics is None:
+                continue
+            where = f"arms[{i}].servers[{j}].spec_metrics"
+            if metrics.accepted_tokens > metrics.draft_tokens:
+                problems.append(
+                    (
+                        f"{where}.accepted_tokens",
+                        f"{metrics.accepted_tokens:,} accepted draft tokens exceed the"
+                        f" {metrics.draft_tokens:,} drafted",
+                    )
+                )
+            per_position = metrics.accepted_per_position
+            if per_position and sum(per_position) != metrics.accepted_tokens:
+                problems.append(
+                    (
+                        f"{where}.accepted_per_position",
+                        f"sums to {sum(per_position):,}, not the {metrics.accepted_tokens:,} accepted_tokens",
+                    )
+                )
+            if depth_known and len(per_position) > depth:
+                problems.append(
+                    (
+                        f"{where}.accepted_per_position",
+                        f"has {len(per_position)} positions, more than the arm's depth {depth}",
+                    )
+                )
+            if depth_known and metrics.draft_tokens > metrics.drafts * depth:
+                problems.append(
+                    (
+                        f"{where}.draft_tokens",
+                        f"{metrics.draft_tokens:,} drafted tokens exceed drafts × depth ="
+                        f" {metrics.drafts:,} × {depth} = {metrics.drafts * depth:,}",
+                    )
+                )
+    return problems
+
+
+def ladder_problems(packet: Packet) -> list[Problem]:
+    """A concurrency point cannot return more tokens than its users may ask for: each of `users`
+    sends one request of at most max_tokens. Not for a screened point: `vllm bench serve` runs
+    all its requests through `users` slots, so its total is requests × max_tokens."""
+    if packet.provenance.kind == "screened":
+        return []
+    problems: list[Problem] = []
+    max_tokens = packet.workload.max_tokens
+    for i, ladder in enumerate(packet.ladders):
+        for k, point in enumerate(ladder.concurrency):
+            most = point.users * max_tokens
+            if point.completion_tokens > most:
+                problems.append(
+                    (
+                        f"ladders[{i}].concurrency[{k}].completion_tokens",
+                        f"{point.completion_tokens:,} completion tokens exceed users × max_tokens ="
+                        f" {point.users} × {max_tokens:,} = {most:,}",
+                    )
+                )
+    return problems
+
+
+def created_problems(packet: Packet, now: datetime) -> list[Problem]:
+    """A packet is not written in the future (beyond CLOCK_SKEW)."""
+    created = packet.created
+    if created is None:
+        return []
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    if created > now + CLOCK_SKEW:
+        return [
+            (
+                "created",
+                f"{created.isoformat()} is in the future (now {now.isoformat(timespec='seconds')},"
+                f" {int(CLOCK_SKEW.total_seconds() // 60)} minutes of clock skew allowed)",
+            )
+        ]
+    return []
+
+
+# --- reproductions --------------------------------------------------------------------------
+
+
+def reproduction_problems(packet: Packet, original: Packet) -> list[Problem]:
+    """A reproduction re-runs the same model and configurations on an independent boot, and
+    records its own timings: otherwise it is another campaign, or the original re-labelled."""
+    problems: list[Problem] = []
+    mine, theirs = packet.identity.model, original.identity.model
+    for name in ("slug", "variant", "repo", "quantization"):
+        if getattr(mine, name) != getattr(theirs, name):
+            problems.append(
+                (
+                    f"identity.model.{name}",
+                    f"is {getattr(mine, name)!r}, but the packet it reproduces ({original.id}) has"
+                    f" {getattr(theirs, name)!r}",
+                )
+            )
+    configs, original_configs = _arm_configs(packet), _arm_configs(original)
+    if configs != original_configs:
+        extra = sorted(_describe(c) for c in configs - original_configs)
+        missing = sorted(_describe(c) for c in original_configs - configs)
+        parts = [f"only here: {'; '.join(extra)}" if extra else "", f"only in {original.id}: {'; '.join(missing)}"]
+        problems.append(
+            ("arms", "configurations differ from the packet it reproduces: " + ", ".join(p for p in parts if p))
+        )
+    boot = packet.identity.host.boot_id
+    if boot is not None and boot == original.identity.host.boot_id:
+        problems.append(
+            (
+                "identity.host.boot_id",
+                f"{boot!r} is the boot of the packet it reproduces ({original.id}): a reproduction needs an"
+                " independent run",
+            )
+        )
+    original_timings = {_timings(server) for arm in original.arms for server in arm.servers if server.rows}
+    for i, arm in enumerate(packet.arms):
+        for j, server in enumerate(arm.servers):
+            if server.rows and _timings(server) in original_timings:
+                problems.append(
+                    (
+                        f"arms[{i}].servers[{j}].rows",
+                        f"token timings are identical to a server of {original.id}: a copy, not a reproduction",
+                    )
+                )
+    return problems
+
+
+_Config = tuple[int, str | None, int, str | None, tuple[tuple[str, str], ...]]
+
+
+def _arm_configs(packet: Packet) -> set[_Config]:
+    return {
+        (
+            arm.config.tensor_parallel_size,
+            arm.config.spec_method,
+            arm.config.spec_depth,
+            arm.config.draft_head,
+            tuple(sorted(arm.config.env.items())),
+        )
+        for arm in packet.arms
+    }
+
+
+def _describe(config: _Config) -> str:
+    tp, method, depth, head, env = config
+    spec = f"{method} depth {depth}" if depth else "no speculation"
+    extras = [f"draft head {head}"] if head else []
+    extras += [f"{name}={value}" for name, value in env]
+    return f"TP {tp}, {spec}" + "".join(f", {e}" for e in extras)
+
+
+def _timings(server: ServerRun) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    return tuple(sorted((row.prompt_id, tuple(_token_times(row)[1])) for row in server.rows))

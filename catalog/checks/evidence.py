@@ -1,0 +1,105 @@
+"""Re-derive a measured packet's numbers from its raw rows: every published figure must trace."""
+
+from __future__ import annotations
+
+import math
+
+from catalog.checks.canaries import verdict
+from catalog.model.metrics import compare_rows, server_decode_rate, server_ttft_ms
+from catalog.model.packet import Arm, GateResult, Packet, PromptRow, ServerRun
+from catalog.recipes.suite import CanarySet
+
+Problem = tuple[str, str]
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def evidence_problems(packet: Packet) -> list[Problem]:
+    problems: list[Problem] = []
+    for arm_index, arm in enumerate(packet.arms):
+        problems.extend(_server_problems(arm, f"arms[{arm_index}]"))
+        problems.extend(_gate_problems(packet, arm, f"arms[{arm_index}]"))
+    return problems
+
+
+def _server_problems(arm: Arm, where: str) -> list[Problem]:
+    problems: list[Problem] = []
+    for index, server in enumerate(arm.servers):
+        field = f"{where}.servers[{index}]"
+        if server.status != "ok":
+            if server.decode_tok_s is not None:
+                problems.append((f"{field}.decode_tok_s", "a failed server cannot publish a rate"))
+            continue
+        if not _close(server.decode_tok_s, server_decode_rate(server.rows)):
+            problems.append((f"{field}.decode_tok_s", "does not match the rate re-computed from its rows"))
+        if not _close(server.ttft_ms, server_ttft_ms(server.rows)):
+            problems.append((f"{field}.ttft_ms", "does not match the TTFT re-computed from its rows"))
+        if server.cache_zero is not None and server.cache_zero != shows_cache_zero(server):
+            problems.append((f"{field}.cache_zero", "disagrees with the rows' cached_tokens"))
+    return problems
+
+
+def shows_cache_zero(server: ServerRun) -> bool:
+    """Every row reported cached_tokens 0; or, where a server left prompt_tokens_details out
+    (cached_tokens unknown), none reported more and vllm:prefix_cache_hits stayed at 0."""
+    check = server.cache_check
+    if check is not None and check.source == "metrics":
+        return check.prefix_cache_hits == 0 and not any(row.cached_tokens for row in server.rows)
+    return all(row.cached_tokens == 0 for row in server.rows)
+
+
+def _gate_problems(packet: Packet, arm: Arm, where: str) -> list[Problem]:
+    problems: list[Problem] = []
+    for index, gate in enumerate(arm.gates):
+        pair = _gate_pair(packet, arm, gate)
+        if pair is None:
+            problems.append((f"{where}.gates[{index}].against", f"names no arm or server pair: {gate.against!r}"))
+            continue
+        if not pair[0]:
+            problems.append((f"{where}.gates[{index}]", "has no prompt rows to re-compare"))
+            continue
+        recomputed = compare_rows(gate.gate, gate.against, *pair)
+        if (recomputed.exact, recomputed.first_divergence) != (gate.exact, gate.first_divergence):
+            problems.append((f"{where}.gates[{index}]", "does not match the token arrays re-compared"))
+    return problems
+
+
+def _gate_pair(packet: Packet, arm: Arm, gate: GateResult) -> tuple[list[PromptRow], list[PromptRow]] | None:
+    """G1 and G2 compare an arm's two servers; G3 compares one server (`gate.server`) with the
+    oracle arm named in `against`, whose own two servers G1 has shown identical."""
+    if gate.gate in ("G1", "G2"):
+        if len(arm.servers) < 2:
+            return None
+        return arm.servers[0].rows, arm.servers[1].rows
+    oracle = next((a for a in packet.arms if a.id == gate.against), None)
+    server = next((s for s in arm.servers if s.label == gate.server), None)
+    if oracle is None or not oracle.servers or server is None:
+        return None
+    return server.rows, oracle.servers[0].rows
+
+
+def canary_problems(packet: Packet, canaries: CanarySet) -> list[Problem]:
+    """Every recorded verdict is judged again from the recorded answers."""
+    problems: list[Problem] = []
+    by_id = {c.id: c for c in canaries.canaries}
+    for arm_index, arm in enumerate(packet.arms):
+        for server_index, server in enumerate(arm.servers):
+            for index, result in enumerate(server.canaries):
+                field = f"arms[{arm_index}].servers[{server_index}].canaries[{index}]"
+                canary = by_id.get(result.id)
+                if canary is None:
+                    problems.append((f"{field}.id", f"canary {result.id!r} is not in {canaries.id}"))
+                    continue
+                passed, detail = verdict(canary, result.outputs, result.reasoning)
+                if (passed, detail) != (result.passed, result.detail):
+                    problems.append(
+                        (
+                            f"{field}.passed",
+                            f"recorded {result.passed} ({result.detail!r}), its answers give {passed} ({detail!r})",
+                        )
+                    )
+    return problems

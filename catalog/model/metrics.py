@@ -1,0 +1,89 @@
+"""The protocol's arithmetic, shared by the runner (which computes) and verify (which recomputes).
+
+Definitions (also on the methodology page):
+- decode rate of one completion: 99 intervals / (t[100] - t[1]), t[i] the arrival time of token i
+  (0-based; token 0 is the first token, whose wait is TTFT). Tokens are counted from token ids,
+  so a chunk carrying k tokens contributes k events with one arrival time.
+- class-balanced median: the median within each class, then the median of the class medians.
+- centre of a pair: the mean of the two fresh servers' class-balanced medians.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import median
+
+from catalog.model.packet import GateResult, PromptRow
+
+DECODE_WINDOW = 100
+MIN_COMPLETION_TOKENS = DECODE_WINDOW + 1
+
+
+def decode_rate(token_times_us: Sequence[int]) -> float | None:
+    """Tokens per second over tokens 1..100; None when the completion is too short or instant."""
+    if len(token_times_us) < MIN_COMPLETION_TOKENS:
+        return None
+    span_s = (token_times_us[DECODE_WINDOW] - token_times_us[1]) / 1e6
+    if span_s <= 0:
+        return None
+    return (DECODE_WINDOW - 1) / span_s
+
+
+def class_balanced_median(values_by_class: dict[str, list[float]]) -> float:
+    if not values_by_class or any(not v for v in values_by_class.values()):
+        raise ValueError("every class needs at least one value")
+    return median(median(values) for values in values_by_class.values())
+
+
+def server_decode_rate(rows: Sequence[PromptRow]) -> float | None:
+    """Class-balanced median decode rate of one server; None if any prompt has no rate."""
+    by_class: dict[str, list[float]] = {}
+    for row in rows:
+        rate = decode_rate(row.token_times_us)
+        if rate is None:
+            return None
+        by_class.setdefault(row.class_id, []).append(rate)
+    return class_balanced_median(by_class) if by_class else None
+
+
+def server_ttft_ms(rows: Sequence[PromptRow]) -> float | None:
+    """Median TTFT; None when a row has no token (it has no first-token time)."""
+    values = [row.ttft_ms for row in rows]
+    if not values or any(v is None for v in values):
+        return None
+    return median(v for v in values if v is not None)
+
+
+def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
+    """Index of the first differing token; the shorter length if one is a prefix; None if equal."""
+    if a == b:  # the usual case, compared at C speed
+        return None
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def compare_rows(
+    gate: str,
+    against: str,
+    left: Sequence[PromptRow],
+    right: Sequence[PromptRow],
+    server: str | None = None,
+) -> GateResult:
+    """Gate result over prompts matched by id; a prompt missing on one side counts as diverging at 0."""
+    right_by_id = {row.prompt_id: row for row in right}
+    divergences: list[int | None] = []
+    for row in left:
+        other = right_by_id.get(row.prompt_id)
+        divergences.append(0 if other is None else first_divergence(row.token_ids, other.token_ids))
+    exact = sum(d is None for d in divergences)
+    return GateResult(
+        gate=gate,
+        against=against,
+        server=server,
+        exact=exact,
+        total=len(divergences),
+        passed=exact == len(divergences),
+        first_divergence=divergences,
+    )

@@ -1,0 +1,661 @@
+"""Evidence packets, schema 2: one JSON file per campaign in `packets/`.
+
+A packet holds one or more *arms* (a configuration: TP size, speculative method and depth,
+draft head) measured on fresh servers, the gates comparing their token arrays, and ladders.
+The file's bytes are its canonical form: its sha256 is the packet's digest, its id is
+`<model>-<quant>-<digest[:8]>`, and a signature beside it (`<id>.dsse.json`) signs that digest
+(catalog/packets/seal.py seals, reads and writes; catalog/packets/signing.py signs). States are derived
+from the gates by the rules below; the validators refuse a file whose stored values disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer, model_validator
+
+from catalog.model.arrays import UInt32Array
+from catalog.model.base import EnvName, FieldError, Sha256, Slug, StrictModel
+from catalog.model.load_sweep import LoadSweep
+from catalog.model.secrets import REDACTED, is_secret_env, redact_argv
+
+SCHEMA_VERSION = 2
+
+
+class _Additions(StrictModel):
+    """A schema-2 model that gained optional fields after packets were published: a field named in
+    ADDED is left out of the canonical form while it holds its default, so every packet written
+    before it existed keeps its exact bytes (and its digest and signature) when read and re-encoded."""
+
+    ADDED: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_additions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        fields = type(self).model_fields
+        for name in self.ADDED:
+            if name in out and out[name] == fields[name].get_default(call_default_factory=True):
+                del out[name]
+        return out
+
+
+class State(StrEnum):
+    """The one home of what each state means, which ones publish a figure, and their order."""
+
+    MEASURED = "measured"
+    WITHHELD = "withheld"
+    SCREENED = "screened"
+    IMPORTED = "imported"
+    ESTIMATED = "estimated"
+
+    # These compare plain values: on Python 3.11 each `State.X` lookup is a descriptor call, and
+    # pages ask these of every arm many times.
+    @property
+    def published(self) -> bool:
+        """A figure that may lead a page: measured here, or imported from a named source."""
+        return self._value_ in _PUBLISHED
+
+    @property
+    def has_speed(self) -> bool:
+        """A speed figure exists and may be drawn (screened is speed only); withheld never is."""
+        return self._value_ in _HAS_SPEED
+
+    @property
+    def rank(self) -> int:
+        """Best evidence first: the order a family's best state is chosen in."""
+        return _STATE_ORDER.index(self)
+
+    @property
+    def label(self) -> str:
+        return self.value.capitalize()
+
+    @property
+    def meaning(self) -> str:
+        return _STATE_MEANINGS[self]
+
+
+# What a page says of a screened arm taken from a source that printed its speed but no identity
+# outcome (runner/import_reference.py seals such arms as screened, never with a borrowed count).
+IDENTITY_NOT_PUBLISHED = "identity not published by the source"
+
+_PUBLISHED = frozenset({State.MEASURED.value, State.IMPORTED.value})
+_HAS_SPEED = _PUBLISHED | {State.SCREENED.value}
+_STATE_ORDER = [State.MEASURED, State.IMPORTED, State.SCREENED, State.ESTIMATED, State.WITHHELD]
+_STATE_MEANINGS = {
+    State.MEASURED: "measured by this runner on fresh servers; every gate it carries passed",
+    State.IMPORTED: "taken from a named published source; not measured by this runner",
+    State.WITHHELD: "measured, but speculative output was not identical to the oracle (or the oracle itself "
+    "was not repeat-exact): its speed is not published",
+    State.SCREENED: "a speed check only, with no identity gate",
+    State.ESTIMATED: "derived, not measured",
+}
+
+
+class SourceRef(StrictModel):
+    """A published source an imported or screened result is taken from."""
+
+    name: str = Field(
+        min_length=1, description="Name of the published source (a paper, a blog post, a benchmark table)."
+    )
+    url: str | None = Field(default=None, description="Address of the source.")
+    reference: str | None = Field(
+        default=None, description="Where in the source the figure is (a table, a section, a commit)."
+    )
+    retrieved: date | None = Field(default=None, description="Day the source was read.")
+    note: str | None = Field(default=None, description="Free text about the source or how its figure was read.")
+
+
+class Provenance(StrictModel):
+    kind: Literal["measured", "imported", "screened"] = Field(
+        description="measured here, imported from a published source, or screened (speed only, no identity gate)."
+    )
+    source: SourceRef | None = Field(
+        default=None, description="The published source; required unless kind is measured."
+    )
+    tool: str | None = Field(
+        default=None,
+        description="The program that wrote the packet (runner, importer or benchmark generator) and its version.",
+    )
+
+    @model_validator(mode="after")
+    def _source_named(self) -> Provenance:
+        if self.kind != "measured" and self.source is None:
+            raise ValueError(f"an {self.kind} packet must name its source")
+        return self
+
+
+class FileHash(StrictModel):
+    name: str = Field(description="File name inside the checkpoint repository.")
+    bytes: int = Field(ge=0, description="File size in bytes.")
+    sha256: Sha256 = Field(description="sha256 of the file's bytes, hex.")
+
+
+class ModelConfigFacts(StrictModel):
+    """What the projection and the fine print need from the model's config.json."""
+
+    architecture: str | None = Field(
+        default=None, description="The architectures entry of config.json (e.g. Qwen3_5ForConditionalGeneration)."
+    )
+    num_layers: int | None = Field(default=None, gt=0, description="Number of transformer layers.")
+    hidden_size: int | None = Field(default=None, gt=0, description="Width of the hidden state.")
+    num_attention_heads: int | None = Field(
+        default=None, gt=0, description="Number of query heads per attention layer."
+    )
+    num_kv_heads: int | None = Field(
+        default=None, gt=0, description="Number of key/value heads per attention layer (grouped-query attention)."
+    )
+    head_dim: int | None = Field(default=None, gt=0, description="Width of one attention head.")
+    vocab_size: int | None = Field(default=None, gt=0, description="Number of tokens in the vocabulary.")
+    full_attention_layers: int | None = Field(
+        default=None, ge=0, description="Layers with full (softmax) attention, whose KV cache grows with context."
+    )
+    linear_attention_layers: int | None = Field(
+        default=None, ge=0, description="Layers with linear attention, whose state does not grow with context."
+    )
+    tie_word_embeddings: bool | None = Field(
+        default=None, description="Whether the output head shares the input embedding's weights."
+    )
+    parameters: int | None = Field(default=None, gt=0, description="Total parameter count.")
+    config_sha256: Sha256 | None = Field(
+        default=None, description="sha256 of the config.json bytes the facts were read from, hex."
+    )
+
+
+class ModelIdentity(StrictModel):
+    slug: Slug = Field(description="The recipe's slug (data/models/<slug>.yaml).")
+    # None only for an imported result whose checkpoint the recipe does not list as a variant.
+    variant: str | None = Field(
+        description="The recipe variant; null only for an imported result whose checkpoint the recipe does not list."
+    )
+    repo: str = Field(description="Hugging Face repository of the checkpoint served.")
+    revision: str | None = Field(default=None, description="Commit of the checkpoint repository.")
+    quantization: Slug = Field(description="Quantisation id, part of the packet id (e.g. bf16, w4a16, fp8).")
+    quantization_label: str = Field(description="Quantisation as pages show it.")
+    weight_bytes: int | None = Field(default=None, ge=0, description="Total bytes of the weight files.")
+    weight_files: list[FileHash] = Field(default=[], description="Every weight file with its size and sha256.")
+    config: ModelConfigFacts | None = Field(default=None, description="Facts read from the checkpoint's config.json.")
+    synthetic: bool = Field(
+        default=False, description="A locally made model (the demo): its speeds say nothing about real models."
+    )
+    synthetic_note: str | None = Field(default=None, description="What the synthetic model is and how it was made.")
+
+
+class RuntimeIdentity(_Additions):
+    name: str = Field(default="vLLM", description="Serving engine.")
+    platform: Literal["xpu", "cuda", "cpu"] = Field(description="Accelerator platform the engine ran on.")
+    version: str = Field(description="Engine version (vLLM's __version__).")
+    label: str = Field(description="Engine and version as pages show them.")
+    torch_version: str | None = Field(default=None, description="PyTorch version inside the engine's environment.")
+    image: str | None = Field(default=None, description="Docker image the servers ran, as named (repository:tag).")
+    image_digest: str | None = Field(default=None, description="Content digest of that image (sha256:...).")
+    package_set_sha256: Sha256 | None = Field(
+        default=None, description="sha256 of the engine environment's installed package list, hex."
+    )
+    # The image as the servers were started: `repo@sha256:...`, so a replay pulls the same bytes.
+    image_pinned: str | None = Field(
+        default=None,
+        description="The image as the servers were started (repo@sha256:...), so a replay pulls the same bytes.",
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"image_pinned"})
+
+
+class HostIdentity(StrictModel):
+    hardware: Slug = Field(description="Card id in data/hardware.yaml.")
+    card_count: int = Field(ge=1, description="Number of cards the servers used.")
+    device_name: str | None = Field(default=None, description="Device name the vendor tool reported.")
+    driver: str | None = Field(default=None, description="Accelerator driver version.")
+    boot_id: str | None = Field(default=None, description="The host's boot id: arms measured in one boot share it.")
+    cpu: str | None = Field(default=None, description="Host CPU model.")
+    os: str | None = Field(default=None, description="Host operating system and kernel.")
+    repo_revision: str | None = Field(default=None, description="Commit of this repository the runner ran from.")
+
+
+class Identity(StrictModel):
+    model: ModelIdentity = Field(description="The checkpoint served.")
+    runtime: RuntimeIdentity = Field(description="The serving engine and its environment.")
+    host: HostIdentity = Field(description="The machine and cards measured on.")
+
+
+class Workload(StrictModel):
+    suite_id: str = Field(description="Prompt suite id (data/suites/<id>.json).")
+    suite_sha256: Sha256 | None = Field(default=None, description="Canonical hash of the suite's content, hex.")
+    canary_set_id: str | None = Field(default=None, description="Canary set id (data/suites/<id>.json).")
+    canary_set_sha256: Sha256 | None = Field(
+        default=None, description="Canonical hash of the canary set's content, hex."
+    )
+    max_tokens: int = Field(gt=0, description="Completion tokens requested per prompt.")
+    temperature: float = Field(
+        default=0.0, description="Sampling temperature (0: greedy, so outputs can be compared token for token)."
+    )
+    top_p: float = Field(default=1.0, description="Nucleus sampling threshold.")
+    seed: int | None = Field(default=None, description="Sampling seed sent with each request.")
+    api: Literal["completions"] = Field(
+        default="completions", description="OpenAI-compatible endpoint the prompts went through."
+    )
+
+
+class ArmConfig(_Additions):
+    tensor_parallel_size: int = Field(ge=1, description="Cards one server spans (vLLM --tensor-parallel-size).")
+    spec_method: str | None = Field(
+        default=None, description="Speculative decoding method (e.g. mtp, eagle3); null without speculation."
+    )
+    spec_depth: int = Field(default=0, ge=0, description="Speculative tokens proposed per step; 0 without speculation.")
+    draft_head: str | None = Field(default=None, description="Which draft head proposed tokens, as pages name it.")
+    graph_capture: str | None = Field(default=None, description="Graph capture mode (CUDA/XPU graphs or eager).")
+    kv_cache_dtype: str | None = Field(default=None, description="KV cache data type.")
+    max_model_len: int | None = Field(default=None, gt=0, description="Context length the server was sized for.")
+    argv: list[str] = Field(default=[], description="The vllm serve arguments, in the portable form a reader can run.")
+    env: dict[EnvName, str] = Field(
+        default={}, description="Environment variables set for the server (credentials recorded redacted)."
+    )
+    # Where max_model_len came from: "recipe" (a flag the recipe or overlay sets for this card) or
+    # "runner default" (the runner's own cap, without which vLLM sizes for the model's full context).
+    max_model_len_source: Literal["recipe", "runner default"] | None = Field(
+        default=None, description="Where max_model_len came from: a recipe or overlay flag, or the runner's own cap."
+    )
+    # The exact command the servers ran (`docker run ... image@sha256:... ARGS` or the local python),
+    # with the per-server port and container name as placeholders; `argv` is the portable form.
+    launch_argv: list[str] = Field(
+        default=[],
+        description="The exact command the servers ran, with the per-server port and container name as placeholders.",
+    )
+    # Variables handed through from the host environment (HF_TOKEN, HF_HUB_OFFLINE): names only,
+    # their values are never recorded.
+    passed_env: list[EnvName] = Field(
+        default=[],
+        description="Variables handed through from the host environment: names only, values are never recorded.",
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"max_model_len_source", "launch_argv", "passed_env"})
+
+    @model_validator(mode="after")
+    def _depth_needs_method(self) -> ArmConfig:
+        if (self.spec_depth > 0) != (self.spec_method is not None):
+            raise ValueError("spec_method is set exactly when spec_depth > 0")
+        return self
+
+    @model_validator(mode="after")
+    def _no_credentials(self) -> ArmConfig:
+        """A packet is published byte for byte: a credential in it would be on the site."""
+        for name, value in self.env.items():
+            if is_secret_env(name) and value != REDACTED:
+                raise FieldError(f"{name} holds a credential: record it as {REDACTED}", "env", name)
+        for field in ("argv", "launch_argv"):
+            argv = getattr(self, field)
+            for index, (arg, shown) in enumerate(zip(argv, redact_argv(argv), strict=True)):
+                if arg != shown:
+                    raise FieldError(f"holds a credential: record it as {shown!r}", field, index)
+            for index, arg in enumerate(argv):
+                name, eq, value = arg.partition("=")
+                if eq and is_secret_env(name) and value != REDACTED and index and argv[index - 1] == "-e":
+                    raise FieldError(f"{name} holds a credential: pass it by name (-e {name})", field, index)
+        return self
+
+
+class PromptRow(StrictModel):
+    """One strict-suite prompt on one server. Token times are integer microseconds after the
+    request was sent (client perf_counter), one per token id: a chunk carrying k tokens gives k
+    equal times. TTFT is the first token's time; rates are derived, never stored."""
+
+    prompt_id: str = Field(description="Prompt id in the suite.")
+    class_id: str = Field(description="The prompt's class in the suite.")
+    token_ids: UInt32Array = Field(description="Completion token ids, base64 of little-endian uint32.")
+    token_times_us: UInt32Array = Field(
+        description="Microseconds from the request to each token's arrival, base64 of little-endian uint32."
+    )
+    prompt_tokens: int = Field(ge=0, description="Prompt tokens the server counted.")
+    completion_tokens: int = Field(ge=0, description="Completion tokens returned; equals the number of token ids.")
+    cached_tokens: int | None = Field(
+        default=None, ge=0, description="Prompt tokens the server reported served from its prefix cache."
+    )
+    finish_reason: str | None = Field(default=None, description="Why generation stopped (length, stop).")
+
+    @model_validator(mode="after")
+    def _counts_agree(self) -> PromptRow:
+        if len(self.token_ids) != self.completion_tokens:
+            raise FieldError("token_ids length differs from completion_tokens", "token_ids")
+        if len(self.token_times_us) != len(self.token_ids):
+            raise FieldError("needs one time per token id", "token_times_us")
+        return self
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return self.token_times_us[0] / 1000.0 if self.token_times_us else None
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class CanaryResult(StrictModel):
+    """A canary's raw answers (one, or one per repeat) and the verdict judged from them; verify
+    judges the answers again, so the verdict is never taken on trust.
+
+    An answer whose content was null is recorded as "" (and judged failed). `reasoning` holds
+    what a reasoning parser returned beside each answer ("" where nothing), and is left out of
+    the file when no answer had any: packets written before it existed keep their bytes."""
+
+    id: str = Field(description="Canary id in the canary set.")
+    outputs: list[str] = Field(min_length=1, description="The raw answers: one, or one per repeat.")
+    passed: bool = Field(description="The verdict judged from the outputs (verify judges them again).")
+    detail: str = Field(default="", description="Why the canary failed, when it did.")
+    reasoning: list[str] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="What a reasoning parser returned beside each answer; absent when no answer had any.",
+    )
+
+    @model_validator(mode="after")
+    def _one_reasoning_per_output(self) -> CanaryResult:
+        if self.reasoning is not None and len(self.reasoning) != len(self.outputs):
+            raise FieldError("needs one entry per output", "reasoning")
+        return self
+
+
+class SpecMetrics(StrictModel):
+    """Differences of vLLM's /metrics counters over the strict suite."""
+
+    drafts: int = Field(ge=0, description="Speculative drafts proposed over the suite.")
+    draft_tokens: int = Field(ge=0, description="Tokens proposed over the suite.")
+    accepted_tokens: int = Field(ge=0, description="Proposed tokens accepted over the suite.")
+    accepted_per_position: list[int] = Field(default=[], description="Accepted tokens at each draft position.")
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        return self.accepted_tokens / self.draft_tokens if self.draft_tokens else None
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        return 1 + self.accepted_tokens / self.drafts if self.drafts else None
+
+
+class CacheCheck(StrictModel):
+    """How "cache zero" was shown for a server: `usage` when every row's
+    usage.prompt_tokens_details.cached_tokens was 0; `metrics` when a server that leaves
+    prompt_tokens_details out (vLLM before PR #44383) kept vllm:prefix_cache_hits at 0 over the
+    suite. The counters' increase over the suite is kept when the server exposes them."""
+
+    source: Literal["usage", "metrics"] = Field(
+        description="How cache zero was shown: usage.cached_tokens on every row, or the server's /metrics counters."
+    )
+    prefix_cache_queries: int | None = Field(
+        default=None, ge=0, description="Increase of vllm:prefix_cache_queries over the suite."
+    )
+    prefix_cache_hits: int | None = Field(
+        default=None, ge=0, description="Increase of vllm:prefix_cache_hits over the suite."
+    )
+
+    @model_validator(mode="after")
+    def _metrics_need_the_counter(self) -> CacheCheck:
+        if self.source == "metrics" and self.prefix_cache_hits is None:
+            raise FieldError("a cache check from /metrics needs the prefix_cache_hits increase", "prefix_cache_hits")
+        return self
+
+
+class ServerRun(_Additions):
+    """One fresh server. Imported results carry only the published values; rows stay empty."""
+
+    label: str = Field(description="Which of the arm's fresh servers this was (A, B).")
+    status: Literal["ok", "failed"] = Field(default="ok", description="Whether the server ran the suite to the end.")
+    error: str | None = Field(default=None, description="What went wrong, when status is failed.")
+    decode_tok_s: float | None = Field(
+        default=None, gt=0, description="Decode speed over the suite, tokens per second per request."
+    )
+    ttft_ms: float | None = Field(default=None, ge=0, description="Time to first token, milliseconds.")
+    rows: list[PromptRow] = Field(default=[], description="One row per suite prompt; empty for imported results.")
+    canaries: list[CanaryResult] = Field(default=[], description="Canary results on this server.")
+    cache_zero: bool | None = Field(
+        default=None, description="Whether no prompt token was served from the prefix cache."
+    )
+    # left out of the file when absent: packets written before it existed keep their bytes
+    cache_check: CacheCheck | None = Field(
+        default=None, exclude_if=_absent, description="How cache zero was shown; absent in older packets."
+    )
+    spec_metrics: SpecMetrics | None = Field(default=None, description="Speculative decoding counters over the suite.")
+    log: str | None = Field(default=None, description="Server log file name under runs/<campaign>/.")
+    startup_s: float | None = Field(default=None, ge=0, description="Seconds from start to the server answering.")
+    # What the server itself answered on GET /version (None: not asked, or an older server).
+    server_version: str | None = Field(
+        default=None, description="What the server answered on GET /version (null: not asked, or an older server)."
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version"})
+
+
+class GateResult(StrictModel):
+    gate: Literal["G1", "G2", "G3"] = Field(
+        description="G1: the oracle arm's two fresh servers identical; G2: an arm's two fresh servers identical; "
+        "G3: each server of a speculative arm identical to the oracle."
+    )
+    against: str = Field(description="What the outputs were compared with.")
+    server: str | None = Field(default=None, description="The server compared, when the gate is per server.")
+    exact: int | None = Field(
+        default=None,
+        ge=0,
+        description="Prompts whose token arrays were identical; null when the comparison could not run.",
+    )
+    total: int = Field(gt=0, description="Prompts compared.")
+    passed: bool = Field(description="Whether every prompt was identical (exact == total).")
+    first_divergence: list[int | None] = Field(
+        default=[], description="Per prompt, the first token index where outputs differ (null: identical)."
+    )
+    note: str | None = Field(default=None, description="Free text about the gate.")
+
+    @model_validator(mode="after")
+    def _passed_matches_count(self) -> GateResult:
+        if self.exact is not None:
+            if self.exact > self.total:
+                raise ValueError("exact exceeds total")
+            if self.passed != (self.exact == self.total):
+                raise ValueError("passed must equal exact == total")
+        if self.first_divergence and len(self.first_divergence) != self.total:
+            raise ValueError("first_divergence needs one entry per prompt")
+        return self
+
+    @property
+    def summary(self) -> str:
+        count = f"{self.exact}/{self.total}" if self.exact is not None else "failed"
+        who = f" server {self.server}" if self.server else ""
+        return f"{self.gate}{who} {count} vs {self.against}"
+
+
+class ArmParts(StrictModel):
+    """What a writer supplies for an arm; `seal` derives its state (catalog/packets/seal.py)."""
+
+    id: Slug = Field(description="Arm id, unique in the packet.")
+    label: str = Field(description="Arm as pages name it.")
+    config: ArmConfig = Field(description="The configuration the arm's servers ran.")
+    servers: list[ServerRun] = Field(default=[], description="The fresh servers the arm ran on.")
+    oracle_decode_tok_s: list[float] = Field(
+        default=[], description="Decode speeds of the no-speculation oracle servers, for the speed-up."
+    )
+    gates: list[GateResult] = Field(default=[], description="Identity gates comparing the arm's token arrays.")
+    withheld_reason: str | None = Field(
+        default=None, description="Why the arm's speed is not published; required when withheld."
+    )
+    published_figure: float | None = Field(
+        default=None, description="The figure an imported source printed, in tokens per second."
+    )
+    published_ttft_ms: list[float] = Field(
+        default=[], description="Time-to-first-token figures an imported source printed, milliseconds."
+    )
+    note: str | None = Field(default=None, description="Free text about the arm.")
+
+    @property
+    def server_values(self) -> list[float]:
+        return [s.decode_tok_s for s in self.servers if s.decode_tok_s is not None]
+
+    @property
+    def decode_tok_s(self) -> float | None:
+        """The centre of the fresh-server pair: the one value the catalog publishes for an arm."""
+        values = self.server_values
+        return sum(values) / len(values) if values else None
+
+    @property
+    def ttft_ms(self) -> float | None:
+        values = [s.ttft_ms for s in self.servers if s.ttft_ms is not None] or self.published_ttft_ms
+        return sum(values) / len(values) if values else None
+
+    @property
+    def failed_gates(self) -> list[GateResult]:
+        return [g for g in self.gates if not g.passed]
+
+
+class Arm(ArmParts):
+    state: State = Field(description="Derived from provenance and gates: measured, imported, screened or withheld.")
+
+
+class ConcurrencyPoint(StrictModel):
+    users: int = Field(ge=1, description="Concurrent requests.")
+    completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
+    wall_s: float = Field(gt=0, description="Wall-clock seconds for all requests.")
+    identical_to_oracle: bool | None = Field(default=None, description="Whether every output matched the oracle's.")
+
+    @property
+    def aggregate_tok_s(self) -> float:
+        return self.completion_tokens / self.wall_s
+
+
+class ContextPoint(StrictModel):
+    depth_tokens: int = Field(ge=1, description="Prompt context depth in tokens.")
+    content_class: str = Field(description="What the filler context was made of.")
+    decode_tok_s: float | None = Field(default=None, gt=0, description="Decode speed at this depth, tokens per second.")
+    ttft_ms: float | None = Field(default=None, ge=0, description="Time to first token at this depth, milliseconds.")
+    identical_to_oracle: bool | None = Field(default=None, description="Whether the output matched the oracle's.")
+
+
+class Ladder(_Additions):
+    """One ladder of one arm, on its own fresh server: concurrency (users released together),
+    context depth, or a load sweep (catalog/model/load_sweep.py)."""
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"load"})
+
+    arm: Slug = Field(description="The arm the ladder ran on.")
+    kind: Literal["concurrency", "context", "load"] = Field(
+        description="What the ladder varies: concurrent users, context depth, or load (users and arrival rates)."
+    )
+    concurrency: list[ConcurrencyPoint] = Field(default=[], description="Points of a concurrency ladder.")
+    context: list[ContextPoint] = Field(default=[], description="Points of a context ladder.")
+    load: LoadSweep | None = Field(
+        default=None, description="The levels of a load sweep (catalog/model/load_sweep.py)."
+    )
+
+    @model_validator(mode="after")
+    def _load_matches_kind(self) -> Ladder:
+        if (self.kind == "load") != (self.load is not None):
+            raise FieldError("a load ladder carries its sweep in `load`, and only a load ladder does", "load")
+        return self
+
+
+class PacketBody(StrictModel):
+    title: str = Field(description="Title pages show.")
+    created: datetime | None = Field(default=None, description="When the campaign finished.")
+    provenance: Provenance = Field(description="Where the results come from.")
+    identity: Identity = Field(description="What was measured: model, runtime and host.")
+    workload: Workload = Field(description="The prompts and sampling settings.")
+    ladders: list[Ladder] = Field(default=[], description="Concurrency and context ladders.")
+    reproduces: str | None = Field(default=None, description="Id of the packet this campaign measured again.")
+
+
+class PacketParts(PacketBody):
+    """Everything a writer supplies; `seal` turns it into a Packet with its states, bytes,
+    digest, id and signature. The runner, the importers and the benchmark generator all do."""
+
+    arms: list[ArmParts] = Field(min_length=1, description="The configurations measured.")
+
+
+@dataclass(frozen=True)
+class PacketSeal:
+    """Facts about a packet's file, set when it is sealed or read: never stored in the file."""
+
+    sha256: str
+    id: str
+    signed_by: str | None  # key id, None for an unsigned local packet
+
+
+class Packet(PacketBody):
+    schema_version: Literal[2] = Field(description="Packet format version.")
+    arms: list[Arm] = Field(min_length=1, description="The configurations measured, each with its derived state.")
+    state: State = Field(description="Derived from the arms: the packet's best evidence.")
+    _seal: PacketSeal | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _derived_values_agree(self) -> Packet:
+        _check_unique([a.id for a in self.arms], "arm id", "arms")
+        arm_ids = {a.id for a in self.arms}
+        for index, ladder in enumerate(self.ladders):
+            if ladder.arm not in arm_ids:
+                raise FieldError(f"ladder names unknown arm {ladder.arm!r}", "ladders", index, "arm")
+        for index, arm in enumerate(self.arms):
+            expected = arm_state(self.provenance.kind, arm)
+            if arm.state != expected:
+                raise FieldError(
+                    f"arm {arm.id!r}: state is {arm.state.value}, its gates make it {expected.value}",
+                    "arms",
+                    index,
+                    "state",
+                )
+            if arm.state == State.WITHHELD and not arm.withheld_reason:
+                raise FieldError(
+                    f"arm {arm.id!r}: a withheld arm needs withheld_reason", "arms", index, "withheld_reason"
+                )
+        if self.state != packet_state(self.provenance.kind, self.arms):
+            raise FieldError(
+                f"state is {self.state.value}, its arms make it {packet_state(self.provenance.kind, self.arms).value}",
+                "state",
+            )
+        return self
+
+    @property
+    def seal(self) -> PacketSeal:
+        # Read from pydantic's documented private-value dict: `self._seal` goes through
+        # BaseModel.__getattr__ (microseconds), and a catalog page asks for packet ids thousands of times.
+        seal: PacketSeal | None = self.__pydantic_private__["_seal"] if self.__pydantic_private__ else None
+        if seal is None:
+            raise RuntimeError("an unsealed packet has no digest or id: seal it or read it from its file")
+        return seal
+
+    @property
+    def sha256(self) -> str:
+        return self.seal.sha256
+
+    @property
+    def id(self) -> str:
+        return self.seal.id
+
+    @property
+    def signed(self) -> bool:
+        return self.seal.signed_by is not None
+
+    def arm(self, arm_id: str) -> Arm:
+        return next(a for a in self.arms if a.id == arm_id)
+
+
+def arm_state(provenance: str, arm: ArmParts) -> State:
+    """Screened stays screened; a failed gate withholds; otherwise measured or imported."""
+    if provenance == "screened":
+        return State.SCREENED
+    if arm.failed_gates:
+        return State.WITHHELD
+    return State.MEASURED if provenance == "measured" else State.IMPORTED
+
+
+def packet_state(provenance: str, arms: list[Arm]) -> State:
+    if provenance == "screened":
+        return State.SCREENED
+    if all(a.state == State.WITHHELD for a in arms):
+        return State.WITHHELD
+    return State.MEASURED if provenance == "measured" else State.IMPORTED
+
+
+def packet_id(model_slug: str, quantization: str, sha256: str) -> str:
+    return f"{model_slug}-{quantization}-{sha256[:8]}"
+
+
+def _check_unique(ids: list[str], what: str, *loc: str | int) -> None:
+    if len(set(ids)) != len(ids):
+        raise FieldError(f"duplicate {what}", *loc)

@@ -1,0 +1,85 @@
+"""The public keys whose signatures the catalog trusts: `data/keys.yaml`.
+
+A packet's signature is only as good as the list of keys it is checked against, so the list is
+reviewed like code: each key says who holds it, what it may sign (a measurer key signs measured
+packets, an importer key imported ones) and when it may sign. The id is derived from the public
+key, and checked, so an entry cannot pair one key's id with another key's bytes.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pydantic import Field, StringConstraints, model_validator
+from securesystemslib.signer import SSlibKey
+
+from catalog.model.base import FieldError, Sha256, StrictModel
+from catalog.store.documents import load_file
+
+KEYS_FILE = Path("data/keys.yaml")
+Role = Literal["measurer", "importer"]
+ROLES: tuple[Role, ...] = ("measurer", "importer")
+Ed25519Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+def sslib_key_of(public_hex: str) -> SSlibKey:
+    """securesystemslib's key for raw Ed25519 public bytes, with its default (derived) keyid.
+
+    ValueError if the bytes are not an Ed25519 public key."""
+    return SSlibKey.from_crypto(Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_hex)))
+
+
+class KeyEntry(StrictModel):
+    id: Sha256 = Field(description="securesystemslib's keyid of public_key (sha256 of its canonical form), hex.")
+    public_key: Ed25519Hex = Field(description="The Ed25519 public key: 32 bytes, 64 lowercase hex characters.")
+    owner: Annotated[str, StringConstraints(min_length=1, max_length=200)] = Field(
+        description="Who holds the private key (free text: a person, a host, a CI job)."
+    )
+    role: Role = Field(description="What the key may sign: measured packets (measurer) or imported ones (importer).")
+    valid_from: date | None = Field(default=None, description="First day (UTC) signatures by this key are accepted.")
+    valid_until: date | None = Field(default=None, description="Last day (UTC) signatures by this key are accepted.")
+    revoked: date | None = Field(
+        default=None,
+        description="Day the key was revoked: signatures carry no time, so from then on none of them is accepted.",
+    )
+    note: str | None = Field(default=None, description="Free text for reviewers: why the key was added or revoked.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KeyEntry:
+        try:
+            keyid = sslib_key_of(self.public_key).keyid
+        except ValueError:
+            raise FieldError("not an Ed25519 public key", "public_key") from None
+        if keyid != self.id:
+            raise FieldError(f"does not match public_key, whose keyid is {keyid}", "id")
+        if self.valid_from and self.valid_until and self.valid_from > self.valid_until:
+            raise FieldError(f"valid_from {self.valid_from} is after valid_until {self.valid_until}", "valid_from")
+        return self
+
+
+class KeyRing(StrictModel):
+    schema_version: Literal[1] = Field(description="Format version of data/keys.yaml.")
+    keys: list[KeyEntry] = Field(description="Every key whose signatures are accepted, revoked ones included.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> KeyRing:
+        seen: set[str] = set()
+        for index, entry in enumerate(self.keys):
+            if entry.id in seen:
+                raise FieldError(f"key {entry.id} is listed twice", "keys", index, "id")
+            seen.add(entry.id)
+        return self
+
+    @classmethod
+    def empty(cls) -> KeyRing:
+        return cls(schema_version=1, keys=[])
+
+    def by_id(self) -> dict[str, KeyEntry]:
+        return {entry.id: entry for entry in self.keys}
+
+
+def load_keys(path: Path = KEYS_FILE) -> KeyRing:
+    return load_file(KeyRing, path)

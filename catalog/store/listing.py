@@ -1,0 +1,53 @@
+"""A packet's line in the catalog's listing: the few facts about it that pages other than its own
+family's read.
+
+The index, hardware pages, sitemap, API, the list of pages and the incremental rebuild read of
+every packet only its family, card, state, signature, title and dates. A build that adds one
+packet to a catalog of 20,000 would otherwise unpickle every packet's record (35 objects each,
+4 s of one core) to read those. The listing is cached beside each record (catalog/store/cache.py,
+under the same content key), so such a build reads 20,000 of these instead, and a packet's record
+is read only by the views of its family (catalog/store/repository.py, `Catalog.packets`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from catalog.model.packet import Packet, State
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    id: str
+    slug: str  # the model family
+    hardware: str  # the card's id
+    quantization_label: str
+    state: State
+    title: str
+    created: datetime | None
+    sha256: str
+    signed: bool
+    reproduces: str | None
+    image: str | None  # the docker image its servers ran, and that image's digest (recipe pages)
+    image_digest: str | None
+    unpaired_arms: tuple[str, ...]  # published arms without a fresh-server pair (catalog/checks/lint.py)
+
+    @classmethod
+    def of(cls, packet: Packet) -> Listed:
+        identity = packet.identity
+        return cls(
+            id=packet.id,
+            slug=identity.model.slug,
+            hardware=identity.host.hardware,
+            quantization_label=identity.model.quantization_label,
+            state=packet.state,
+            title=packet.title,
+            created=packet.created,
+            sha256=packet.sha256,
+            signed=packet.signed,
+            reproduces=packet.reproduces,
+            image=identity.runtime.image,
+            image_digest=identity.runtime.image_digest,
+            unpaired_arms=tuple(a.id for a in packet.arms if a.state.published and len(a.server_values) < 2),
+        )
