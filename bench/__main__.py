@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import browser_bench, builder_bench, client_bench, load_bench, measure_bench, report
+from bench import browser_bench, builder_bench, client_bench, load_sweep_bench, measure_bench, report
 from bench.common import OUT, REPO, VLLM_PYTHON, close_peer_worker, ensure_demo_model, load_average
 from bench.results import Benchmark, Host, Results
 
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     runners: dict[str, Callable[[bool, Callable[[str], None]], list[Benchmark]]] = {
         "measurement": lambda quick, log: measure_bench.run(quick, log, meanwhile=prepare_builder),
         "client": client_bench.run,
-        "load": load_bench.run,
+        "load": load_sweep_bench.run,
         "builder": builder_bench.run,
         "browser": browser_bench.run,
     }

@@ -11,7 +11,7 @@ its workers, os.wait4):
   site (the packet is removed afterwards, so the cached catalog stays as generated);
 - no-op: the same command again with nothing changed.
 CPU per page kind comes from the cold build's own account (`--timings`), where every view is
-made. The floor is `python -m bench.floor`: every packet read and verified once with catalog.packets.seal.read_packet
+made. The floor is `python -m bench.floor`: every packet read and verified once with catalog.packets.verify.read_packet
 (bytes, digest, signature), in its own process (full runs: before and after the builds, the
 mean; the 1000 × 20 floor runs once). First, the cost of one committed packet
 (bench/packet_cost.py): its size and the CPU time to read, hash-check and fully verify it.
@@ -203,7 +203,7 @@ def _size_benchmark(m: dict[str, Any]) -> Benchmark:
         group="builder",
         title=f"Full build: {families} families × {per_family} packets ({m['packets']:,} packets, "
         f"{m['packet_bytes'] / 1e9:.2f} GB, {m['html_pages']:,} pages)",
-        peer="floor: catalog.packets.seal.read_packet over every packet, once",
+        peer="floor: catalog.packets.verify.read_packet over every packet, once",
         figures=[
             Figure(
                 name="full build",

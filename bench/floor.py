@@ -1,4 +1,4 @@
-"""The builder's floor: read and verify every packet once (catalog.packets.seal.read_packet: canonical
+"""The builder's floor: read and verify every packet once (catalog.packets.verify.read_packet: canonical
 bytes, digest and signature against the catalog's keys.yaml), in a fresh process, timed after
 the imports. Prints one JSON line.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from catalog.packets.keys import load_keys
 from catalog.packets.layout import is_signature
-from catalog.packets.seal import read_packet
+from catalog.packets.verify import read_packet
 
 
 def main() -> None:

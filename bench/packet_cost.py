@@ -5,9 +5,9 @@ servers × 12 prompts × 512 tokens), measured in a fresh process (`python -m be
 timed after the imports, with its own CPU clock, so no other thread of the benchmark counts):
 its file size, and the CPU time (time.process_time, median of many runs after a warm-up) to
 - read its bytes;
-- read and hash-check it (catalog.packets.seal.read_packet without keys: strict validation, the
+- read and hash-check it (catalog.packets.verify.read_packet without keys: strict validation, the
   canonical-form check, sha256 of the bytes and the name it gives);
-- fully verify it (catalog.store.reading.read_verified against data/keys.yaml: the above, the DSSE
+- fully verify it (catalog.packets.verify.verify against data/keys.yaml: the above, the DSSE
   signature by a listed measurer key, and every derived figure, gate and canary verdict
   re-derived from the rows), which is what every build and `make verify` pays per packet.
 Each is also given per recorded token (token ids over every row of every server).
@@ -58,14 +58,15 @@ def _cpu_ms(action: Callable[[], object], runs: int) -> dict[str, float]:
 def measure(runs: int) -> dict[str, Any]:
     from catalog.packets.keys import load_keys
     from catalog.packets.layout import signature_path
-    from catalog.packets.seal import read_packet
-    from catalog.store.reading import read_verified
+    from catalog.packets.verify import Verified, read_packet, verify
 
     path = demo_packet()
     keys = load_keys(REPO / "data" / "keys.yaml")
-    packet, problems = read_verified(path, keys)
-    if packet is None or problems or not packet.signed:
+    result = verify(path, keys)
+    if not isinstance(result, Verified) or not result.packet.signed:
+        problems = [] if isinstance(result, Verified) else result.problems
         raise RuntimeError(f"{path.name} does not verify: {[str(p) for p in problems]}")
+    packet = result.packet
     rows = [row for arm in packet.arms for server in arm.servers for row in server.rows]
     return {
         "packet": path.name,
@@ -76,7 +77,7 @@ def measure(runs: int) -> dict[str, Any]:
         "runs": runs,
         "read": _cpu_ms(path.read_bytes, runs),
         "hash_check": _cpu_ms(lambda: read_packet(path, None), runs),
-        "verify": _cpu_ms(lambda: read_verified(path, keys), runs),
+        "verify": _cpu_ms(lambda: verify(path, keys), runs),
     }
 
 
@@ -116,7 +117,7 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
                     note="strict validation, canonical-form check, sha256 of the bytes, the name it gives",
                 ),
                 Figure(
-                    name="full verification (read_verified), CPU of one core",
+                    name="full verification (verify), CPU of one core",
                     unit="ms",
                     ours=verify_ms,
                     better="lower",

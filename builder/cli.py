@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder import TEMPLATES, snapshot, stamp
 from catalog.checks.lint import report
-from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.errors import CatalogError, exit_on_user_error
 from catalog.forked import forked_call
 
 if TYPE_CHECKING:
@@ -62,14 +62,14 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _check_shrink(out: Path, published: int, allow: bool, manifest: dict[str, Any] | None) -> None:
+def _check_shrink(out: Path, packet_count: int, allow: bool, manifest: dict[str, Any] | None) -> None:
     """Refuse to replace a site with one holding fewer than half its packets (a wrong --packets
     folder, a half-finished checkout) unless --allow-shrink says it is meant. `manifest`: the
     current site's, as read when the build began."""
-    before = stamp.published_packets(out, manifest)
-    if published * 2 < before and not allow:
+    before = stamp.packets_in_site(out, manifest)
+    if packet_count * 2 < before and not allow:
         raise CatalogError(
-            f"refusing to publish {published} packet(s) over the {before} the site was built from "
+            f"refusing to publish {packet_count} packet(s) over the {before} the site was built from "
             "(fewer than half): pass --allow-shrink if that is meant",
             file=out,
         )
@@ -229,7 +229,7 @@ def _finish(
     recorded: Recorded | None = None,
     manifest: dict[str, Any] | None = None,
 ) -> int:
-    from builder.output import Copy, differences, publish
+    from builder.output import Copy, differences, swap_in
 
     step = time.perf_counter()
     # a string prefix: Path.is_relative_to costs 5 us, a second for a site's 60,000 files
@@ -252,7 +252,7 @@ def _finish(
         context=inputs.context,
         build_date=result.build_date,
         page_warnings=result.page_warnings,
-        published=result.published,
+        packet_places=result.packet_places,
     )
     failed_strict = report(result.warnings, options.strict)
     if (options.check or failed_strict) and result.to_keep is not None:
@@ -270,11 +270,11 @@ def _finish(
     if failed_strict:
         return 1
     _check_shrink(options.out, stamp.packet_count(files), options.allow_shrink, manifest)
-    published = publish(files, options.out, digest=known.sha256, spare=spare, recorded=recorded, hashes=hashes)
+    swapped = swap_in(files, options.out, digest=known.sha256, spare=spare, recorded=recorded, hashes=hashes)
     # kept by a forked process while this one takes the new site's snapshot
-    keeping = forked_call(partial(_keep_for_next_build, result, known, options.out, hashes, published.touched))
+    keeping = forked_call(partial(_keep_for_next_build, result, known, options.out, hashes, swapped.touched))
     try:
-        taken = snapshot.of_written(options.out, files, published.settled)  # proven by the build that wrote it
+        taken = snapshot.of_written(options.out, files, swapped.settled)  # proven by the build that wrote it
         site = snapshot.SiteSeen(taken, inputs.sha256, tuple(result.warnings)) if taken else None
         snapshot.Seen(inputs.roots, site).save(options.out)
     finally:
@@ -283,8 +283,8 @@ def _finish(
     if options.timings is not None:
         options.timings.write_text(json.dumps(result.costs.report(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     elapsed = time.perf_counter() - started
-    print(f"built {len(files)} files into {options.out}: {published.changed} changed ({elapsed:.2f} s)")
+    print(f"built {len(files)} files into {options.out}: {swapped.changed} changed ({elapsed:.2f} s)")
     return 0
 
 
-main = exit_on_catalog_error(run)
+main = exit_on_user_error(run)

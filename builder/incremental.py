@@ -1,7 +1,7 @@
 """Rebuild only what changed packets change: the pages `routes.pages_affected_by` names for each
 added, re-signed or removed packet are rendered again; every other page is kept, byte for byte,
 from the site being replaced. A removed packet changes the pages it changed when it was added:
-the manifest records each packet's family, card and the packet it reproduces (`published`).
+the manifest records each packet's family, card and the packet it reproduces (`packet_places`).
 
 Only when that is sure to give the bytes a full build gives: the current site is intact (every
 file its manifest records is there, none touched since; a stray file is not taken into the new
@@ -33,7 +33,7 @@ class Was(NamedTuple):
     reproduces: str | None
 
 
-def published(catalog: Catalog) -> dict[str, list[str | None]]:
+def packet_places(catalog: Catalog) -> dict[str, list[str | None]]:
     """Each packet's family, card and the packet it reproduces, for the manifest (`Was`)."""
     return {i: [p.slug, p.hardware, p.reproduces] for i, p in sorted(catalog.listing.items())}
 
@@ -49,7 +49,7 @@ class Previous:
     page_warnings: dict[str, list[str]]
     # sha256 of an input file as this build first read it: through fingerprints, no re-read
     digest: Callable[[Path], str] = field(default=file_sha256, compare=False)
-    packets: dict[str, Was] = field(default_factory=dict)  # `published`, as recorded
+    packets: dict[str, Was] = field(default_factory=dict)  # `packet_places`, as recorded
 
     @classmethod
     def from_manifest(
@@ -63,11 +63,11 @@ class Previous:
             return None  # a site from before these were recorded
         warnings = {str(page): [str(w) for w in listed] for page, listed in said.items() if isinstance(listed, list)}
         files = {str(k): str(v) for k, v in files.items()}
-        return cls(out, files, context, built, warnings, digest, _packets(recorded.get("published")))
+        return cls(out, files, context, built, warnings, digest, _packets(recorded.get("packet_places")))
 
 
 def _packets(recorded: object) -> dict[str, Was]:
-    """The manifest's `published`, each entry checked; one not well formed is left out (its
+    """The manifest's `packet_places`, each entry checked; one not well formed is left out (its
     removal is then a full build)."""
     if not isinstance(recorded, dict):
         return {}

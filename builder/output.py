@@ -23,7 +23,7 @@ from typing import Protocol
 
 from builder import routes
 from builder.snapshot import SITE, Snapshot
-from builder.spare import Cleared, Spare, clear, retire, seed, taken
+from builder.spare import Cleared, Spare, borrowed, clear, retire, seed
 from builder.tree import Entry, file_sha256, walk
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -219,7 +219,7 @@ def _write(target: Path, content: Content, digest: Digest | None = None) -> None
 
 
 @dataclass(frozen=True)
-class Published:
+class SwapResult:
     """What publishing did: `changed` files hold new bytes; `touched` are every file whose inode
     is new or had its ctime moved (written, or linked from the site replaced), so their
     fingerprints are new. A file neither names is the very inode the replaced site held."""
@@ -229,7 +229,7 @@ class Published:
     settled: Mapping[str, os.stat_result] = field(default_factory=dict)  # stats that still hold: snapshot.of_written
 
 
-def publish(
+def swap_in(
     files: Files,
     out: Path,
     *,
@@ -237,7 +237,7 @@ def publish(
     spare: Spare | None = None,
     recorded: Recorded | None = None,
     hashes: Mapping[str, str] | None = None,
-) -> Published:
+) -> SwapResult:
     """Make `out` hold exactly `files`. `digest` (sha256 of a file, e.g. through fingerprints)
     compares files without reading them; `recorded`, while its snapshot still holds, without even
     that (`hashes`: the sha256 of files the caller has taken already, not taken again). An `out`
@@ -258,7 +258,7 @@ def publish(
         changed = {r for r in files if not _same(present.get(r), files[r], digest)}
         strays = None
     if not changed and out.is_dir() and not (_present(out).keys() if strays is None else strays) - files.keys():
-        return Published(0)
+        return SwapResult(0)
     try:
         return _replace(files, out, present, changed, digest, spare)
     except OSError as error:  # a read-only or special file system, no space, no permission
@@ -270,13 +270,13 @@ def spare_taken(out: Path, home: Path) -> Iterator[Spare]:
     """The spare kept at `home` taken for this build (builder/spare.py), until it ends."""
     out = real_output(out)
     staging = _made_beside(out, NEW)
-    with taken(home, staging, out) as spare:
+    with borrowed(home, staging, out) as spare:
         yield spare
 
 
 def _replace(
     files: Files, out: Path, present: dict[str, Entry], changed: set[str], digest: Digest | None, spare: Spare | None
-) -> Published:
+) -> SwapResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     with _staging(out, spare) as staging:
         os.chmod(staging, 0o755)  # noqa: S103 - a published web root is world-readable
@@ -287,7 +287,7 @@ def _replace(
         if not _swap(staging, out, spare):
             seed(out, files, spare)  # no site was replaced to become the next build's spare
     touched = frozenset(files.keys() - kept)
-    return Published(len(changed), touched, _settled(cleared, files, touched, present) if cleared else {})
+    return SwapResult(len(changed), touched, _settled(cleared, files, touched, present) if cleared else {})
 
 
 def _settled(
@@ -323,7 +323,7 @@ def _staging(out: Path, spare: Spare | None) -> Iterator[Path]:
         return
     staging = _made_beside(out, NEW)
     try:
-        with _locked(staging):
+        with _lock_folder(staging):
             yield staging
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -387,7 +387,7 @@ def scratch_folder(out: Path) -> Iterator[Path]:
     out = real_output(out)
     scratch = _made_beside(out, f"{NEW}pages-")
     try:
-        with _locked(scratch):
+        with _lock_folder(scratch):
             yield scratch
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -406,7 +406,7 @@ def real_output(out: Path) -> Path:
 
 
 @contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def _lock_folder(folder: Path) -> Iterator[None]:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel however the process ends

@@ -18,8 +18,8 @@ from pathlib import Path
 from builder import TEMPLATES, routes
 from builder.api import family_api, models_api
 from builder.families import Family, family_views
-from builder.incremental import Previous, pages_to_render, published
-from builder.output import check_output_folder, differences, publish
+from builder.incremental import Previous, packet_places, pages_to_render
+from builder.output import check_output_folder, differences, swap_in
 from builder.pages import Page, PageCosts, render_pages
 from builder.seo import family_jsonld, sitemap
 from builder.views.common import SiteContext
@@ -47,7 +47,7 @@ class BuildResult:
     build_date: str = ""
     page_warnings: dict[str, list[str]] = field(default_factory=dict)  # recorded for incremental rebuilds
     digests: dict[str, str] = field(default_factory=dict)  # sha256 of pages written into `scratch` or kept
-    published: dict[str, list[str | None]] = field(default_factory=dict)  # incremental.published
+    packet_places: dict[str, list[str | None]] = field(default_factory=dict)  # incremental.packet_places
     to_keep: Callable[[], None] | None = None  # what the load leaves for the cache (Catalog.to_keep)
 
 
@@ -267,7 +267,7 @@ def build_files(
             ctx.build_date.isoformat(),
             said_by(page_warnings),
             digests,
-            published(ctx.catalog),
+            packet_places(ctx.catalog),
             catalog.to_keep,
         )
     return BuildResult(
@@ -279,7 +279,7 @@ def build_files(
         ctx.build_date.isoformat(),
         said_by(page_warnings),
         digests,
-        published(ctx.catalog),
+        packet_places(ctx.catalog),
         catalog.to_keep,
     )
 
@@ -288,4 +288,4 @@ def said_by(page_warnings: dict[str, list[str]]) -> dict[str, list[str]]:
     return {path: said for path, said in sorted(page_warnings.items()) if said}
 
 
-__all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "differences", "publish"]
+__all__ = ["BuildResult", "Page", "build_files", "check_output_folder", "differences", "swap_in"]

@@ -52,7 +52,11 @@ class Snapshot:
     def holds(self, roots: Mapping[str, str]) -> bool:
         """True when the folders `roots` (name -> path, the names this was taken with) are as they
         were: every entry stat'ed by name, no folder listed."""
-        return bool(self.digest) and self._heads_hold(roots) and taken(roots, self.listing, self.recheck) == self.digest
+        return (
+            bool(self.digest)
+            and self._heads_hold(roots)
+            and digest_of(roots, self.listing, self.recheck) == self.digest
+        )
 
     def _heads_hold(self, roots: Mapping[str, str]) -> bool:
         try:
@@ -68,7 +72,7 @@ class Snapshot:
         """Every entry of the folder `root` (this snapshot's one root, `name`) by its relative
         path, with its stat as taken now, when the folder is as it was; None otherwise."""
         stats: dict[str, os.stat_result] = {}
-        if self.digest and taken({name: root}, self.listing, self.recheck, stats) == self.digest:
+        if self.digest and digest_of({name: root}, self.listing, self.recheck, stats) == self.digest:
             return stats
         return None
 
@@ -84,7 +88,7 @@ class Snapshot:
         return cls(str(body["digest"]), listing, recheck, heads)
 
 
-def taken(
+def digest_of(
     roots: Mapping[str, str],
     listing: Listing,
     recheck: Listing,
@@ -168,7 +172,7 @@ def of_site(out: Path) -> Snapshot | None:
 
 
 def of_written(out: Path, files: Iterable[str], settled: Mapping[str, os.stat_result] | None = None) -> Snapshot | None:
-    """The snapshot of a site a build has just made hold exactly `files` (output.publish): those
+    """The snapshot of a site a build has just made hold exactly `files` (output.swap_in): those
     files and their folders, stat'ed by name rather than walked (`settled`: the stats publishing
     took that still hold); None when one is missing."""
     entries: set[str] = set()
@@ -179,7 +183,7 @@ def of_written(out: Path, files: Iterable[str], settled: Mapping[str, os.stat_re
             entries.add(folder)
             folder = folder.rpartition("/")[0]
     listing = {SITE: tuple(sorted(entries))}
-    digest = taken({SITE: os.fspath(out)}, listing, {}, settled=settled)
+    digest = digest_of({SITE: os.fspath(out)}, listing, {}, settled=settled)
     return Snapshot(digest, listing) if digest else None
 
 

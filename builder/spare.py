@@ -56,7 +56,7 @@ class Spare:
 
 
 @contextmanager
-def taken(home: Path, staging: Path, site: Path) -> Iterator[Spare]:
+def borrowed(home: Path, staging: Path, site: Path) -> Iterator[Spare]:
     """The spare moved over `staging` (an empty folder beside the output) and locked, listed on a
     thread. Without one to take (none yet, another build holds it, or it cannot move there:
     another file system), `site`'s folders are made again in `staging` and its files linked, on
@@ -65,7 +65,7 @@ def taken(home: Path, staging: Path, site: Path) -> Iterator[Spare]:
     if not os.path.isdir(site):
         yield from _stale_removed(home, staging)
         return
-    fd = _locked(home, staging)
+    fd = _claimed(home, staging)
     if fd is None:
         fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -131,7 +131,7 @@ def _stale_removed(home: Path, staging: Path) -> Iterator[Spare]:
     """A full build into nothing: a new folder costs less than emptying a spare, and a spare kept
     home is of a site that is gone (none of its files is a site's any more): it is removed on a
     thread while this site is built, so publishing leaves a fresh one (`seed`)."""
-    fd = _locked(home, staging)
+    fd = _claimed(home, staging)
     if fd is None:
         os.rmdir(staging)
         yield Spare(home)
@@ -164,7 +164,7 @@ def _cloned(site: Path, staging: Path) -> list[SpareEntry]:
     return made
 
 
-def _locked(home: Path, staging: Path) -> int | None:
+def _claimed(home: Path, staging: Path) -> int | None:
     try:
         fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:

@@ -144,7 +144,7 @@ class Fingerprints:
 
 def spare_site(out: Path) -> Path:
     """Where the site a build replaced waits to become the next build's staging folder
-    (output.publish): most of its folders and files are already what the next site holds."""
+    (output.swap_in): most of its folders and files are already what the next site holds."""
     return tree.cached(out, "spare")
 
 
@@ -266,14 +266,14 @@ def manifest(
     context: str = "",
     build_date: str = "",
     page_warnings: dict[str, list[str]] | None = None,
-    published: dict[str, list[str | None]] | None = None,
+    packet_places: dict[str, list[str | None]] | None = None,
 ) -> bytes:
     body = {
         "inputs": inputs,
         "context": context,
         "build_date": build_date,
         "page_warnings": page_warnings or {},
-        "published": published or {},
+        "packet_places": packet_places or {},
         "files": dict(sorted(file_hashes.items())),
         "packets": packet_count(file_hashes),
         "warnings": warnings,
@@ -282,7 +282,7 @@ def manifest(
     return (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
-def published_packets(out: Path, manifest: dict[str, Any] | None = None) -> int:
+def packets_in_site(out: Path, manifest: dict[str, Any] | None = None) -> int:
     """How many packets the site in `out` was built from: its manifest's count (`manifest`: as
     the caller read it already), else the packet files it holds (a site from before the count was
     recorded); 0 for no site."""

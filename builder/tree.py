@@ -1,9 +1,11 @@
 """The build machine's files: a folder tree walked with the stat the scan gives (strings, not Path
 objects: a site holds 100,000 files), a file's sha256, and where the cache keeps what it keeps
-for an output folder. Stdlib only."""
+for an output folder. Stdlib only, as catalog.files and catalog.errors are: the no-op check
+imports it before anything heavy."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -12,15 +14,10 @@ from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
-CHUNK = 1 << 20
+from catalog.errors import CatalogError
+from catalog.files import file_sha256, write_file
 
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while block := stream.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
+__all__ = ["Entry", "cached", "file_sha256", "store_json", "walk"]
 
 
 def cached(out: Path, kind: str, suffix: str = "") -> Path:
@@ -33,13 +30,8 @@ def cached(out: Path, kind: str, suffix: str = "") -> Path:
 def store_json(target: Path, body: object) -> None:
     """Write a cache file atomically, as compact JSON; a cache that cannot be written only makes
     the next build slower."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
-        os.replace(temporary, target)
-    except OSError:
-        pass
+    with contextlib.suppress(CatalogError):
+        write_file(target, json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n", durable=False)
 
 
 class Entry(NamedTuple):

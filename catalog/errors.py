@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import NoReturn
 
 
-class CatalogError(Exception):
-    """A problem a user can fix in an input file; printed without a traceback."""
+class UserError(Exception):
+    """Anything a user can fix (an input file, a command-line option, the measuring host):
+    printed as one line naming where (file, line, field), what is wrong and, when known, what to
+    do about it (`hint`); never with a traceback."""
 
     def __init__(
         self,
@@ -18,27 +20,36 @@ class CatalogError(Exception):
         file: str | Path | None = None,
         field: str | None = None,
         line: int | None = None,
+        hint: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.file = str(file) if file is not None else None
         self.field = field
         self.line = line
+        self.hint = hint
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keyword-only fields: the default exception pickling would lose them (parallel loading).
-        return (_rebuild_error, (self.message, self.file, self.field, self.line))
+        return (_rebuild_error, (type(self), self.message, self.file, self.field, self.line, self.hint))
 
     def __str__(self) -> str:
         where = self.file or ""
         if where and self.line is not None:
             where += f":{self.line}"
         parts = [p for p in (where, self.field) if p]
-        return ": ".join([*parts, self.message])
+        text = ": ".join([*parts, self.message])
+        return f"{text} ({self.hint})" if self.hint else text
 
 
-def _rebuild_error(message: str, file: str | None, field: str | None, line: int | None) -> CatalogError:
-    return CatalogError(message, file=file, field=field, line=line)
+class CatalogError(UserError):
+    """A problem in the catalog's inputs (data/, packets/, a file a command reads)."""
+
+
+def _rebuild_error(
+    kind: type[UserError], message: str, file: str | None, field: str | None, line: int | None, hint: str | None
+) -> UserError:
+    return kind(message, file=file, field=field, line=line, hint=hint)
 
 
 class CatalogErrors(CatalogError):
@@ -55,13 +66,13 @@ class CatalogErrors(CatalogError):
         return "\n".join(str(e) for e in self.errors)
 
 
-def exit_on_catalog_error(main: Callable[[], int | None]) -> Callable[[], NoReturn]:
-    """Wrap a CLI entry point so a CatalogError (or an OSError) prints as plain lines and exits 1."""
+def exit_on_user_error(main: Callable[[], int | None]) -> Callable[[], NoReturn]:
+    """Wrap a CLI entry point so a UserError (or an OSError) prints as plain lines and exits 1."""
 
     def wrapped() -> NoReturn:
         try:
             code = main() or 0
-        except CatalogError as error:
+        except UserError as error:
             print(f"error: {error}".replace("\n", "\nerror: "), file=sys.stderr)
             code = 1
         except OSError as error:  # the system refused a read or write: the path and its reason, no traceback

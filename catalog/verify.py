@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from catalog.checks.lint import report
-from catalog.errors import exit_on_catalog_error
+from catalog.errors import exit_on_user_error
 from catalog.store.repository import load_catalog
 
 
@@ -30,7 +30,7 @@ def run() -> int:
     return 1 if failed_strict else 0
 
 
-main = exit_on_catalog_error(run)
+main = exit_on_user_error(run)
 
 if __name__ == "__main__":
     main()

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from catalog.checks.canaries import judge
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.arrays import to_uint32
 from catalog.model.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
@@ -54,7 +54,7 @@ def finished_attempt(run_dir: Path, arm_id: str, label: str, progress: Progress 
         return None
     try:
         run = load_file(ServerRun, result_path)
-    except CatalogError as error:
+    except UserError as error:
         if progress is not None:
             progress(
                 f"{arm_id} server {label}: {result_path.name} is not a record this runner can use, measuring again "

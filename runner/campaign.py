@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.model.metrics import compare_rows
 from catalog.model.packet import (
     ArmConfig,
@@ -46,7 +46,7 @@ class CampaignSetup:
     title: str
 
 
-class CampaignFailed(CatalogError):
+class CampaignFailed(UserError):
     """An attempt failed: nothing is promoted; the logs say why."""
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.errors import UserError, exit_on_user_error
 from catalog.model.load_sweep import Slo
 from catalog.store.repository import load_catalog
 from runner.measure import Places, RuntimeChoice, measure
-from runner.plan import LOAD_REQUESTS_PER_LEVEL, CampaignRequest, LoadOptions
+from runner.plan import LOAD_REQUESTS_PER_LEVEL, CampaignRequest, LoadSweepOptions
 from runner.progress import console_progress
 
 DEFAULT_VLLM_PYTHON = Path(".venv-vllm/bin/python")
@@ -166,7 +166,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         options.packets.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise CatalogError(f"cannot create the packets folder: {error.strerror}", file=options.packets) from None
+        raise UserError(f"cannot create the packets folder: {error.strerror}", file=options.packets) from None
     # This host's own packets are signed by a key data/keys.yaml may not list yet: the runner
     # reads them as unsigned, local packets; a bad or revoked signature still stops it.
     catalog = load_catalog(options.data, options.packets, allow_unsigned=True)
@@ -216,16 +216,16 @@ def _request(options: argparse.Namespace) -> CampaignRequest:
         )
     except ValidationError as error:
         first = error.errors()[0]
-        raise CatalogError(first["msg"], field="--" + str(first["loc"][0]).replace("_", "-")) from None
+        raise UserError(first["msg"], field="--" + str(first["loc"][0]).replace("_", "-")) from None
 
 
-def _load_options(options: argparse.Namespace) -> LoadOptions | None:
+def _load_options(options: argparse.Namespace) -> LoadSweepOptions | None:
     """The load sweep's settings when LADDERS has load; a load flag without it is an error."""
     given = [name for name in LOAD_FLAGS if getattr(options, name) is not None]
     if "load" not in options.ladders:
         if given:
             flag = "--" + given[0].replace("_", "-")
-            raise CatalogError("is a load sweep setting: add load to --ladders", field=flag)
+            raise UserError("is a load sweep setting: add load to --ladders", field=flag)
         return None
     fields: dict[str, object] = {}
     if options.load_users is not None:
@@ -239,11 +239,11 @@ def _load_options(options: argparse.Namespace) -> LoadOptions | None:
     if options.slo is not None:
         fields["slo"] = parse_slo(options.slo)
     try:
-        return LoadOptions.model_validate(fields)
+        return LoadSweepOptions.model_validate(fields)
     except ValidationError as error:
         first = error.errors()[0]
         flags = {"users": "--load-users", "rates_rps": "--rates", "requests_per_level": "--load-requests"}
-        raise CatalogError(first["msg"], field=flags.get(str(first["loc"][0]), "--ladders")) from None
+        raise UserError(first["msg"], field=flags.get(str(first["loc"][0]), "--ladders")) from None
 
 
 def parse_slo(text: str) -> dict[str, float]:
@@ -254,13 +254,13 @@ def parse_slo(text: str) -> dict[str, float]:
         key, _, value = part.partition("=")
         key = key.strip()
         if key not in known:
-            raise CatalogError(f"unknown objective {key!r} (known: {', '.join(known)})", field="--slo")
+            raise UserError(f"unknown objective {key!r} (known: {', '.join(known)})", field="--slo")
         try:
             objectives[key] = float(value)
         except ValueError:
-            raise CatalogError(f"{key} needs a number, got {value.strip()!r}", field="--slo") from None
+            raise UserError(f"{key} needs a number, got {value.strip()!r}", field="--slo") from None
         if not objectives[key] > 0 or objectives[key] == float("inf"):
-            raise CatalogError(f"{key} must be a positive number of milliseconds", field="--slo")
+            raise UserError(f"{key} must be a positive number of milliseconds", field="--slo")
     return objectives
 
 
@@ -275,4 +275,4 @@ def _main() -> int:
     return run()
 
 
-main = exit_on_catalog_error(_main)
+main = exit_on_user_error(_main)

@@ -14,7 +14,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 
 CONTAINER_PREFIX = "llmcat-"
 DOCKER_TIMEOUT_S = 60.0
@@ -30,7 +30,7 @@ VERSION_PROBE = (
 )
 
 
-class DockerError(CatalogError):
+class DockerError(UserError):
     """A docker command failed; the message carries docker's own last line."""
 
 

@@ -7,13 +7,13 @@ names relative to the repository or a marker.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from catalog.files import file_sha256
 from catalog.model.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity
 from catalog.model.secrets import redact_argv, redact_env
 from catalog.packets.canonical import sha256_hex
@@ -102,14 +102,6 @@ def local_runtime_identity(vllm_python: Path, platform_name: str) -> RuntimeIden
         torch_version=facts.get("torch"),
         package_set_sha256=sha256_hex(package_set),
     )
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def model_files(model_dir: Path) -> list[FileHash]:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from catalog.checks.consistency import consistency_problems
-from catalog.errors import CatalogError, CatalogErrors
+from catalog.errors import CatalogError, CatalogErrors, UserError
 from catalog.model.load_sweep import Slo
 from catalog.model.packet import Packet, PacketParts
 from catalog.numbers import fmt
@@ -307,16 +307,16 @@ def import_bench(options: argparse.Namespace, catalog: Catalog) -> Packet:
     paths: list[Path] = list(options.results)
     curve = options.load or len(paths) > 1
     if options.slo is not None and not curve:
-        raise CatalogError("is a load curve setting: give several --save-detailed files or --load", field="--slo")
+        raise UserError("is a load curve setting: give several --save-detailed files or --load", field="--slo")
     results = [(path, load_file(BenchServeResult, path)) for path in paths]
     first = paths[0]
     recipe = catalog.recipes.get(options.model)
     if recipe is None:
-        raise CatalogError(f"no recipe {options.model!r} in data/models", file=first, field="--model")
+        raise UserError(f"no recipe {options.model!r} in data/models", file=first, field="--model")
     if options.variant not in recipe.variants:
-        raise CatalogError(f"recipe has no variant {options.variant!r}", file=first, field="--variant")
+        raise UserError(f"recipe has no variant {options.variant!r}", file=first, field="--variant")
     if options.hardware not in catalog.hardware:
-        raise CatalogError(f"unknown hardware {options.hardware!r}", file=first, field="--hardware")
+        raise UserError(f"unknown hardware {options.hardware!r}", file=first, field="--hardware")
     target = ImportTarget(
         slug=options.model,
         variant=options.variant,

@@ -6,7 +6,7 @@ vLLM's benchmark client writes, with --save-detailed, one entry per request in p
 percentiles, rates and goodput are computed by catalog.model.load_sweep as for our own sweeps. What the file
 does not hold stays unknown: no output is compared with the oracle (`identical_to_oracle` none),
 and the client's planned schedule is not recorded, so a row's planned time is its send time; the
-site never shows lag or client CPU for a curve that is not the runner's own (builder/views/load.py).
+site never shows lag or client CPU for a curve that is not the runner's own (builder/views/load_sweep.py).
 
 Which level a file is: `--max-concurrency N` a closed loop of N users; a finite `--request-rate`
 without it an open loop at that rate. The default run (rate inf, no concurrency: every prompt at

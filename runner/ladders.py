@@ -21,7 +21,7 @@ from time import perf_counter
 
 import httpx
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.metrics import decode_rate
 from catalog.model.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptRow
@@ -31,7 +31,7 @@ from catalog.store.documents import load_file
 from runner.client import ClientError, new_http_client, stream_completion
 from runner.load_sweep import levels_path, run_load_sweep
 from runner.metrics_scrape import MetricsError
-from runner.plan import LADDER_MAX_SEQS, ArmPlan, LoadOptions, flag_value, ladder_command
+from runner.plan import LADDER_MAX_SEQS, ArmPlan, LoadSweepOptions, flag_value, ladder_command
 from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
 from runner.settings import MeasurementSettings, Progress
@@ -45,7 +45,7 @@ CONTEXT_MAX_TOKENS = 128  # enough for the 100-token decode window
 ContextOutputs = dict[tuple[int, str], list[int]]
 
 
-class LadderFailed(CatalogError):
+class LadderFailed(UserError):
     """A ladder's server or requests failed: no packet; the finished ladders stay for a resume."""
 
 
@@ -94,7 +94,7 @@ def run_ladders(
     max_model_len: int,
     progress: Progress,
     levels: Sequence[int] = CONCURRENCY_LEVELS,
-    load: LoadOptions | None = None,
+    load: LoadSweepOptions | None = None,
 ) -> tuple[list[Ladder], ContextOutputs]:
     """Run the missing ladders of one arm on one fresh server; reuse finished ones. Returns the
     ladders and the context ladder's outputs (recorded, or read back when it finished earlier).
@@ -138,7 +138,7 @@ def run_ladders(
                                 arm,
                                 oracle_rows,
                                 settings,
-                                load or LoadOptions(),
+                                load or LoadSweepOptions(),
                                 max_num_seqs,
                                 levels_path(run_dir, arm.id),
                                 progress,

@@ -26,11 +26,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from catalog.files import write_file
 from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
+from catalog.model.metrics import first_divergence
 from catalog.model.packet import Ladder, PromptRow
 from catalog.packets.canonical import pretty_json
 from runner.client import ClientError, StreamResult, new_http_client, stream_completion
-from runner.load_metrics import MetricsSampler
-from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, LoadOptions
+from runner.load_sweep_metrics import MetricsSampler
+from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, LoadSweepOptions
 from runner.settings import MeasurementSettings, Progress
 
 # send(index, due_ms) -> the request's row and when its last byte arrived (perf_counter)
@@ -55,7 +56,7 @@ async def run_load_sweep(
     arm: ArmPlan,
     oracle_rows: list[PromptRow],
     settings: MeasurementSettings,
-    options: LoadOptions,
+    options: LoadSweepOptions,
     max_num_seqs: int,
     kept_path: Path,
     progress: Progress,
@@ -112,7 +113,7 @@ def request_rate(level: LoadLevel) -> float:
     return len(level.completed) / level.duration_s
 
 
-def open_rates(options: LoadOptions, closed: list[LoadLevel]) -> tuple[list[float], LoadLevel | None]:
+def open_rates(options: LoadSweepOptions, closed: list[LoadLevel]) -> tuple[list[float], LoadLevel | None]:
     """The rates asked for, or LOAD_RATE_FRACTIONS of the highest closed-loop level's request rate
     (and that level)."""
     if options.rates_rps is not None:
@@ -124,7 +125,7 @@ def open_rates(options: LoadOptions, closed: list[LoadLevel]) -> tuple[list[floa
     return rates, basis
 
 
-def level_line(arm_id: str, level: LoadLevel, options: LoadOptions) -> str:
+def level_line(arm_id: str, level: LoadLevel, options: LoadSweepOptions) -> str:
     """One progress line per level: what a reader checks first."""
     per_user = level.per_user_tok_s
     ttft = level.ttft
@@ -157,7 +158,7 @@ class LevelRunner:
         model: str,
         oracle: dict[str, list[int]],
         settings: MeasurementSettings,
-        options: LoadOptions,
+        options: LoadSweepOptions,
     ) -> None:
         self.base_url = base_url
         self.model = model
@@ -274,15 +275,6 @@ def request_row(
         identical_to_oracle=None if expected is None else divergence is None,
         first_divergence=divergence,
     )
-
-
-def first_divergence(tokens: Sequence[int], expected: Sequence[int]) -> int | None:
-    """Index of the first token that differs from the oracle's (a shorter or longer output
-    diverges where the shorter one ends); None when they are equal."""
-    if list(tokens) == list(expected):
-        return None
-    differing = (i for i, (a, b) in enumerate(zip(tokens, expected, strict=False)) if a != b)
-    return next(differing, min(len(tokens), len(expected)))
 
 
 def _gaps_ms(times: Sequence[float]) -> list[float]:

@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.model.packet import GateResult, Identity, Ladder, ModelIdentity, Packet, RuntimeIdentity, ServerRun
 from catalog.packets.signing import HostKey, host_key
 from catalog.recipes.hardware import Hardware
@@ -22,7 +22,15 @@ from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, 
 from runner.docker import PinnedImage
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
 from runner.ladders import run_ladders
-from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, CampaignRequest, LoadOptions, campaign_id, flag_value, plan_arms
+from runner.plan import (
+    LOAD_RATE_FRACTIONS,
+    ArmPlan,
+    CampaignRequest,
+    LoadSweepOptions,
+    campaign_id,
+    flag_value,
+    plan_arms,
+)
 from runner.runtime import PASSED_ENV, DockerRuntime, LocalRuntime, Runtime
 from runner.settings import MeasurementSettings, Progress
 
@@ -111,7 +119,7 @@ def run_preflight(
     holding a card; says what is wrong (docs/measuring.md lists every message)."""
     image = arms[0].command.docker_image if choice.docker else None
     if choice.docker and image is None:
-        raise CatalogError(
+        raise UserError(
             f"RUNTIME=docker, but neither the recipe nor {hardware.id} names a docker image: "
             "use RUNTIME=local (VLLM_PYTHON=...) or add the image to data/hardware.yaml",
             field="RUNTIME",
@@ -144,7 +152,7 @@ def _refuse_held_cards(image: str | None) -> None:
             raise
         holders = []  # a local run does not need the docker daemon to be up
     if holders:
-        raise CatalogError(
+        raise UserError(
             f"container(s) {', '.join(holders)} hold a GPU: stop them (`docker stop NAME`) before measuring",
             field="HW",
         )
@@ -274,25 +282,23 @@ def resolve(catalog: Catalog, request: CampaignRequest, data: Path) -> tuple[Rec
     recipe_path = data / "models" / f"{request.model}.yaml"
     recipe = catalog.recipes.get(request.model)
     if recipe is None:
-        raise CatalogError(f"no recipe {recipe_path} (models: {', '.join(sorted(catalog.recipes))})", field="MODEL")
+        raise UserError(f"no recipe {recipe_path} (models: {', '.join(sorted(catalog.recipes))})", field="MODEL")
     hardware_id = request.hardware or (DEMO_HARDWARE if request.model == DEMO_SLUG else None)
     if hardware_id is None:
-        raise CatalogError(
+        raise UserError(
             f"name the hardware, e.g. HW=arc_pro_b70 (known: {', '.join(sorted(catalog.hardware))})", field="HW"
         )
     hardware = catalog.hardware.get(hardware_id)
     if hardware is None:
-        raise CatalogError(
-            f"unknown hardware {hardware_id!r} (known: {', '.join(sorted(catalog.hardware))})", field="HW"
-        )
+        raise UserError(f"unknown hardware {hardware_id!r} (known: {', '.join(sorted(catalog.hardware))})", field="HW")
     if request.variant not in recipe.variants:
-        raise CatalogError(
+        raise UserError(
             f"unknown variant {request.variant!r} (choose from {', '.join(recipe.variants)})", field="VARIANT"
         )
     suite = catalog.suites.get(request.suite)
     canaries = catalog.canary_sets.get(request.canaries)
     if suite is None or canaries is None:
-        raise CatalogError(
+        raise UserError(
             f"suite {request.suite!r} or canary set {request.canaries!r} is not in data/suites", field="SUITE"
         )
 
@@ -305,18 +311,18 @@ def plan_request(catalog: Catalog, request: CampaignRequest, docker: bool, data:
     recipe, hardware, _, _, recipe_path = resolve(catalog, request, data)
     arms = plan_arms(request, recipe, hardware, str(recipe_path))
     if docker and arms[0].command.docker_image is None:
-        raise CatalogError(
+        raise UserError(
             f"RUNTIME=docker, but neither the recipe nor {hardware.id} names a docker image: use RUNTIME=local",
             field="RUNTIME",
         )
     lines = [f"{request.model} {request.variant} on {hardware.name}: {len(arms)} arm(s)"]
     lines += [f"{arm.id}: {arm.command.redacted().shell()}" for arm in arms]
     if request.load is not None:
-        lines.append(load_summary(request.load))
+        lines.append(load_sweep_summary(request.load))
     return lines
 
 
-def load_summary(load: LoadOptions) -> str:
+def load_sweep_summary(load: LoadSweepOptions) -> str:
     """The load sweep's settings in one line, as `make measure` prints them before it starts."""
     fractions = ", ".join(f"{f:g}" for f in LOAD_RATE_FRACTIONS)
     rates = (
@@ -372,7 +378,7 @@ def ensure_demo_model(vllm_python: Path | None, out_dir: Path, progress: Progres
     if (out_dir / "config.json").exists():
         return out_dir
     if vllm_python is None or not vllm_python.exists():
-        raise CatalogError(
+        raise UserError(
             "the demo model is generated with the vLLM environment's python: run `make vllm-env`", field="VLLM_PYTHON"
         )
     progress(f"generating the demo model into {out_dir}")
@@ -383,5 +389,5 @@ def ensure_demo_model(vllm_python: Path | None, out_dir: Path, progress: Progres
         text=True,
     )
     if out.returncode != 0:
-        raise CatalogError(f"demo model generation failed: {out.stderr.strip()[-500:]}", file=out_dir)
+        raise UserError(f"demo model generation failed: {out.stderr.strip()[-500:]}", file=out_dir)
     return out_dir

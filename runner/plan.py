@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.model.base import Slug, StrictModel
 from catalog.model.load_sweep import LAG_BOUND_MS, LoadSweep, Slo
 from catalog.packets.canonical import canonical_sha256
@@ -39,7 +39,7 @@ LOAD_REQUESTS_PER_LEVEL = 64
 LOAD_RATE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 
-class LoadOptions(StrictModel):
+class LoadSweepOptions(StrictModel):
     """The load sweep's settings (LADDERS=load); runner/load_sweep.py runs it."""
 
     users: list[int] = Field(
@@ -60,7 +60,7 @@ class LoadOptions(StrictModel):
     )
 
     @classmethod
-    def of_sweep(cls, sweep: LoadSweep) -> LoadOptions:
+    def of_sweep(cls, sweep: LoadSweep) -> LoadSweepOptions:
         """The settings a recorded sweep ran with: a reproduction replays its levels and arrivals."""
         return cls(
             users=[level.users for level in sweep.levels if level.users is not None] or LOAD_USERS,
@@ -108,7 +108,7 @@ class CampaignRequest(StrictModel):
     # None: the recipe's default features and speculative feature.
     configuration: Slug | None = None
     # The load sweep's settings; None unless LADDERS has load (and then the defaults).
-    load: LoadOptions | None = None
+    load: LoadSweepOptions | None = None
 
     @field_validator("concurrency_levels")
     @classmethod
@@ -170,7 +170,7 @@ def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, sour
         return _configuration_arms(request, recipe, hardware, source)
     feature = spec_feature(recipe)
     if max(request.depths) > 0 and feature is None:
-        raise CatalogError("has no speculative decoding feature; use DEPTHS=0", file=source, field="features")
+        raise UserError("has no speculative decoding feature; use DEPTHS=0", file=source, field="features")
     base_features = [f for f in recipe.default_features() if f != feature]
     arms = []
     for depth in request.depths:
@@ -200,15 +200,15 @@ def _configuration_arms(request: CampaignRequest, recipe: Recipe, hardware: Hard
     config = recipe.configurations.get(name)
     if config is None:
         known = ", ".join(recipe.configurations) or "none"
-        raise CatalogError(f"unknown configuration {name!r} (this recipe's: {known})", field="CONFIG")
+        raise UserError(f"unknown configuration {name!r} (this recipe's: {known})", field="CONFIG")
     if config.variant != request.variant or config.hardware != hardware.id or config.tp != request.tp:
-        raise CatalogError(
+        raise UserError(
             f"configuration {name!r} is VARIANT={config.variant} HW={config.hardware} TP={config.tp}: "
             "ask for those, or leave CONFIG out",
             field="CONFIG",
         )
     if max(request.depths) > 0 and config.speculative_config is None:
-        raise CatalogError(f"configuration {name!r} has no speculative config; use DEPTHS=0", field="CONFIG")
+        raise UserError(f"configuration {name!r} has no speculative config; use DEPTHS=0", field="CONFIG")
     arms = []
     protocol = [*PROTOCOL_ARGS, *STRICT_ARGS, "--seed", str(request.seed)]
     for depth in request.depths:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 from runner.identity import cpu_name
@@ -88,7 +88,7 @@ def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(list(argv), capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise CatalogError(
+        raise UserError(
             f"`{' '.join(argv)}` did not answer within {SMI_TIMEOUT_S} s: the driver may be hung; reboot the host",
             field="HW",
         ) from None
@@ -111,7 +111,7 @@ def _table_values(text: str) -> dict[str, str]:
 def _xpu_devices() -> list[Device]:
     out = _run(["xpu-smi", "discovery"])
     if out.returncode != 0:
-        raise CatalogError(
+        raise UserError(
             f"`xpu-smi discovery` failed: {(out.stderr or out.stdout).strip()[-200:]}; " + missing_xpu_hint(),
             field="HW",
         )
@@ -206,7 +206,7 @@ def render_node_holders(bus_id: str | None) -> list[str]:
 def _nvidia_devices() -> tuple[list[Device], str | None]:
     out = _run(["nvidia-smi", f"--query-gpu={NVIDIA_QUERY}", "--format=csv,noheader,nounits"])
     if out.returncode != 0:
-        raise CatalogError(
+        raise UserError(
             f"nvidia-smi failed: {(out.stdout or out.stderr).strip().splitlines()[-1:] or ['no output']}; "
             "the NVIDIA driver is not loaded or does not match the kernel: check `lsmod | grep nvidia`, "
             "reinstall the driver and reboot",
@@ -297,7 +297,7 @@ def missing_xpu_hint() -> str:
 def detect_devices(platform: str) -> DeviceReport:
     if platform == "cuda":
         if shutil.which("nvidia-smi") is None:
-            raise CatalogError(
+            raise UserError(
                 "nvidia-smi is not installed: install the NVIDIA driver (and the container toolkit for RUNTIME=docker)",
                 field="HW",
             )
@@ -306,10 +306,10 @@ def detect_devices(platform: str) -> DeviceReport:
         return DeviceReport("cuda", len(devices), devices[0].name if devices else None, driver, devices)
     if platform == "xpu":
         if shutil.which("xpu-smi") is None or not DRI.exists():
-            raise CatalogError(f"no Intel GPU can be read: {missing_xpu_hint()}", field="HW")
+            raise UserError(f"no Intel GPU can be read: {missing_xpu_hint()}", field="HW")
         devices = _visible(_xpu_devices(), "ZE_AFFINITY_MASK")
         if not devices:
-            raise CatalogError(f"xpu-smi lists no Intel GPU: {missing_xpu_hint()}", field="HW")
+            raise UserError(f"xpu-smi lists no Intel GPU: {missing_xpu_hint()}", field="HW")
         return DeviceReport("xpu", len(devices), devices[0].name, None, devices)
     return DeviceReport("cpu", 1, cpu_name(), None)
 
@@ -323,14 +323,14 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
     if hardware.platform == "cpu":
         have = available_memory_gb()
         if need_gb > have:
-            raise CatalogError(
+            raise UserError(
                 f"variant {variant!r} needs about {need_gb:g} GB; this host has {have:.1f} GB available",
                 field="VARIANT",
             )
         return report
     devices = report.devices
     if len(devices) < tp:
-        raise CatalogError(
+        raise UserError(
             f"{hardware.name} asked for {tp} card(s) but {len(devices)} {hardware.platform} device(s) are visible; "
             f"{DEMO_HINT}",
             field="HW",
@@ -349,26 +349,26 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
                 if len(others) >= tp
                 else f"pass the HW= that names this card (see data/hardware.yaml), or run on a {hardware.name}"
             )
-            raise CatalogError(
+            raise UserError(
                 f"device {device.index} is {plain_name(device.name)}{what}, not {hardware.name}: {fix}", field="HW"
             )
     for device in used:
         if device.health:
-            raise CatalogError(
+            raise UserError(
                 f"device {device.index} ({plain_name(device.name)}) is not healthy: {device.health}; "
                 "reset the card or reboot before measuring",
                 field="HW",
             )
     for device in used:
         if device.processes:
-            raise CatalogError(
+            raise UserError(
                 f"device {device.index} is in use by {', '.join(device.processes)}: stop it first "
                 "(a measurement needs the card to itself)",
                 field="HW",
             )
     free = [d.free_gb for d in used]
     if any(f is None for f in free):
-        raise CatalogError(
+        raise UserError(
             f"cannot read the free memory of device(s) {', '.join(str(d.index) for d in used)} "
             f"from {'xpu-smi' if hardware.platform == 'xpu' else 'nvidia-smi'}: update it, or run it as root once "
             "to check it reports memory",
@@ -378,14 +378,14 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
     in_use = sum(d.memory_used_mib or 0 for d in used)
     if need_gb > have:
         taken = f" ({in_use:.0f} MiB already in use)" if in_use > BUSY_UNSEEN_MIB else ""
-        raise CatalogError(
+        raise UserError(
             f"variant {variant!r} needs about {need_gb:g} GB; {tp} x {plain_name(used[0].name)} have {have:.1f} GB "
             f"free{taken}: pick a smaller variant, more cards (TP=), or free the memory",
             field="VARIANT",
         )
     for device in used:
         if device.memory_used_mib is not None and device.memory_used_mib > BUSY_UNSEEN_MIB:
-            raise CatalogError(
+            raise UserError(
                 f"device {device.index} already has {device.memory_used_mib:.0f} MiB in use by a process this user "
                 "cannot see (another user's job or a container: `docker ps`, `sudo xpu-smi ps` or `sudo fuser -v "
                 "/dev/dri/renderD*`): stop it first",
@@ -397,12 +397,12 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
 def check_runtime(runtime_python: Path | None, docker_image: str | None) -> None:
     if docker_image is not None:
         if shutil.which("docker") is None:
-            raise CatalogError(
+            raise UserError(
                 f"the docker runtime needs docker to run {docker_image}; install it or use RUNTIME=local",
                 field="RUNTIME",
             )
     elif runtime_python is None or not runtime_python.exists():
-        raise CatalogError(
+        raise UserError(
             f"no vLLM environment at {runtime_python}: run `make vllm-env` (CPU build) "
             "or pass VLLM_PYTHON=<python with vllm>",
             field="VLLM_PYTHON",
@@ -431,7 +431,7 @@ def check_vllm_version(recipe: Recipe, variant: str, version: str) -> None:
     except InvalidVersion:
         return  # an unknown version ("unknown", a git describe) cannot be compared: recorded as is
     if have.release < need.release:
-        raise CatalogError(
+        raise UserError(
             f"vLLM {version} is older than the recipe's min_vllm_version {wanted}: use a newer image or install",
             field="RUNTIME",
         )
@@ -449,13 +449,13 @@ def check_tensor_parallel(tp: int, config: dict[str, object] | None, source: str
     kv = text.get("num_key_value_heads") or heads
     if isinstance(heads, int) and heads % tp:
         divisors = [n for n in range(1, heads + 1) if heads % n == 0 and n <= 16]
-        raise CatalogError(
+        raise UserError(
             f"TP={tp} does not divide the model's {heads} attention heads ({source}): use TP="
             + " or ".join(str(d) for d in divisors),
             field="TP",
         )
     if isinstance(kv, int) and kv % tp and tp % kv:
-        raise CatalogError(
+        raise UserError(
             f"TP={tp} and the model's {kv} KV heads neither divide nor are a multiple of each other ({source})",
             field="TP",
         )
@@ -501,10 +501,10 @@ def hub_snapshot(model_id: str, ref: str = "main") -> HubSnapshot | None:
 def check_weights(model_id: str, model_dir: Path | None) -> None:
     if model_dir is not None:
         if not (model_dir / "config.json").exists():
-            raise CatalogError(f"no config.json in {model_dir}: the weights are not there", field="MODEL_DIR")
+            raise UserError(f"no config.json in {model_dir}: the weights are not there", field="MODEL_DIR")
         return
     if not hub_cache_dir(model_id).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise CatalogError(
+        raise UserError(
             f"{model_id} is not in the Hugging Face cache and HF_HUB_OFFLINE=1: download it first "
             f"(huggingface-cli download {model_id}) or pass MODEL_DIR=<local folder>",
             field="MODEL",

@@ -23,20 +23,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.model.packet import Arm, Packet
 from catalog.model.secrets import REDACTED
 from catalog.numbers import fmt
 from catalog.recipes.compose import LaunchCommand
 from catalog.store.repository import Catalog
 from runner.measure import Places, RuntimeChoice, measure
-from runner.plan import ArmPlan, CampaignRequest, LoadOptions, plan_arms
+from runner.plan import ArmPlan, CampaignRequest, LoadSweepOptions, plan_arms
 from runner.progress import console_progress
 
 DEFAULT_SUITE = "strict-v1"
 
 
-class NotReproducible(CatalogError):
+class NotReproducible(UserError):
     """This packet names no campaign this host can run; the message says why."""
 
 
@@ -111,7 +111,9 @@ def plan_reproduction(packet: Packet, catalog: Catalog, started: datetime | None
         max_tokens=packet.workload.max_tokens,
         seed=packet.workload.seed if packet.workload.seed is not None else 1234,
         salt=f"reproduces {packet.id} at {moment.isoformat()}",
-        load=next((LoadOptions.of_sweep(ladder.load) for ladder in packet.ladders if ladder.load is not None), None),
+        load=next(
+            (LoadSweepOptions.of_sweep(ladder.load) for ladder in packet.ladders if ladder.load is not None), None
+        ),
     )
     source = f"data/models/{model.slug}.yaml"
     arms: list[ArmPlan] = []
@@ -132,7 +134,7 @@ def _arm_plan(arm: Arm, request: CampaignRequest, catalog: Catalog, source: str)
     depth = arm.config.spec_depth
     try:
         planned = plan_arms(request.model_copy(update={"depths": [depth]}), recipe, hardware, source)
-    except CatalogError as error:
+    except UserError as error:
         raise NotReproducible(f"arm {arm.id}: {error.message}", field="arms") from None
     base = next(p for p in planned if p.spec_depth == depth)
     if arm.config.spec_method is not None and base.spec_method != arm.config.spec_method:
@@ -192,7 +194,7 @@ def reproducibility(catalog: Catalog) -> Table:
     for packet_id, packet in sorted(catalog.packets.items()):
         try:
             plan = plan_reproduction(packet, catalog)
-        except CatalogError as error:
+        except UserError as error:
             table.add_row(packet_id, "no", error.message)
             continue
         table.add_row(packet_id, "yes", ", ".join(arm.id for arm in plan.arms))
@@ -202,10 +204,10 @@ def reproducibility(catalog: Catalog) -> Table:
 def reproduce(catalog: Catalog, packet_id: str, choice: RuntimeChoice, places: Places) -> int:
     original = catalog.packets.get(packet_id)
     if original is None:
-        raise CatalogError(f"no packet {packet_id!r} in {places.packets}", field="PACKET")
+        raise UserError(f"no packet {packet_id!r} in {places.packets}", field="PACKET")
     try:
         plan = plan_reproduction(original, catalog)
-    except CatalogError as error:
+    except UserError as error:
         raise NotReproducible(
             f"cannot be reproduced here: {error.message}", file=catalog.packet_paths.get(packet_id), field=error.field
         ) from None

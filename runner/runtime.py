@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.recipes.compose import LaunchCommand
 from runner.docker import container_name
 from runner.server import API_SERVER_MODULE, LOOPBACK
@@ -82,7 +82,7 @@ class DockerRuntime:
             pass_env=self.environ,
         )
         if argv is None:
-            raise CatalogError("the recipe names no docker image for this hardware", field="RUNTIME")
+            raise UserError("the recipe names no docker image for this hardware", field="RUNTIME")
         return argv
 
 

@@ -26,7 +26,7 @@ from typing import IO
 
 import httpx
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.secrets import redact_text, secret_values
 from runner.docker import DockerError, container_exists, stop_container
@@ -325,7 +325,7 @@ class VllmServer:
             return
         clean = redact_text(text, self._secrets)
         if clean != text:
-            with contextlib.suppress(CatalogError):  # teardown goes on; the log stays local
+            with contextlib.suppress(UserError):  # teardown goes on; the log stays local
                 write_file(self.log_path, clean.encode("utf-8", errors="surrogateescape"))
 
     def _wait_until_ready(self, deadline: float) -> None:

@@ -53,7 +53,7 @@ class GateView:
     gate: str
     passed: bool
     phrase: str
-    first_divergence: str
+    divergence_summary: str
     note: str | None
 
 
@@ -163,7 +163,7 @@ def divergence_summary(arm: Arm, gate: GateResult) -> str:
 def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) -> ArmView:
     """`composed`: for an arm that recorded no command (an imported result), the command the recipe
     (and its overlay) compose for the same variant, card, TP and depth, shown labelled as such."""
-    published = arm.state.has_speed
+    shows_speed = arm.state.has_speed
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
     command = None
     label = "Not recorded: imported results carry no launch command."
@@ -195,8 +195,8 @@ def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) ->
         state=arm.state.value,
         state_label=STATE_LABELS[arm.state.value],
         reason=state_reason(packet, arm),
-        value=opt_num(arm.decode_tok_s, unit="tok/s") if published else None,
-        struck=None if published else opt_num(arm.decode_tok_s or arm.published_figure),
+        value=opt_num(arm.decode_tok_s, unit="tok/s") if shows_speed else None,
+        struck=None if shows_speed else opt_num(arm.decode_tok_s or arm.published_figure),
         config=config_clause(arm),
         command=command,
         env=env or None,
@@ -222,7 +222,7 @@ def ladder_views(packet: Packet) -> list[LadderView]:
     views = []
     for ladder in packet.ladders:
         if ladder.kind == "load":
-            continue  # its own table: builder/views/load.py
+            continue  # its own table: builder/views/load_sweep.py
         if ladder.kind == "concurrency":
             cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle"]
             rows: list[list[str | Num | None]] = [

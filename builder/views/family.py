@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import product
 
@@ -11,7 +12,7 @@ from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, SiteContext
 from builder.views.describe import card_arm, coverage_chips, methodology_sentence
-from builder.views.load import LoadSection, load_section
+from builder.views.load_sweep import LoadSweepSection, load_sweep_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
 from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
 from builder.views.results import (
@@ -32,6 +33,22 @@ from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
 CARD_LIMIT = 6  # more packets than this: full cards only for those the page's results cite
+
+
+# The index filters a family's results are matched on, and how a choice of them is keyed in
+# `pick_for`; the index page hands both to site.js (data-result-filters, data-pick-separator).
+RESULT_FILTERS = ("hw", "quant", "spec")
+PICK_SEPARATOR = "|"
+
+
+def pick_key(chosen: Mapping[str, str]) -> str:
+    """The `pick_for` key of a choice of result filters (name -> value, "" for any)."""
+    return PICK_SEPARATOR.join(chosen.get(name, "") for name in RESULT_FILTERS)
+
+
+def pick_choice(key: str) -> dict[str, str]:
+    """The choice a `pick_for` key stands for (pick_key's inverse)."""
+    return dict(zip(RESULT_FILTERS, key.split(PICK_SEPARATOR), strict=True))
 
 
 @dataclass(frozen=True)
@@ -111,7 +128,7 @@ class FamilyView:
     matrices: list[Matrix]
     charts: list[Chart]
     concurrency: list[Chart]
-    load: LoadSection | None
+    load: LoadSweepSection | None
     concurrency_gap: str | None
     projection: ProjectionView | None
     projection_gap: str | None
@@ -150,7 +167,7 @@ def _picks(results: list[ArmResult]) -> tuple[list[ResultPick], dict[str, int]]:
         if id(chosen) not in index:
             index[id(chosen)] = len(picks)
             picks.append(_pick(chosen))
-        pick_for[f"{hw}|{quant}|{spec}"] = index[id(chosen)]
+        pick_for[pick_key({"hw": hw, "quant": quant, "spec": spec})] = index[id(chosen)]
     return picks, pick_for
 
 
@@ -340,7 +357,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     ladders = ladder_sources(results)
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
-    load = load_section(ladders, catalog.hardware, recipe)
+    load = load_sweep_section(ladders, catalog.hardware, recipe)
     projection = projection_view(lead_result, shown, recipe, ctx.warn)
     picks, pick_for = _picks(results)
     dates = [str(recipe.meta.date_updated)] if recipe else []

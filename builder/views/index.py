@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from builder import routes
 from builder.format import Num
-from builder.views.family import FamilyView, ResultPick
+from builder.views.family import PICK_SEPARATOR, RESULT_FILTERS, FamilyView, ResultPick, pick_choice, pick_key
 from builder.views.results import STATE_LABELS, STATE_RANK, label_key
 from catalog.recipes.hardware import Hardware
 
@@ -120,11 +120,13 @@ class IndexView:
     shown: dict[str, str] = field(default_factory=dict)
     hidden: frozenset[str] = frozenset()
     count: str = ""
+    # how site.js keys a choice of filters in a family's picks (builder/views/family.py pick_key)
+    result_filters: tuple[str, ...] = RESULT_FILTERS
+    pick_separator: str = PICK_SEPARATOR
 
 
 # Filters with a pre-rendered page per value: the common ones, by card and by quantization.
 PRERENDERED = ("hw", "quant")
-RESULT_FILTERS = ("hw", "quant", "spec")  # those a family's results are matched on (site.js pickKey)
 
 
 def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
@@ -189,10 +191,9 @@ def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizat
     sorts = [Option("speed", "fastest first"), Option("name", "name"), Option("newest", "newest first")]
     by_result = []
     for card in cards:
-        keys = sorted(k for k in card.pick_for if k.count("|") == 2 and k.endswith("|") and not k.startswith("|"))
-        for key in keys:
-            _, quant, _ = key.split("|")
-            if quant:
+        for key in sorted(card.pick_for):  # the best result per card and quantization, any method
+            choice = pick_choice(key)
+            if choice["hw"] and choice["quant"] and not choice["spec"]:
                 by_result.append(ResultRow(card.title, card.href, card.picks[card.pick_for[key]]))
     by_result.sort(key=lambda row: (row.pick.hardware_name, row.pick.quant_label, -row.pick.value.value, row.family))
     data = {card.slug: family_data(card) for card in cards}
@@ -224,11 +225,6 @@ def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
         for option in f.options:
             views[routes.filtered_index(f.name, option.value)] = _filtered(index, {f.name: option.value}, option.label)
     return views
-
-
-def pick_key(chosen: Mapping[str, str]) -> str:
-    """The `pick_for` key of a choice of result filters (name -> value; site.js pickKey)."""
-    return "|".join(chosen.get(name, "") for name in RESULT_FILTERS)
 
 
 def best_pick(family: FamilyView | FamilyCard, chosen: Mapping[str, str]) -> ResultPick | None:

@@ -10,7 +10,7 @@ from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
 from builder.views.glossary import defined
-from builder.views.load import LoadSweepView, load_ladders, sweep_view
+from builder.views.load_sweep import LoadSweepView, load_sweep_ladders, sweep_view
 from builder.views.results import STATE_LABELS
 from catalog.checks.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.errors import CatalogError
@@ -266,7 +266,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         ladders=ladder_views(packet),
         load=[
             sweep_view(packet, ladder, ctx.catalog.hardware.get(packet.identity.host.hardware), recipe)
-            for _, ladder in load_ladders([(packet, ladder) for ladder in packet.ladders])
+            for _, ladder in load_sweep_ladders([(packet, ladder) for ladder in packet.ladders])
         ],
         rerun=rerun(packet, ctx),
         related=related,

@@ -86,15 +86,15 @@ Axis = list[tuple[Callable[[Coordinate], Coordinate], str]]
 
 def entry(result: ArmResult) -> CellEntry:
     # a screened arm shows its speed (labelled speed only); a withheld one never does
-    published = result.arm.state.has_speed
+    shows_speed = result.arm.state.has_speed
     values = result.values
     return CellEntry(
         state=result.state,
         state_label=STATE_LABELS[result.state],
-        value=opt_num(result.centre, unit="tok/s") if published else None,
-        low=opt_num(min(values)) if published and len(values) >= 2 else None,
-        high=opt_num(max(values)) if published and len(values) >= 2 else None,
-        struck=None if published else opt_num(result.unpublished_value),
+        value=opt_num(result.centre, unit="tok/s") if shows_speed else None,
+        low=opt_num(min(values)) if shows_speed and len(values) >= 2 else None,
+        high=opt_num(max(values)) if shows_speed and len(values) >= 2 else None,
+        struck=None if shows_speed else opt_num(result.unpublished_value),
         reason=result.reason,
         detail=result.draft_head or "",  # the quantization is an axis or fixed: never repeated per cell
         href=result.href,

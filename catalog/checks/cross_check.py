@@ -16,8 +16,8 @@ from catalog.checks.consistency import Problem, reference_problems
 from catalog.checks.evidence import canary_problems
 from catalog.checks.load_sweep import load_prompt_problems
 from catalog.errors import CatalogError
+from catalog.files import read_bytes
 from catalog.model.packet import Packet
-from catalog.packets.seal import read_bytes
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.suite import CanarySet, Suite

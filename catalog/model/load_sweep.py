@@ -269,7 +269,7 @@ class LoadLevel(StrictModel):
         return bool(self.completed) and self.identical == len(self.completed) and self.failed == 0
 
     @property
-    def first_divergence(self) -> LoadRequest | None:
+    def first_diverging_request(self) -> LoadRequest | None:
         return next((r for r in self.requests if r.identical_to_oracle is False), None)
 
     def goodput(self, slo: Slo) -> float:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.errors import CatalogError, exit_on_user_error
 from catalog.model.arrays import to_uint32
 from catalog.model.metrics import server_decode_rate, server_ttft_ms
 from catalog.model.packet import ArmParts, PacketParts, PromptRow
@@ -116,4 +116,4 @@ def run(argv: list[str] | None = None) -> int:
     return 0
 
 
-main = exit_on_catalog_error(run)
+main = exit_on_user_error(run)

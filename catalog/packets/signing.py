@@ -17,7 +17,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -33,6 +32,7 @@ from securesystemslib.exceptions import UnverifiedSignatureError
 from securesystemslib.signer import CryptoSigner
 
 from catalog.errors import CatalogError
+from catalog.files import write_file
 from catalog.model.base import StrictModel
 from catalog.packets.canonical import canonical_json
 from catalog.packets.keys import KEYS_FILE, ROLES, KeyEntry, KeyRing, Role, sslib_key_of
@@ -142,17 +142,13 @@ def _create_key(path: Path) -> None:
         if not path.parent.is_dir():
             path.parent.mkdir(mode=0o700, parents=True)
             os.chmod(path.parent, 0o700)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(signer.private_bytes)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.link(tmp_name, path)
-        except FileExistsError:
-            pass  # another process created it first: use that key
-        finally:
-            os.unlink(tmp_name)
+        write_file(path, signer.private_bytes, mode=0o600, overwrite=False)
+    except FileExistsError:
+        pass  # another process created it first: use that key
+    except CatalogError as error:
+        raise CatalogError(
+            f"cannot create the signing key: {error.message.removeprefix('cannot write: ')}", file=path
+        ) from None
     except OSError as error:
         raise CatalogError(f"cannot create the signing key: {error.strerror or error}", file=path) from None
 

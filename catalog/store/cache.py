@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,15 +37,21 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from catalog.errors import CatalogError
+from catalog.files import read_bytes, write_file
 from catalog.model.metrics import MIN_COMPLETION_TOKENS
 from catalog.model.packet import Packet, PromptRow
 from catalog.packets.canonical import sha256_hex
 from catalog.packets.layout import signature_path
-from catalog.packets.seal import read_bytes
 from catalog.store.documents import ModelT, load_file
 
 KEPT_TOKENS = MIN_COMPLETION_TOKENS  # tokens 0..100: TTFT, the decode window, the id preview
 CATALOG_SOURCE = Path(__file__).resolve().parent.parent
+VERIFIER = "catalog.store.repository"  # loads data/ and verifies packets, for the builder and make verify
+_IMPORT = re.compile(
+    r"^[ \t]*(?:import[ \t]+(?P<module>catalog(?:\.\w+)*)|from[ \t]+(?P<package>catalog(?:\.\w+)*)[ \t]+import[ \t]+"
+    r"(?P<names>\([^)]*\)|[^\n#]+))",
+    re.MULTILINE,
+)
 VERIFIER_LIBRARIES = ("pydantic", "pydantic-core", "cryptography", "securesystemslib", "pyyaml")
 FORMAT = 1  # bump when the stored form changes
 KnownDigest = Callable[[Path], str | None]  # a file's sha256 when already known, else None
@@ -80,10 +87,44 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llm-serving-catalog" / "summaries"
 
 
+def verifier_sources(entry: str = VERIFIER) -> list[Path]:
+    """The source of every catalog module verification runs: `entry` and, transitively, each
+    catalog module it imports (read from its import lines, the ones inside functions too), with
+    the packages they sit in. Editing anything else (the builder, a test helper) keeps the cache."""
+    found: set[Path] = set()
+    pending = [entry]
+    while pending:
+        for path in _module_files(pending.pop()):
+            if path in found:
+                continue
+            found.add(path)
+            for match in _IMPORT.finditer(path.read_text(encoding="utf-8")):
+                if match["module"]:
+                    pending.append(match["module"])
+                    continue
+                pending.append(match["package"])
+                names = match["names"].strip("()").split(",")
+                pending += [f"{match['package']}.{name.split(' as ')[0].strip()}" for name in names if name.strip()]
+    return sorted(found)
+
+
+def _module_files(dotted: str) -> list[Path]:
+    """The file of a catalog module and the __init__.py of each package above it (all run when
+    it is imported); none for a name that is not a catalog module (a class, a function)."""
+    parts = dotted.split(".")[1:]
+    module = CATALOG_SOURCE.joinpath(*parts)
+    own = [module / "__init__.py", module.with_suffix(".py")] if parts else [CATALOG_SOURCE / "__init__.py"]
+    files = [path for path in own if path.is_file()]
+    if not files:
+        return []
+    return files + [CATALOG_SOURCE.joinpath(*parts[:depth], "__init__.py") for depth in range(len(parts))]
+
+
 def verifier_digest() -> str:
-    """sha256 of the verifier: every catalog module's source, the validating libraries, Python."""
+    """sha256 of the verifier: the source of the catalog modules it runs (`verifier_sources`), the
+    validating libraries, Python."""
     digest = hashlib.sha256(f"format {FORMAT}\0python {sys.version_info[:2]}\0".encode())
-    for path in sorted(CATALOG_SOURCE.rglob("*.py")):
+    for path in verifier_sources():
         digest.update(f"{path.relative_to(CATALOG_SOURCE).as_posix()}\0".encode())
         digest.update(path.read_bytes())
     for library in VERIFIER_LIBRARIES:
@@ -114,10 +155,8 @@ def store_pickled(target: Path, entry: object) -> bool:
     makes the next build slower)."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(temporary, target)
-    except OSError:
+        write_file(target, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), durable=False)
+    except (OSError, CatalogError):
         return False
     return True
 

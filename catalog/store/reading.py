@@ -1,4 +1,4 @@
-"""Reading packets: each file's bytes, signature and evidence checked (`read_verified`), and, for
+"""Reading packets: each file verified (catalog/packets/verify.py), and, for
 the builder, kept as a summary that a cache holds per content (`read_summary`); on every core
 when there are many (`read_packets`).
 
@@ -13,18 +13,16 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from catalog.checks.consistency import packet_problems
-from catalog.checks.cross_check import Reference, cross_check, located
-from catalog.checks.evidence import evidence_problems
-from catalog.errors import CatalogError, CatalogErrors
+from catalog.checks.cross_check import Reference, cross_check
+from catalog.errors import CatalogError
+from catalog.files import read_bytes
 from catalog.forked import forked_map
 from catalog.model.packet import Packet
 from catalog.packets.keys import KeyRing
-from catalog.packets.seal import read_bytes, read_packet
+from catalog.packets.verify import Verified, verify
 from catalog.store.cache import LISTED, RECORD, KnownDigest, SummaryCache, summarize, unpickled
 from catalog.store.listing import Listed
 from catalog.store.record import record
@@ -56,23 +54,6 @@ class Read:
 
 # What a worker hands back: a packet, a cached one's pickled bytes or listing; its problems; its key.
 Raw = tuple[Packet | Listed | bytes | None, list[CatalogError], list[CatalogError], str | None]
-
-
-def read_verified(
-    path: Path, keys: KeyRing | None = None, allow_unsigned: bool = False, now: datetime | None = None
-) -> tuple[Packet | None, list[CatalogError]]:
-    """Read one packet, check its bytes and signature, re-derive its evidence and check it is
-    consistent in itself: the costly part of loading, independent of every other file."""
-    try:
-        packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned)
-    except CatalogErrors as many:
-        return None, many.errors
-    except CatalogError as error:
-        return None, [error]
-    evidence = evidence_problems(packet) if packet.provenance.kind == "measured" else []
-    reported = {where for where, _ in evidence}  # a gate evidence cannot pair is not reported twice
-    consistency = [p for p in packet_problems(packet, now or datetime.now(UTC)) if p[0] not in reported]
-    return packet, located([*evidence, *consistency], path)
 
 
 @dataclass(frozen=True)
@@ -124,7 +105,7 @@ class Reader:
 
     def _read(self, path: Path) -> Raw:
         if not self.summaries or self.cache is None:
-            packet, problems = read_verified(path, self.keys, self.allow_unsigned)
+            packet, problems = _verified(path, self.keys, self.allow_unsigned)
             if packet is not None and self.summaries:
                 packet = summarize(packet)
             return packet, problems, self._checked(packet, path), None
@@ -146,7 +127,7 @@ class Reader:
                     key = cache.key(path)
                 except CatalogError as error:
                     return None, [error], [], None
-            packet, problems = read_verified(path, self.keys, self.allow_unsigned)
+            packet, problems = _verified(path, self.keys, self.allow_unsigned)
             if packet is None or problems:
                 summary = None if packet is None else summarize(packet)
                 return summary, problems, self._checked(summary, path), None
@@ -168,6 +149,11 @@ class Reader:
         if not problems and key is not None and self.cache is not None:
             self.cache.put_verdict(key, self.reference.digest)
         return problems
+
+
+def _verified(path: Path, keys: KeyRing, allow_unsigned: bool) -> tuple[Packet | None, list[CatalogError]]:
+    result = verify(path, keys, allow_unsigned=allow_unsigned)
+    return (result.packet, []) if isinstance(result, Verified) else (result.packet, result.problems)
 
 
 def _listed(cache: SummaryCache, key: str) -> Listed | None:

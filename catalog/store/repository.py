@@ -19,7 +19,7 @@ from catalog.errors import CatalogError, CatalogErrors
 from catalog.model.packet import Packet
 from catalog.packets.keys import KeyRing, load_keys
 from catalog.packets.layout import SIGNATURE_SUFFIX
-from catalog.packets.seal import read_packet
+from catalog.packets.verify import read_packet
 from catalog.recipes.hardware import Hardware, HardwareFile
 from catalog.recipes.overlay import load_overlay
 from catalog.recipes.recipe import Recipe

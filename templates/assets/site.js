@@ -66,9 +66,11 @@
     }
     /* Filters on results (card, quantization, method) pick, per family, the best matching result
        (precomputed in Python for every combination) or say that none matches. */
-    var resultFilters = ["hw", "quant", "spec"];
+    var resultFilters = (form.dataset.resultFilters || "").split(" ");
+    var pickSeparator = form.dataset.pickSeparator || "|";
+    var anyResult = resultFilters.map(function () { return ""; }).join(pickSeparator);
     function pickKey() {
-      return resultFilters.map(function (name) { return form.elements[name] ? form.elements[name].value : ""; }).join("|");
+      return resultFilters.map(function (name) { return form.elements[name] ? form.elements[name].value : ""; }).join(pickSeparator);
     }
     function chosenWords() {
       return resultFilters.filter(function (name) { return form.elements[name] && form.elements[name].value; })
@@ -77,7 +79,7 @@
     function showPick(card, key) {
       var picks = {};
       try { picks = JSON.parse(card.dataset.picks || "{}"); } catch (e) { picks = {}; }
-      var which = key === "||" ? "default" : (Object.prototype.hasOwnProperty.call(picks, key) ? String(picks[key]) : "none");
+      var which = key === anyResult ? "default" : (Object.prototype.hasOwnProperty.call(picks, key) ? String(picks[key]) : "none");
       var shown = null;
       Array.prototype.forEach.call(card.querySelectorAll("[data-pick]"), function (el) {
         el.hidden = el.getAttribute("data-pick") !== which;

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import runner.attempt
-from catalog.errors import exit_on_catalog_error
+from catalog.errors import exit_on_user_error
 from catalog.packets.layout import SIGNATURE_SUFFIX
 from runner import cli as runner_cli
 from runner.server import VllmServer
@@ -42,7 +42,7 @@ class Campaign:
     def run(self, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
         """`python -m runner measure ...` in this process: exit code and stderr, as a user sees them."""
         try:
-            exit_on_catalog_error(lambda: runner_cli.run(self.argv(*extra)))()
+            exit_on_user_error(lambda: runner_cli.run(self.argv(*extra)))()
         except SystemExit as done:
             code = int(done.code or 0)
         return code, capsys.readouterr().err

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from catalog.errors import CatalogError, CatalogErrors, exit_on_catalog_error
+from catalog.errors import CatalogError, CatalogErrors, exit_on_user_error
 from catalog.packets.layout import signature_path
 from catalog.packets.seal import write_packet
 from catalog.store.repository import load_catalog
@@ -346,7 +346,7 @@ def test_mutated_importer_inputs_seal_or_fail_cleanly(
                 content = mutate_text(content, source.suffix, data.draw, op)
         source.write_bytes(content)
         try:
-            exit_on_catalog_error(lambda: runner_cli.run(argv))()
+            exit_on_user_error(lambda: runner_cli.run(argv))()
         except SystemExit as done:
             code = done.code
         err = capsys.readouterr().err
@@ -410,7 +410,7 @@ def test_importer_input_the_packet_refuses(
     source.write_text(edited)
     argv = ["--data", str(REPO / "data"), "--packets", str(packets), importer, str(source), *options]
     with pytest.raises(SystemExit) as done:
-        exit_on_catalog_error(lambda: runner_cli.run(argv))()
+        exit_on_user_error(lambda: runner_cli.run(argv))()
     err = capsys.readouterr().err
     assert done.value.code == 1, err
     assert "Traceback" not in err and err.startswith(f"error: {source}") and err.count("\n") == 1, err

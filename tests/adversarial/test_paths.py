@@ -14,7 +14,7 @@ import yaml
 
 from builder import cli as builder_cli
 from builder.output import check_output_folder, safe_target
-from catalog.errors import CatalogError
+from catalog.errors import CatalogError, UserError
 from catalog.packets.canonical import canonical_json
 from catalog.store.repository import load_catalog
 from runner import cli as runner_cli
@@ -142,7 +142,7 @@ def test_runner_refuses_hostile_names(small_tree: Path, option: str, monkeypatch
             argv[argv.index("demo")] = bad
         else:
             argv += [option, bad]
-        with pytest.raises(CatalogError) as caught:
+        with pytest.raises(UserError) as caught:
             runner_cli.run(argv)
         assert not (small_tree / "runs").exists(), f"{option} {bad!r} created a folder"
         assert caught.value.field in (option, option.lstrip("-").upper()[:2], "MODEL", "HW"), str(caught.value)

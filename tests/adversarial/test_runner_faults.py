@@ -25,7 +25,7 @@ import pytest
 import catalog.files
 import runner.attempt
 import runner.server
-from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.errors import CatalogError, exit_on_user_error
 from catalog.files import write_file
 from catalog.store.repository import load_catalog
 from runner.measure import Places, RuntimeChoice, measure
@@ -275,7 +275,7 @@ def test_disk_full_while_publishing_the_site(tmp_path: Path, monkeypatch, tally:
     monkeypatch.setattr(catalog.files.os, "fdopen", full)  # type: ignore[attr-defined]
     inputs = sorted(p.name for p in tmp_path.iterdir())
     try:
-        exit_on_catalog_error(lambda: builder_cli.run(argv))()
+        exit_on_user_error(lambda: builder_cli.run(argv))()
     except SystemExit as done:
         assert done.code == 1
     err = capsys.readouterr().err

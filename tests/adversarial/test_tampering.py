@@ -20,7 +20,8 @@ from catalog.errors import CatalogError
 from catalog.model.arrays import decode_uint32, encode_uint32
 from catalog.packets.canonical import canonical_json
 from catalog.packets.layout import signature_path
-from catalog.packets.seal import read_packet, write_packet
+from catalog.packets.seal import write_packet
+from catalog.packets.verify import read_packet
 from catalog.store.repository import load_catalog
 from tests.adversarial.support import REPO, Tally, run_main, snapshot, trusting_data
 from tests.catalog.factories import measured_draft

@@ -86,7 +86,7 @@ def test_quick_benchmark_writes_results_and_report(tmp_path: Path) -> None:
     packet = by_id["packet.demo"]
     size = packet.figure("file size")
     assert size.ours and size.target and size.met is not None
-    verify = packet.figure("full verification (read_verified), CPU of one core")
+    verify = packet.figure("full verification (verify), CPU of one core")
     assert verify.ours and verify.target and verify.met is not None
     assert packet.figure("full verification per recorded token, CPU").ours == pytest.approx(
         1e6 * verify.ours / packet.details["tokens"]

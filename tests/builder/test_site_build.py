@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 
 from builder import output, site, stamp
 from builder.cli import run
-from builder.output import Targets, check_output_folder, publish, safe_target
+from builder.output import Targets, check_output_folder, safe_target, swap_in
 from catalog.errors import CatalogError
 from catalog.packets.layout import is_signature
 from tests.builder.counting import file_reads
@@ -175,7 +175,7 @@ def test_symlink_escape_is_refused(tmp_path):
 def test_publish_refuses_a_bad_path_and_writes_nothing_outside(tmp_path):
     out = tmp_path / "site"
     with pytest.raises(CatalogError):
-        publish({"index.html": b"ok", "../outside.html": b"bad"}, out)
+        swap_in({"index.html": b"ok", "../outside.html": b"bad"}, out)
     assert not (tmp_path / "outside.html").exists()
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == []

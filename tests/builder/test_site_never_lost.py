@@ -467,13 +467,13 @@ def test_a_packet_without_read_permission_is_one_line(tmp_path, catalog):
 
 
 def test_an_os_error_outside_the_loader_is_one_line(tmp_path, monkeypatch, capsys):
-    """The last resort in exit_on_catalog_error: any OSError is printed as its path and reason."""
-    from catalog.errors import exit_on_catalog_error
+    """The last resort in exit_on_user_error: any OSError is printed as its path and reason."""
+    from catalog.errors import exit_on_user_error
 
     def failing() -> int:
         raise PermissionError(13, "Permission denied", str(tmp_path / "x"))
 
     with pytest.raises(SystemExit) as done:
-        exit_on_catalog_error(failing)()
+        exit_on_user_error(failing)()
     assert done.value.code == 1
     assert capsys.readouterr().err == f"error: {tmp_path / 'x'}: Permission denied\n"

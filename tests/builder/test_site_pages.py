@@ -10,7 +10,7 @@ from pathlib import Path
 
 from builder.views.recipe import DEPTHS, GENERIC, TP_SIZES, spec_depth, with_depth
 from catalog.packets.layout import is_signature
-from catalog.packets.seal import read_packet
+from catalog.packets.verify import read_packet
 from catalog.recipes.compose import Selection, compose
 from catalog.store.repository import load_catalog
 

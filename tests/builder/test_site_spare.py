@@ -1,4 +1,4 @@
-"""The spare (output.publish, stamp.spare_site): the site a build replaced waits in the cache, and
+"""The spare (output.swap_in, stamp.spare_site): the site a build replaced waits in the cache, and
 the next build assembles its site in it. What the spare holds is never trusted: a file stays only
 when it is the very inode the current site holds and unchanged; anything else in it goes."""
 

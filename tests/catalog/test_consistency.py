@@ -621,7 +621,7 @@ def load_problems(tree: Path) -> list[CatalogError]:
 
 
 def test_loader_names_file_and_field_of_each_kind_of_check(tree: Path) -> None:
-    own = write_packet(sealed(edited_draft(lambda d: d["arms"][0].update(gates=[]))), tree / "packets")  # read_verified
+    own = write_packet(sealed(edited_draft(lambda d: d["arms"][0].update(gates=[]))), tree / "packets")  # verify
     cuda = write_packet(
         sealed(edited_draft(lambda d: d["identity"]["runtime"].update(platform="cuda"))), tree / "packets"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.errors import CatalogError, CatalogErrors
+from catalog.errors import CatalogError, CatalogErrors, UserError
 from catalog.recipes.compose import compose_arm, compose_configuration
 from catalog.store.repository import load_catalog
 from runner.plan import CampaignRequest, flag_value, plan_arms
@@ -138,8 +138,8 @@ def test_the_runner_measures_an_overlay_configuration(catalog) -> None:  # type:
     assert spec.command.env == {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"} and spec.draft_head == "draft INT4 head"
     assert json.loads(flag_value(spec.command.args, "--speculative-config") or "")["num_speculative_tokens"] == 3
     assert flag_value(spec.command.args, "--max-num-seqs") == "1"  # the protocol's flags still win
-    with pytest.raises(CatalogError) as caught:
+    with pytest.raises(UserError) as caught:
         plan_arms(request.model_copy(update={"variant": "fp8"}), recipe, b70, "recipe")
     assert caught.value.field == "CONFIG"
-    with pytest.raises(CatalogError, match="unknown configuration 'nope'"):
+    with pytest.raises(UserError, match="unknown configuration 'nope'"):
         plan_arms(request.model_copy(update={"configuration": "nope"}), recipe, b70, "recipe")

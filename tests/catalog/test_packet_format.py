@@ -24,17 +24,11 @@ from catalog.packets import layout
 from catalog.packets import seal as packet_io
 from catalog.packets.canonical import canonical_json
 from catalog.packets.keys import KeyRing, load_keys
+from catalog.packets.layout import signature_path
 from catalog.packets.migrate import migrate
-from catalog.packets.seal import (  # type: ignore[attr-defined]
-    MIGRATE_HINT,
-    Sealed,
-    packet_bytes,
-    read_packet,
-    seal,
-    signature_path,
-    write_packet,
-)
+from catalog.packets.seal import Sealed, packet_bytes, seal, write_packet
 from catalog.packets.signing import HostKey, host_key
+from catalog.packets.verify import MIGRATE_HINT, read_packet
 from catalog.store.repository import Catalog, load_catalog
 from testkit.samples import canary_answers, measured_parts
 from tests.catalog.factories import (

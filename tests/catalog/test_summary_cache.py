@@ -39,13 +39,13 @@ def _packet_files(packets: Path) -> list[Path]:
 def _count_verifications(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Load in this process (so the patch is seen) and record every packet verified from scratch."""
     verified: list[Path] = []
-    real = packet_reading.read_verified
+    real = packet_reading.verify  # type: ignore[attr-defined]
 
     def counting(path: Path, *args: object, **kwargs: object) -> object:
         verified.append(path)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(packet_reading, "read_verified", counting)
+    monkeypatch.setattr(packet_reading, "verify", counting)
     monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 10**9)
     return verified
 
@@ -398,3 +398,25 @@ def test_a_build_refused_by_strict_still_keeps_what_its_load_verified(catalog_di
     argv = ["build", "--data", str(data), "--packets", str(packets), "--out", str(tmp_path / "site")]
     assert run([*argv, "--strict"]) == 1
     assert len(list((cache_home / summary.LISTINGS).iterdir())) == 1
+
+
+def test_the_verifier_digest_covers_what_verification_runs_and_nothing_else(tmp_path, monkeypatch):
+    """The modules verification imports, lazily too, are in the digest; a module it never runs
+    (the schema writer) and the test helpers outside catalog/ are not: editing them keeps the cache."""
+    covered = {path.relative_to(summary.CATALOG_SOURCE).as_posix() for path in summary.verifier_sources()}
+    assert {"checks/consistency.py", "checks/evidence.py", "packets/signing.py", "store/repository.py"} <= covered
+    assert {"__init__.py", "checks/__init__.py"} <= covered  # the packages a module sits in run first
+    assert "schema.py" not in covered and "verify.py" not in covered
+
+    source = tmp_path / "catalog"
+    (source / "sub").mkdir(parents=True)
+    (source / "__init__.py").write_text("")
+    (source / "sub" / "__init__.py").write_text("")
+    (source / "entry.py").write_text("def later():\n    from catalog.sub import lazy, other as renamed\n")
+    (source / "sub" / "lazy.py").write_text("import catalog.leaf\n")
+    (source / "sub" / "other.py").write_text("")
+    (source / "leaf.py").write_text("")
+    (source / "unused.py").write_text("")
+    monkeypatch.setattr(summary, "CATALOG_SOURCE", source)
+    found = {path.relative_to(source).as_posix() for path in summary.verifier_sources("catalog.entry")}
+    assert found == {"__init__.py", "entry.py", "sub/__init__.py", "sub/lazy.py", "sub/other.py", "leaf.py"}

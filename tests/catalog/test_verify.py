@@ -23,7 +23,8 @@ from catalog.model.packet import PromptRow
 from catalog.packets.canonical import canonical_json, pretty_json
 from catalog.packets.keys import load_keys
 from catalog.packets.layout import signature_path
-from catalog.packets.seal import Sealed, read_packet, write_packet
+from catalog.packets.seal import Sealed, write_packet
+from catalog.packets.verify import read_packet
 from catalog.store.repository import Catalog, load_catalog
 from tests.catalog.factories import (
     REPO,

@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.model.packet import Packet, State
 from catalog.packets.keys import KeyRing
 from catalog.packets.layout import is_signature, signature_path
-from catalog.packets.seal import read_packet
+from catalog.packets.verify import read_packet
 from catalog.store.repository import load_catalog
 from runner.ladders import context_outputs_path, load_context_outputs
 from tests.catalog import factories
@@ -89,7 +89,7 @@ def test_packet_verifies_against_the_catalog(campaign: Campaign, tmp_path: Path)
     assert packet.workload.suite_sha256 == catalog.suites["strict-v1"].sha256
     # The committed keys.yaml does not list this host's key: refused there, and admitted as an
     # unsigned, local packet where that is allowed (the runner's own view, a local build).
-    with pytest.raises(CatalogError, match="unknown key"):
+    with pytest.raises(UserError, match="unknown key"):
         load_catalog(REPO / "data", campaign.packets)
     (local,) = load_catalog(REPO / "data", campaign.packets, allow_unsigned=True).packets.values()
     assert local.id == packet.id and not local.signed

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import runner.attempt
-from catalog.errors import exit_on_catalog_error
+from catalog.errors import exit_on_user_error
 from catalog.packets.layout import SIGNATURE_SUFFIX
 from runner import cli as runner_cli
 from runner import preflight
@@ -50,7 +50,7 @@ class Box:
         ]  # fmt: skip
         code = 0
         try:
-            exit_on_catalog_error(lambda: runner_cli.run(argv))()
+            exit_on_user_error(lambda: runner_cli.run(argv))()
         except SystemExit as done:
             code = int(done.code or 0)
         return code, capsys.readouterr().err
@@ -219,7 +219,7 @@ def test_a_container_outlives_a_killed_docker_client_until_stopped_by_name(box: 
 def test_docker_without_an_image_is_an_error_not_a_local_run(box: Box, capsys: pytest.CaptureFixture[str]) -> None:
     code = 0
     try:
-        exit_on_catalog_error(
+        exit_on_user_error(
             lambda: runner_cli.run(
                 ["--data", "data", "--packets", "packets", "measure", "--model", "demo", "--runtime", "docker"]
             )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.model.packet import State
 from catalog.store.documents import load_file
 from catalog.store.repository import load_catalog
@@ -109,7 +109,7 @@ def test_a_refusal_names_the_file(tmp_path: Path) -> None:
     bad.write_text(json.dumps({**json.loads((FIXTURES / "default-run.json").read_text()), "request_rate": 5}))
     catalog = load_catalog(REPO / "data", REPO / "packets")
     options = bench_options(bad, packets=tmp_path)
-    with pytest.raises(CatalogError, match="open-loop") as caught:
+    with pytest.raises(UserError, match="open-loop") as caught:
         import_bench(options, catalog)
     assert caught.value.file == str(bad)
     assert load_file(BenchServeResult, bad).request_rate == 5

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from catalog.model.load_sweep import Slo, poisson_offsets_ms
+from catalog.model.metrics import first_divergence
 from catalog.model.packet import Ladder
 from runner import ladders, load_sweep
 from runner.client import ClientError, StreamResult
-from runner.load_metrics import MetricsSummary, read_wanted
-from runner.plan import LoadOptions
+from runner.load_sweep_metrics import MetricsSummary, read_wanted
+from runner.plan import LoadSweepOptions
 from runner.settings import MeasurementSettings
 from testkit.samples import make_rows, strict_suite
 from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
@@ -51,7 +52,7 @@ def server() -> Iterator[FakeServer]:
 def sweep(fake: FakeServer, tmp_path: Path, said: list[str] | None = None, **options: Any) -> Ladder:
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
     settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
-    load = LoadOptions.model_validate({"users": [1, 2], "rates_rps": [20.0], "requests_per_level": 5} | options)
+    load = LoadSweepOptions.model_validate({"users": [1, 2], "rates_rps": [20.0], "requests_per_level": 5} | options)
     kept = load_sweep.levels_path(tmp_path, "tp1-oracle")
     run = load_sweep.run_load_sweep(
         fake.base_url,
@@ -105,7 +106,7 @@ def test_a_divergent_output_names_its_first_different_token(server: FakeServer, 
     second = level.requests[1]
     assert second.identical_to_oracle is False and second.first_divergence == 3
     assert level.identical == 4 and not level.all_identical
-    assert level.first_divergence is second
+    assert level.first_diverging_request is second
 
 
 def test_open_loop_sends_on_schedule_while_the_server_is_slow(server: FakeServer, tmp_path: Path) -> None:
@@ -191,7 +192,7 @@ def test_request_row_uses_per_token_times_never_chunks() -> None:
     [([1, 2, 3], [1, 2, 3], None), ([1, 9, 3], [1, 2, 3], 1), ([1, 2], [1, 2, 3], 2), ([1, 2, 3, 4], [1, 2, 3], 3)],
 )
 def test_first_divergence(tokens: list[int], expected: list[int], divergence: int | None) -> None:
-    assert load_sweep.first_divergence(tokens, expected) == divergence
+    assert first_divergence(tokens, expected) == divergence
 
 
 METRICS_BEFORE = """# HELP vllm:num_requests_running Number of requests.
@@ -258,7 +259,7 @@ def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
     arm = SimpleNamespace(id="tp1-oracle", spec_depth=0, command=command)
     runtime = SimpleNamespace(argv=lambda command, port: ["vllm", "serve"])
     settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
-    load = LoadOptions(users=[1, 4], rates_rps=[50.0], requests_per_level=4)
+    load = LoadSweepOptions(users=[1, 4], rates_rps=[50.0], requests_per_level=4)
 
     def run(said: list[str]) -> list[Ladder]:
         done, _ = ladders.run_ladders(

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.recipes.hardware import Hardware, HardwareFile
 from catalog.recipes.recipe import Recipe
 from catalog.store.documents import load_file
@@ -81,12 +81,12 @@ def test_the_recipes_max_model_len_wins_over_the_runner_default(demo: Recipe, cp
 def test_a_speculative_depth_without_a_speculative_feature_is_refused(demo: Recipe, cpu: Hardware) -> None:
     plain = demo.model_copy(update={"features": {}, "opt_in_features": []})
     assert [a.id for a in _plan(plain, cpu)] == ["tp1-oracle"]
-    with pytest.raises(CatalogError, match="no speculative decoding feature"):
+    with pytest.raises(UserError, match="no speculative decoding feature"):
         _plan(plain, cpu, depths=[0, 3])
 
 
 def test_an_unknown_configuration_is_refused_naming_the_known_ones(demo: Recipe, cpu: Hardware) -> None:
-    with pytest.raises(CatalogError, match="unknown configuration 'nope'"):
+    with pytest.raises(UserError, match="unknown configuration 'nope'"):
         _plan(demo, cpu, configuration="nope")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.recipes.hardware import Hardware, HardwareFile
 from catalog.store.documents import load_file
 from runner import preflight
@@ -46,8 +46,8 @@ def box(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[object]:
     yield use
 
 
-def refused(hardware: str, tp: int = 1, need: float = 11.0, variant: str = "fp8") -> CatalogError:
-    with pytest.raises(CatalogError) as caught:
+def refused(hardware: str, tp: int = 1, need: float = 11.0, variant: str = "fp8") -> UserError:
+    with pytest.raises(UserError) as caught:
         preflight.check_devices(HARDWARE[hardware], tp, need, variant)
     return caught.value
 
@@ -173,7 +173,7 @@ def test_tensor_parallel_must_divide_the_attention_heads(heads: int, kv: int, tp
     if ok:
         preflight.check_tensor_parallel(tp, config, "config.json")
     else:
-        with pytest.raises(CatalogError) as caught:
+        with pytest.raises(UserError) as caught:
             preflight.check_tensor_parallel(tp, config, "config.json")
         assert caught.value.field == "TP" and f"TP={tp}" in caught.value.message
 
@@ -185,7 +185,7 @@ def test_min_vllm_version_is_enforced(tmp_path: Path) -> None:
     preflight.check_vllm_version(recipe, "default", "0.17.0")
     preflight.check_vllm_version(recipe, "default", "0.27.2rc1.dev77")
     preflight.check_vllm_version(recipe, "default", "unknown")  # cannot compare: recorded as is
-    with pytest.raises(CatalogError) as caught:
+    with pytest.raises(UserError) as caught:
         preflight.check_vllm_version(recipe, "default", "0.16.1")
     assert "vLLM 0.16.1 is older than the recipe's min_vllm_version 0.17.0" in caught.value.message
 

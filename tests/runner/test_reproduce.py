@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.model.packet import Packet
 from catalog.store.repository import Catalog, load_catalog
 from runner import reproduce
@@ -123,7 +123,7 @@ def test_the_list_names_every_packet_with_its_verdict(catalog: Catalog, monkeypa
 
 def test_reproducing_an_unrunnable_packet_fails_before_anything_starts(catalog: Catalog, tmp_path: Path) -> None:
     places = reproduce.Places(REPO / "data", REPO / "packets", tmp_path / "runs", tmp_path / "models")  # type: ignore[attr-defined]
-    with pytest.raises(CatalogError, match="cannot be reproduced here: is a screened `vllm bench serve` run") as caught:
+    with pytest.raises(UserError, match="cannot be reproduced here: is a screened `vllm bench serve` run") as caught:
         reproduce.reproduce(catalog, SCREENED_9B, reproduce.RuntimeChoice(None), places)  # type: ignore[attr-defined]
     assert caught.value.file is not None and caught.value.file.endswith(f"{SCREENED_9B}.json")
     assert not (tmp_path / "runs").exists()

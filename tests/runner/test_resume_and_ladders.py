@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.packet import ContextPoint, Ladder, ServerRun
 from catalog.packets.canonical import pretty_json
@@ -193,7 +193,7 @@ def test_lost_context_outputs_are_an_error_naming_the_file(tmp_path: Path, fake_
     oracle = _ladder_arm("tp1-oracle", 0)
     _run(oracle, tmp_path, {}, [])
     ladders.context_outputs_path(tmp_path, oracle.id).unlink()
-    with pytest.raises(CatalogError, match="outputs were not kept") as caught:
+    with pytest.raises(UserError, match="outputs were not kept") as caught:
         _run(oracle, tmp_path, {}, [])
     assert caught.value.file == str(ladders.context_outputs_path(tmp_path, oracle.id))
 
@@ -205,7 +205,7 @@ def test_a_ladder_failure_is_one_line_naming_the_run_folder(
         return _FakeLadderServer(*args, **kwargs, fail="vLLM server exited with code 1 during startup")
 
     monkeypatch.setattr(ladders, "VllmServer", failing)
-    with pytest.raises(CatalogError) as caught:
+    with pytest.raises(UserError) as caught:
         _run(_ladder_arm("tp1-oracle", 0), tmp_path, {}, [])
     error = caught.value
     assert "\n" not in error.message

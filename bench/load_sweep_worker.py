@@ -1,7 +1,7 @@
 """Drive the runner's load sweep (runner.load_sweep.LevelRunner, as `LADDERS=load` runs it) against
 a server, as a subprocess of the benchmark, so its CPU time is its own.
 
-    python -m bench.load_worker     # then one JSON run per line on stdin
+    python -m bench.load_sweep_worker     # then one JSON run per line on stdin
 
 It prints `READY` once imported. Each line read is one level: {"base_url", "model", "mark_url" or
 null, "label", "users" or "rate_rps", "requests", "max_tokens"}. It answers with one line
@@ -19,13 +19,13 @@ from typing import Any
 
 from bench.client_worker import _mark
 from runner.load_sweep import LevelRunner
-from runner.plan import LoadOptions
+from runner.plan import LoadSweepOptions
 from runner.settings import MeasurementSettings
 from testkit.samples import canary_set, strict_suite
 
 
 async def run_level(run: dict[str, Any]) -> dict[str, Any]:
-    options = LoadOptions(requests_per_level=int(run["requests"]))
+    options = LoadSweepOptions(requests_per_level=int(run["requests"]))
     settings = MeasurementSettings(strict_suite(), canary_set(), int(run["max_tokens"]), 1234, 60.0)
     runner = LevelRunner(run["base_url"], run["model"], {}, settings, options)
     users, rate = run.get("users"), run.get("rate_rps")

@@ -16,7 +16,7 @@ from bs4 import BeautifulSoup, Tag
 
 from builder.format import fmt, num
 from builder.views.glossary import INLINE, terms_in
-from builder.views.load import DIFFERS, LAGGED
+from builder.views.load_sweep import DIFFERS, LAGGED
 from catalog.model.load_sweep import LoadLevel, LoadSweep
 from catalog.model.packet import Packet
 from catalog.store.repository import load_catalog
@@ -174,7 +174,7 @@ def test_the_packet_page_table_holds_the_models_numbers(soup, load_site) -> None
             assert dict(zip(_expected_row(level, sweep), cells[1:8], strict=True)) == _expected_row(level, sweep)
             assert cells[8].startswith(f"{level.identical} of {len(level.completed)}")
             assert row["data-usable"] == ("yes" if level.usable(sweep.lag_bound_ms) else "no")
-            divergence = level.first_divergence
+            divergence = level.first_diverging_request
             if divergence is not None:
                 assert row["data-identity"] == "differs"
                 assert f"first at {divergence.prompt_id} @ token {divergence.first_divergence}" in cells[8]

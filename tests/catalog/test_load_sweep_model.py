@@ -109,8 +109,8 @@ def test_schedule_lag_marks_a_level_unusable() -> None:
 
 def test_divergence_names_the_first_request_that_differs() -> None:
     level = closed([request(), request("p2", identical_to_oracle=False, first_divergence=7)])
-    assert level.first_divergence is not None and level.first_divergence.prompt_id == "p2"
-    assert level.first_divergence.first_divergence == 7
+    assert level.first_diverging_request is not None and level.first_diverging_request.prompt_id == "p2"
+    assert level.first_diverging_request.first_divergence == 7
 
 
 @pytest.mark.parametrize(

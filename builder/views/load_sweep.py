@@ -52,7 +52,7 @@ class LoadLevelRow:
     goodput_pct: Num
     identical: Num
     identity: str  # "identical" | "differs" | "not checked"
-    first_divergence: str
+    divergence_summary: str
     lag_p99_ms: Num | None  # None: not recorded by the source (an imported curve)
     usable: bool
     client_cpu_s: Num | None
@@ -106,7 +106,7 @@ def _flag(level: LoadLevel, sweep: LoadSweep, own_client: bool) -> str | None:
 def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, own_client: bool) -> LoadLevelRow:
     """`own_client`: the runner's client sent the load, so its schedule lag and CPU were recorded."""
     ttft, e2e, itl, server = level.ttft, level.e2e, level.itl_ms, level.server
-    first = level.first_divergence
+    first = level.first_diverging_request
     return LoadLevelRow(
         level=level.label,
         mode=f"{level.mode} loop",
@@ -127,7 +127,7 @@ def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, ow
         goodput_pct=num(level.goodput(sweep.slo) * 100, 1, "%"),
         identical=num(level.identical, 0),
         identity=_identity(level),
-        first_divergence=f"{first.prompt_id} @ token {first.first_divergence}" if first else "",
+        divergence_summary=f"{first.prompt_id} @ token {first.first_divergence}" if first else "",
         lag_p99_ms=num(level.lag.p99_ms, unit="ms") if own_client else None,
         usable=level.usable(sweep.lag_bound_ms) or not own_client,
         client_cpu_s=num(level.client_cpu_s, unit="s") if own_client else None,
@@ -189,7 +189,7 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
     )
 
 
-def load_ladders(ladders: Sequence[tuple[Packet, Ladder]]) -> list[tuple[Packet, Ladder]]:
+def load_sweep_ladders(ladders: Sequence[tuple[Packet, Ladder]]) -> list[tuple[Packet, Ladder]]:
     return [(p, ladder) for p, ladder in ladders if ladder.kind == "load" and ladder.load is not None]
 
 
@@ -288,22 +288,22 @@ def latency_charts(sources: Sequence[tuple[Packet, Ladder, LoadSweepView]]) -> l
 
 
 @dataclass(frozen=True)
-class LoadSection:
+class LoadSweepSection:
     charts: list[Chart]
     sweeps: list[LoadSweepView]
 
 
-def load_section(
+def load_sweep_section(
     ladders: Sequence[tuple[Packet, Ladder]], hardware: dict[str, Hardware], recipe: Recipe | None
-) -> LoadSection | None:
+) -> LoadSweepSection | None:
     """The family page's load charts and per-configuration tables; None without a load sweep."""
     sources = [
         (packet, ladder, sweep_view(packet, ladder, hardware.get(packet.identity.host.hardware), recipe))
-        for packet, ladder in load_ladders(ladders)
+        for packet, ladder in load_sweep_ladders(ladders)
     ]
     if not sources:
         return None
-    return LoadSection(
+    return LoadSweepSection(
         charts=[frontier_chart(sources), *latency_charts(sources)],
         sweeps=[view for _, _, view in sources],
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from catalog.errors import CatalogError
+from catalog.errors import UserError
 from catalog.packets.seal import seal
 from runner.import_load_sweep import bench_level, bench_sweep
 from testkit.samples import ORACLE_ARM, published_arm, published_parts, with_load
@@ -58,7 +58,7 @@ def test_a_finite_rate_without_concurrency_is_an_open_loop() -> None:
 def test_what_is_not_a_load_level_is_refused_in_one_line(
     path: Path, changes: dict[str, Any], field: str, words: str
 ) -> None:
-    with pytest.raises(CatalogError) as refused:
+    with pytest.raises(UserError) as refused:
         bench_level(_read(path) | changes, path)
     message = str(refused.value)
     assert message.startswith(f"{path}: {field}: ") and words in message and "\n" not in message
@@ -73,17 +73,17 @@ def test_a_curve_of_files_seals_as_a_screened_load_ladder() -> None:
     packet = seal(with_load(parts, {ORACLE_ARM: sweep}), None).packet
     assert packet.state.value == "screened" and packet.ladders[0].load == sweep
     short = data | {key: data[key][:4] for key in ("ttfts", "latencies", "output_lens", "itls", "start_times")}
-    with pytest.raises(CatalogError, match="num_prompts"):
+    with pytest.raises(UserError, match="num_prompts"):
         bench_sweep([(DETAILED, data), (DETAILED, short | {"max_concurrency": 2})])
 
 
 def test_two_files_of_one_level_or_an_impossible_row_are_refused_naming_the_file(tmp_path: Path) -> None:
-    with pytest.raises(CatalogError) as twice:
+    with pytest.raises(UserError) as twice:
         bench_sweep([(DETAILED, _read(DETAILED)), (TWO_USERS, _read(TWO_USERS)), (tmp_path, _read(TWO_USERS))])
     assert str(twice.value) == f"{tmp_path}: max_concurrency: a second level of 2 users (the first: {TWO_USERS})"
     data = _read(TWO_USERS)
     backwards = data | {"latencies": [-1.0, *data["latencies"][1:]]}
-    with pytest.raises(CatalogError) as impossible:
+    with pytest.raises(UserError) as impossible:
         bench_sweep([(TWO_USERS, backwards)])
     assert str(impossible.value).startswith(f"{TWO_USERS}: latencies[0]: makes an invalid load level: ")
     assert "\n" not in str(impossible.value)

@@ -14,7 +14,7 @@ from bs4 import BeautifulSoup
 
 from builder.cli import run as build
 from builder.format import fmt
-from catalog.errors import CatalogError, exit_on_catalog_error
+from catalog.errors import UserError, exit_on_user_error
 from catalog.model.packet import Packet, State
 from catalog.store.repository import load_catalog
 from runner import cli as runner_cli
@@ -96,7 +96,7 @@ def _refusal(places: tuple[Path, Path], argv: list[str], capsys: pytest.CaptureF
     data, packets = places
     options = ["--model", "demo", "--hardware", "cpu_generic", "--source", "CI"]
     with pytest.raises(SystemExit) as done:
-        exit_on_catalog_error(
+        exit_on_user_error(
             lambda: runner_cli.run(["--data", str(data), "--packets", str(packets), "import-bench", *argv, *options])
         )()
     assert done.value.code == 1
@@ -144,6 +144,6 @@ def test_a_refused_level_names_its_file_in_process(places: tuple[Path, Path], tm
     backwards = _read(TWO_USERS)
     backwards["latencies"][3] = -0.5
     bad = _written(tmp_path / "backwards.json", backwards)
-    with pytest.raises(CatalogError) as refused:
+    with pytest.raises(UserError) as refused:
         _import(places, ONE_USER, bad)
     assert str(refused.value).startswith(f"{bad}: latencies[3]: makes an invalid load level")

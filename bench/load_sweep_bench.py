@@ -1,6 +1,6 @@
 """Benchmark 1c: the load sweep's client is not the bottleneck (docs/measuring.md, the lag bound).
 
-Our load sweep's level runner (bench/load_worker.py) and `vllm bench serve`'s client take turns
+Our load sweep's level runner (bench/load_sweep_worker.py) and `vllm bench serve`'s client take turns
 against one fast local server (bench/fastserver.py) in paced mode: first token 50 ms after a
 request arrives, then one every 10 ms per stream (100 tok/s per user), so at 64 users the
 client reads 6,400 tokens a second while it keeps the schedule. Two levels:
@@ -58,7 +58,7 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
     ours = None
     samples: dict[tuple[str, str], list[dict[str, Any]]] = {}
     try:
-        ours = Worker([sys.executable, "-m", "bench.load_worker"], "LOAD-RUN ", OUT / "logs" / "load-ours.log")
+        ours = Worker([sys.executable, "-m", "bench.load_sweep_worker"], "LOAD-RUN ", OUT / "logs" / "load-ours.log")
         peer = peer_worker()
         server.mode(plan.ttft_s, plan.itl_s)
         for round_index in range(plan.rounds):
