@@ -4,7 +4,19 @@ Stdlib only (asyncio protocols, no HTTP framework), so it costs a few microsecon
 and the client under test is the bottleneck. Every request streams `max_tokens` tokens in the
 chunk format vLLM 0.32 writes (one HTTP chunk per SSE event, token ids in every chunk, the
 prompt's token ids in the first chunk when `return_token_ids` is set, a usage chunk when
-`stream_options.include_usage` is set, then `data: [DONE]`).
+`stream_options.include_usage` is set, then `data: [DONE]`). That format and the HTTP layer are
+the tests' fake vLLM's (testkit/fake_vllm/wire.py, http.py), written once.
+
+Why not the fake itself: it plays each request as a script, one socket write per event (so a
+test's chunks reach the socket as it wrote them), and that is too slow to keep our client the
+bottleneck. `python -m bench.server_speed --quick` (2026-12-04 14:30 UTC, 2 cores, load average
+6.0-6.8 from other work) gave, at one stream in flight, 11,274 tok/s absorbed from the fake
+against 20,866 from this server, and at 64 streams 6.9 µs of server CPU per token against 3.0
+here while our client spent 9.7-11.9: the fake would have set the pace, and taken CPU from the
+client on a two-core host. Five other runs between 14:22 and 14:31 agreed: the fake 8,200-11,800
+tok/s at one stream, this server 15,000-33,000; at 16 and 64 streams the fake's CPU per token
+2.1-3 times this server's. This server writes 64 events per socket write instead, and keeps the
+emit log below.
 
 Two pacing modes, set per run with POST /bench/mode {"ttft_s": .., "itl_s": ..}:
 - throughput (both 0): an engine loop writes BURST tokens (one event each) to every stream per
