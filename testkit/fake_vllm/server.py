@@ -41,6 +41,8 @@ class Crash:
 
 @dataclass
 class Script:
+    """One request's answer (see the module's docstring)."""
+
     chunks: list[bytes] = field(default_factory=list)
     status: int = 200
     pause_s: float = 0.0  # after every chunk
@@ -50,6 +52,8 @@ class Script:
 
 
 class FakeVllm:
+    """vLLM's OpenAI server as far as our clients see it; answers come from scripts."""
+
     def __init__(
         self, model: str = "demo", version: str = "0.0.fake", log: Callable[[str], None] | None = None
     ) -> None:
