@@ -157,9 +157,7 @@ def methodology_view() -> MethodologyView:
             _doc("evidence", "Re-deriving every number", catalog.checks.evidence, "catalog/checks/evidence.py"),
             _doc("grade-rule", "How the evidence grade is computed", catalog.checks.grade, "catalog/checks/grade.py"),
             _doc("headline", "The headline rule", catalog.checks.selection, "catalog/checks/selection.py"),
-            _doc(
-                "repeats", "Repeats and confidence intervals", catalog.checks.repeats, "catalog/checks/repeats.py"
-            ),
+            _doc("repeats", "Repeats and confidence intervals", catalog.checks.repeats, "catalog/checks/repeats.py"),
             _doc("history", "History and regressions", catalog.checks.history, "catalog/checks/history.py"),
         ],
         formulas=FORMULAS,
