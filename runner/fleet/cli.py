@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
+from catalog.errors import UserError
 from catalog.store.repository import Catalog, load_catalog
-from runner.fleet.cells import expand, finished, jobs_of
+from runner.fleet.cells import HOST_RESOURCE, expand, finished, jobs_of
 from runner.fleet.head import refuse_impossible
 from runner.fleet.plan_file import PlanFile, load_plan
 from runner.measure import plan_request
@@ -32,6 +33,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "resources", help="this host's cards as Ray resources (JSON for `ray start --resources`), read by preflight"
     )
     resources.add_argument("--cpu", action="store_true", help="also advertise the CPU stand-in card (cpu_generic)")
+    resources.add_argument(
+        "--expect",
+        help="fail unless this host has exactly these cards, e.g. '{\"arc_pro_b70\": 2}' (a pod's or job's check "
+        "that the resources it advertises statically are there)",
+    )
 
 
 def run(options: argparse.Namespace) -> int:
@@ -43,6 +49,8 @@ def run(options: argparse.Namespace) -> int:
         hardware = load_file(HardwareFile, options.data / "hardware.yaml").hardware
         found = card_resources(hardware, cpu=options.cpu)
         resources = {name: int(n) if n.is_integer() else n for name, n in found.items()}
+        if options.expect is not None:
+            _check_expected(options.expect, resources)
         print(json.dumps(resources, sort_keys=True, separators=(",", ":")))
         return 0
     planned = load_plan(options.file)
@@ -56,6 +64,23 @@ def run(options: argparse.Namespace) -> int:
     with console_progress() as progress:
         head = Head(planned, catalog, HeadPlaces(options.data, options.packets, options.runs), options.round, progress)
         return head.run(options.address)
+
+
+def _check_expected(expect: str, found: dict[str, float]) -> None:
+    try:
+        wanted = json.loads(expect)
+    except json.JSONDecodeError as error:
+        raise UserError(f"is not JSON: {error.msg}", field="--expect") from None
+    if not isinstance(wanted, dict):
+        raise UserError("must be a JSON object of card ids and counts", field="--expect")
+    cards = {name: n for name, n in found.items() if name != HOST_RESOURCE}
+    if {k: float(v) for k, v in wanted.items()} != {k: float(v) for k, v in cards.items()}:
+        have, want = json.dumps(cards, sort_keys=True), json.dumps(wanted, sort_keys=True)
+        raise UserError(
+            f"this host's preflight finds {have}, not {want}",
+            field="--expect",
+            hint="check the cards with xpu-smi / nvidia-smi, or advertise what is there",
+        )
 
 
 def _print_plan(planned: PlanFile, catalog: Catalog, options: argparse.Namespace) -> int:

@@ -217,3 +217,15 @@ def test_a_user_error_names_the_plan_file(tmp_path: Path, data: Path) -> None:
     with pytest.raises(UserError) as caught:
         run(["--data", str(data), "campaign", "plan", str(tmp_path / "campaigns" / "missing.yaml")])
     assert "missing.yaml" in str(caught.value)
+
+
+def test_resources_refuses_a_host_without_the_cards_it_is_to_advertise(
+    tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pod or batch job advertises its cards statically; --expect checks preflight finds them."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UserError) as caught:
+        run(["--data", str(data), "campaign", "resources", "--expect", '{"arc_pro_b70": 2}'])
+    assert caught.value.field == "--expect"
+    assert caught.value.message == 'this host\'s preflight finds {"cpu_generic": 1}, not {"arc_pro_b70": 2}'
+    assert run(["--data", str(data), "campaign", "resources", "--expect", '{"cpu_generic": 1}']) == 0
