@@ -194,16 +194,17 @@ class Head:
     def _dispatch(self, todo: list[Job]) -> int:
         import ray
 
-        from runner.fleet.board import Board
+        from runner.fleet.board import new_board
         from runner.fleet.task import JobSpec
 
-        board = Board.options(num_cpus=0).remote()
+        board = new_board()
         bundle = data_bundle(self.places.data)
         revision = repo_revision()
 
         def spec_of(job: Job) -> JobSpec:
             return JobSpec(
                 name=job.name,
+                label=job.label,
                 ref=job.ref,
                 request=job.request(),
                 runtime=job.cell.runtime,
@@ -216,12 +217,15 @@ class Head:
         running = self.running
         for job in todo:
             self._submit(job, board, spec_of, running)
-        seen_events = 0
+        seen_events, life = 0, ""
         missing_since: dict[str, float] = {}
         self.say_summary()
         while running:
             ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
-            events = ray.get(board.since.remote(seen_events))  # type: ignore[attr-defined]
+            answer: tuple[str, list[dict[str, str]]] = ray.get(board.since.remote(life, seen_events))
+            now_life, events = answer
+            if now_life != life:
+                life, seen_events = now_life, 0
             seen_events += len(events)
             for event in events:
                 self._event(event)

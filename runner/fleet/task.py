@@ -43,6 +43,7 @@ STOP_GRACE_S = 120.0  # the runner stops each server (20 s each) and the cell re
 @dataclass(frozen=True)
 class JobSpec:
     name: str  # "<cell> r<repeat>"
+    label: str  # what it measures, in words
     ref: CampaignRef
     request: CampaignRequest
     runtime: Literal["local", "docker"]
@@ -101,7 +102,7 @@ def measure_job(spec: JobSpec, board: Any = None) -> JobOutcome:
     with log.open("a") as handle:
         handle.write(f"---- {time.strftime('%Y-%m-%d %H:%M:%S')} {spec.name} on {host}\n")
     start_at = log.stat().st_size
-    post("started", f"{spec.name}: started (log {log})")
+    post("started", f"{spec.name}: started {spec.label} (log {log})")
     mine = repo_revision()
     if spec.revision and mine and mine != spec.revision:
         return failed(
