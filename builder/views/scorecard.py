@@ -46,7 +46,7 @@ class CellEntry:
     depth: int
     range_title: str = "the two fresh servers"
     repeats: str | None = None  # "3 repeats on 2 hosts: ..., 95% CI ..." or "measured once: no interval"
-    interval: Interval | None = None  # of the run the value is the centre of (catalog/checks/repeats.py)
+    interval: bool = False  # value, low and high are a run's centre and 95 % interval (catalog/checks/repeats.py)
     indistinct: list[str] = field(default_factory=list)  # cells of the matrix whose intervals overlap this one's
 
 
@@ -124,7 +124,7 @@ def entry(result: ArmResult, repeats: FamilyRepeats | None = None) -> CellEntry:
         depth=result.depth,
         range_title=range_title,
         repeats=run.combined.words() if run is not None else None,
-        interval=interval,
+        interval=interval is not None,
     )
 
 
@@ -205,6 +205,12 @@ def _entry_name(cell: Cell, e: CellEntry) -> str:
     return f"{cell.row} · {cell.col}" + (f" ({e.detail})" if e.detail else "")
 
 
+def _shown_interval(entry: CellEntry) -> Interval:
+    """The interval as the page shows it (rounded as every number is): cells are compared as read."""
+    assert entry.value is not None and entry.low is not None and entry.high is not None
+    return Interval(float(entry.value.value), float(entry.low.value), float(entry.high.value))
+
+
 def _mark_indistinct(rows: list[MatrixRow]) -> list[MatrixRow]:
     """Entries whose intervals overlap are not distinguishable: each names the others it overlaps.
     An entry measured once has no interval and is never compared (catalog/checks/repeats.py)."""
@@ -213,13 +219,12 @@ def _mark_indistinct(rows: list[MatrixRow]) -> list[MatrixRow]:
         for r, row in enumerate(rows)
         for c, cell in enumerate(row.cells)
         for e, item in enumerate(cell.entries)
-        if item.interval is not None
+        if item.interval
     ]
     overlapping: dict[tuple[int, int, int], list[str]] = {}
     for (r1, c1, e1, cell1), (r2, c2, e2, cell2) in combinations(placed, 2):
-        first, second = cell1.entries[e1], cell2.entries[e2]
-        assert first.interval is not None and second.interval is not None
-        if first.interval.overlaps(second.interval):
+        if _shown_interval(cell1.entries[e1]).overlaps(_shown_interval(cell2.entries[e2])):
+            first, second = cell1.entries[e1], cell2.entries[e2]
             overlapping.setdefault((r1, c1, e1), []).append(_entry_name(cell2, second))
             overlapping.setdefault((r2, c2, e2), []).append(_entry_name(cell1, first))
     if not overlapping:

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from catalog.checks.repeats import CONFIDENCE, Combined, Interval, RefusedRepeat, Repeat, combine, t_quantile
 from catalog.model.packet import Arm, Packet
+from catalog.numbers import fmt
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,10 @@ class Change:
         """`slower by 6.0 % ± 1.0 % since image sha256:…` (or why nothing can be said)."""
         since = "; ".join(self.what_changed) or "nothing recorded in the setup changed"
         if self.plus_minus is None:
-            return f"{self.percent:+.1f} % since {since}: a run measured once has no interval, so no change is claimed"
+            moved = ("+" if self.percent > 0 else "-") + fmt(abs(self.percent), 1)
+            return f"{moved} % since {since}: a run measured once has no interval, so no change is claimed"
         direction = "faster" if self.percent > 0 else "slower"
-        sign = f"{direction} by {abs(self.percent):.1f} % ± {self.plus_minus:.1f} %"
+        sign = f"{direction} by {fmt(abs(self.percent), 1)} % ± {fmt(self.plus_minus, 1)} %"
         if not self.flagged:
             return f"{sign} since {since}: within the interval, not a change"
         return f"{sign} since {since}"

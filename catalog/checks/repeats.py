@@ -33,6 +33,7 @@ from itertools import pairwise
 
 from catalog.model.metrics import MIN_COMPLETION_TOKENS
 from catalog.model.packet import Arm, Packet, PromptRow, ServerRun
+from catalog.numbers import fmt
 
 CONFIDENCE = 0.95
 
@@ -169,19 +170,14 @@ class Combined:
         return len({r.packet.seal.signed_by for r in self.repeats})
 
     def words(self) -> str:
-        """`3 repeats on 2 hosts: 101.2, 95 % CI 99.0–103.4` or `measured once`."""
+        """`3 repeats on 2 hosts: 101.20, 95% CI 99.04–103.36` or `measured once: no interval` (numbers
+        rounded as every page rounds them, catalog/numbers.py)."""
         interval = self.interval
         if interval is None:
             return "measured once: no interval"
         hosts = f"{self.hosts} host{'s' if self.hosts != 1 else ''}"
-        return (
-            f"{self.n} repeats on {hosts}: {_g(interval.centre)}, {CONFIDENCE:.0%} CI "
-            f"{_g(interval.low)}–{_g(interval.high)}"
-        )
-
-
-def _g(value: float) -> str:
-    return f"{value:.1f}"
+        bounds = f"{fmt(interval.low)}–{fmt(interval.high)}"
+        return f"{self.n} repeats on {hosts}: {fmt(interval.centre)}, {CONFIDENCE:.0%} CI {bounds}"
 
 
 def timing_fingerprint(rows: Iterable[PromptRow]) -> str | None:

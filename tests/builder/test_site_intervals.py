@@ -127,7 +127,7 @@ def test_a_cell_publishes_the_centre_of_its_repeats_with_their_interval(site) ->
     assert [d["value"] for d in entry.select(".range data")] == [fmt(run_a.low), fmt(run_a.high)]
     assert entry.select_one(".range")["title"] == "95% confidence interval over 3 independent repeats"
     words = entry.select_one(".entry-repeats").get_text(" ", strip=True)
-    assert words.startswith(f"3 repeats on 1 host: {run_a.centre:.1f}, 95% CI {run_a.low:.1f}–{run_a.high:.1f}")
+    assert words.startswith(f"3 repeats on 1 host: {fmt(run_a.centre)}, 95% CI {fmt(run_a.low)}–{fmt(run_a.high)}")
 
 
 def test_overlapping_cells_are_not_distinguishable_and_one_measured_once_says_so(site) -> None:
@@ -152,7 +152,7 @@ def test_the_history_flags_the_slower_image_and_names_it(site) -> None:
     before, after = _values(made["A"], "tp1-base"), _values(made["B"], "tp1-base")
     percent = (sum(after) - sum(before)) / sum(before) * 100
     text = flag.get_text(" ", strip=True)
-    assert f"slower by {abs(percent):.1f} %" in text and text.endswith("since image sha256:bbbbbbbbbbbb…")
+    assert f"slower by {fmt(abs(percent), 1)} %" in text and text.endswith("since image sha256:bbbbbbbbbbbb…")
     assert len(history.select("figure.chart table tbody tr")) == 6  # a point per packet over time
     speculative = soup.select_one("#history #history-arc-pro-b70-w4a16-1-3-ngram")
     assert speculative.select("ul.history-changes li.flagged") == []  # the same speed on the new image

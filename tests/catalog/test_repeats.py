@@ -92,7 +92,7 @@ def test_repeats_combine_to_their_mean_with_the_t_interval() -> None:
     interval = combined.interval
     assert interval is not None and interval.low == pytest.approx(97.032, abs=1e-3)
     assert combined.hosts == 2 and combined.keys == 1
-    assert combined.words() == "3 repeats on 2 hosts: 102.0, 95% CI 97.0–107.0"
+    assert combined.words() == "3 repeats on 2 hosts: 102.00, 95% CI 97.03–106.97"
 
 
 def test_one_repeat_says_it_was_measured_once() -> None:
