@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +98,10 @@ def accept(job: Job, name: str, data: bytes, envelope: bytes | None, keys: KeyRi
 def connect(address: str | None, catalog: Catalog, progress: Progress) -> None:
     import ray
 
+    # ray.init sets a SIGTERM handler of its own (sys.exit; ray/_private/worker.py, init): the
+    # runner's (runner/cli.py) turns SIGTERM into Ctrl-C, so that an interrupted head cancels its
+    # jobs and says how to resume. It is put back once Ray is connected.
+    previous = signal.getsignal(signal.SIGTERM)
     if address is None:
         resources = card_resources(list(catalog.hardware.values()))
         progress(f"no --address: a Ray instance of this host's own, with its cards {resources}")
@@ -109,6 +115,8 @@ def connect(address: str | None, catalog: Catalog, progress: Progress) -> None:
         )
     else:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _cluster_has(resources: dict[str, float]) -> str | None:

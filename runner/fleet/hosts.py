@@ -45,19 +45,22 @@ def vllm_python() -> Path:
 def card_resources(hardware: list[Hardware], cpu: bool = False) -> dict[str, float]:
     """This host's cards as Ray resources: per hardware id the healthy visible devices whose name
     is that card's (preflight.name_matches). The CPU stand-in (`cpu_generic`, the demo's) when
-    asked for, or when the host has no card at all."""
+    asked for, or when the host has no accelerator at all (a host whose cards are all unhealthy
+    advertises none of them, and no stand-in either: it is out of the fleet until repaired)."""
     counts: Counter[str] = Counter()
+    seen = 0
     for platform in ("xpu", "cuda"):
         try:
             report = preflight.detect_devices(platform)
         except UserError:
             continue  # no such vendor tool or device here
+        seen += len(report.devices)
+        candidates = [hw for hw in hardware if hw.platform == platform]
         for device in report.devices:
-            candidates = [hw for hw in hardware if hw.platform == platform]
             match = next((hw for hw in candidates if preflight.name_matches(hw, device.name)), None)
             if match is not None and device.health is None:
                 counts[match.id] += 1
-    if cpu or not counts:
+    if cpu or not seen:
         counts.update(hw.id for hw in hardware if hw.platform == "cpu")
     return {**{card: float(n) for card, n in sorted(counts.items())}, HOST_RESOURCE: 1.0}
 
