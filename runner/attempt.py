@@ -25,8 +25,8 @@ from catalog.packets.canonical import pretty_json
 from catalog.recipes.compose import flag_groups, flag_name
 from catalog.recipes.suite import Suite
 from catalog.store.documents import load_file
-from runner.energy.meter import describe
 from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
+from runner.energy.meter import describe
 from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
 from runner.plan import ArmPlan, flag_value
 from runner.runtime import Runtime

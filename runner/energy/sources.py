@@ -181,11 +181,11 @@ def read_microjoules(path: Path) -> int | None:
 class Nvml(Protocol):
     """What the meter calls of pynvml (nvidia-ml-py); tests pass a stand-in."""
 
-    def nvmlInit(self) -> None: ...  # noqa: N802 -- NVML's own names
-    def nvmlShutdown(self) -> None: ...  # noqa: N802
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> object: ...  # noqa: N802
-    def nvmlDeviceGetPowerUsage(self, handle: object) -> int: ...  # noqa: N802
-    def nvmlDeviceGetTotalEnergyConsumption(self, handle: object) -> int: ...  # noqa: N802
+    def nvmlInit(self) -> None: ...  # NVML's own names
+    def nvmlShutdown(self) -> None: ...
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> object: ...
+    def nvmlDeviceGetPowerUsage(self, handle: object) -> int: ...
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: object) -> int: ...
 
 
 def load_nvml() -> Nvml | None:
@@ -196,7 +196,7 @@ def load_nvml() -> Nvml | None:
         return None
     try:
         pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 -- NVMLError and its many subclasses: no NVML here
+    except Exception:  # NVMLError and its many subclasses: no NVML here
         return None
     nvml: Nvml = pynvml
     return nvml
