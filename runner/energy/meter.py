@@ -201,8 +201,9 @@ class EnergyMeter:
         traces = [card.trace(start, end, margin) for card in used]
         return judge_window(traces, duration, self.bounds, tokens, self.idle_w())
 
-    def take_idle_baseline(self, seconds: float = IDLE_BASELINE_S) -> EnergyWindow:
-        """Every card sampled idle for `seconds`, once each has a first sample to start from."""
+    def take_idle_baseline(self, seconds: float | None = None) -> EnergyWindow:
+        """Every card sampled idle for `seconds` (IDLE_BASELINE_S), once each has a first sample."""
+        seconds = IDLE_BASELINE_S if seconds is None else seconds
         self._wait_for(time.perf_counter(), self.cards, FIRST_SAMPLE_WAIT_S)
         start = time.perf_counter()
         self.progress(f"energy: sampling the idle cards for {seconds:g} s before the first server starts")
@@ -238,7 +239,7 @@ class NoEnergy:
     def window(self, start: float, end: float, cards: int, tokens: Tokens) -> EnergyWindow | None:
         return None
 
-    def take_idle_baseline(self, seconds: float = IDLE_BASELINE_S) -> None:
+    def take_idle_baseline(self, seconds: float | None = None) -> None:
         return None
 
     def setup(self) -> EnergySetup:
