@@ -183,6 +183,8 @@ class EnergyMeter:
         """Until every card has a sample at or after `moment` (its edge can be interpolated), or the deadline."""
         give_up = time.perf_counter() + deadline_s
         while time.perf_counter() < give_up:
+            if self._processes and all(process.poll() is not None for process in self._processes):
+                return  # the tools stopped: no sample is coming (the gap rule will say so)
             if all(
                 card.power
                 and card.power[-1][0] >= moment
