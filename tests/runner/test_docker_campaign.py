@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 
 import runner.attempt
-from catalog.model.packet import Packet
-from runner.energy import meter as energy_meter
-from runner.energy import sources as energy_sources
 from catalog.errors import exit_on_user_error
+from catalog.model.packet import Packet
 from catalog.packets.layout import SIGNATURE_SUFFIX
 from runner import cli as runner_cli
 from runner import preflight
 from runner.docker import CONTAINER_PREFIX
+from runner.energy import meter as energy_meter
+from runner.energy import sources as energy_sources
 from runner.plan import campaign_id
 from runner.runtime import DockerRuntime
 from runner.server import VllmServer, find_free_port
