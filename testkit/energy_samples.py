@@ -94,3 +94,25 @@ def with_energy(parts: PacketParts, watts: float = 180.0, idle: float = IDLE_W) 
             load = load.model_copy(update={"levels": levels})
         ladders.append(ladder.model_copy(update={"concurrency": points, "load": load}))
     return parts.model_copy(update={"arms": arms, "ladders": ladders, "energy": setup})
+
+
+def with_gap(window: EnergyWindow, start_s: float, end_s: float, idle_w: dict[int, float] | None) -> EnergyWindow:
+    """The window with its power samples between start_s and end_s dropped (a stalled tool), judged again."""
+    cards = []
+    for card in window.cards:
+        keep = [k for k, t in enumerate(card.power_t_us) if not start_s * US <= t <= end_s * US]
+        cards.append(
+            card.model_copy(
+                update={
+                    "power_t_us": to_int64(card.power_t_us[k] for k in keep),
+                    "power_mw": to_uint32(card.power_mw[k] for k in keep),
+                }
+            )
+        )
+    figures = window.figures
+    tokens = Tokens(0, 0)
+    if figures is not None and figures.j_per_output_token and figures.j_per_total_token:
+        tokens = Tokens(
+            round(figures.energy_j / figures.j_per_output_token), round(figures.energy_j / figures.j_per_total_token)
+        )
+    return judge_window(cards, window.duration_us, EnergyBounds(), tokens, idle_w)

@@ -16,7 +16,8 @@ edges can be interpolated) and, when the samples allow, the derived figures:
   power (or counter) sample, every card has both sources, no counter runs backwards (a wrap the
   driver did not account for, or a reset), and on every card the two energies agree within
   `agreement` of the counter's energy plus `power_accuracy_w` over the window. Every invalid
-  window lists why, and carries no figure;
+  window lists why, and carries no figure: `gap`, `power missing`, `counter missing`, `counter wrap`
+  (the counter went backwards) or `disagreement` (both energies given);
 - figures: J per output token and per total (prompt + output) token, average and peak W (peak:
   the highest value of the cards' summed, interpolated power), output tokens per joule (= tok/s
   per W), and energy above the idle baseline (each card's idle W times the duration, subtracted).
