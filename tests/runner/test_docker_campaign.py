@@ -184,7 +184,8 @@ def test_a_docker_campaign_pins_names_stops_and_removes_every_container(
     assert typed.energy is not None and typed.energy.sources == [energy_sources.XPU_POWER, energy_sources.HWMON_COUNTER]
     assert typed.energy.idle is not None and typed.energy.idle.valid
     for server in typed.arms[0].servers:
-        assert server.energy is not None and server.energy.invalid == [], server.energy.invalid
+        assert server.energy is not None
+        assert server.energy.invalid == [], server.energy.invalid
         assert server.energy.figures is not None and server.energy.figures.avg_w < 40.0  # the idle trace
 
 
