@@ -314,7 +314,8 @@ def _cuda_meter(cards: Sequence[CardAddress], progress: Progress, interval: int,
             return NoEnergy("no card energy source: neither nvidia-ml-py (NVML) nor nvidia-smi is available")
         progress(
             "energy: nvidia-ml-py is not installed, so NVML's energy counter cannot be read: power comes from "
-            "nvidia-smi and every window will be invalid (counter missing); `pip install nvidia-ml-py` fixes it"
+            "nvidia-smi and every window will be invalid (counter missing); "
+            "`pip install -r requirements/runner-cuda.txt` (nvidia-ml-py) fixes it"
         )
         recorded = [Card(a.index, a.bus_id, sources.NVIDIA_SMI_POWER, None) for a in cards]
         argv = sources.nvidia_smi_argv([a.index for a in cards], interval)
