@@ -118,16 +118,28 @@ def stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     yield tmp_path / "sys"
 
 
+def first_row(meter: EnergyMeter) -> float:
+    """When the stand-in tool's first row was stamped (it starts late on a loaded host)."""
+    card = meter.cards[0]
+    deadline = time.perf_counter() + 60.0
+    while not card.power and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    assert card.power, "the stand-in tool printed no row"
+    return card.power[0][0]
+
+
 def run_xpu(sysfs: Path, trace: str, monkeypatch: pytest.MonkeyPatch, window: tuple[float, float]) -> EnergyMeter:
-    """A meter on the stand-in B70 replaying `trace`; one window (seconds after the meter started)."""
+    """A meter on the stand-in B70 replaying `trace`; one window, in seconds of the trace. The trace
+    starts when the replaying process does (late on a loaded host): its first row is printed one
+    interval in, which places the trace's start on the meter's clock."""
     monkeypatch.setenv("FAKE_POWER_TRACE", str(POWER / trace))
     lines: list[str] = []
     meter = energy_meter("xpu", [CardAddress(0, BDF)], lines.append, interval_ms=200, sysfs=sysfs)
     assert isinstance(meter, EnergyMeter), lines
     with meter:
-        started = time.perf_counter()
-        time.sleep(window[1] + 0.3)
-        meter.result = meter.window(started + window[0], started + window[1], 1, Tokens(1000, 2000))  # type: ignore[attr-defined]
+        origin = first_row(meter) - 0.2
+        time.sleep(max(origin + window[1] + 0.5 - time.perf_counter(), 0.0))
+        meter.result = meter.window(origin + window[0], origin + window[1], 1, Tokens(1000, 2000))  # type: ignore[attr-defined]
     return meter
 
 
@@ -186,10 +198,11 @@ def test_without_a_hwmon_counter_every_window_says_counter_missing(
     lines: list[str] = []
     meter = energy_meter("xpu", [CardAddress(0, BDF)], lines.append, interval_ms=200, sysfs=tmp_path)
     assert any("no hwmon energy1_input" in line for line in lines)
+    assert isinstance(meter, EnergyMeter)
     with meter:
-        started = time.perf_counter()
+        started = first_row(meter)
         time.sleep(1.5)
-        window = meter.window(started + 0.5, started + 1.2, 1, Tokens(10, 20))
+        window = meter.window(started + 0.3, started + 1.0, 1, Tokens(10, 20))
     assert window is not None
     assert window.invalid == ["counter missing: device 0 has no cumulative energy counter to check its power against"]
 
@@ -222,10 +235,11 @@ def test_without_nvidia_ml_py_power_comes_from_nvidia_smi_and_the_counter_is_mis
     lines: list[str] = []
     meter = energy_meter("cuda", [CardAddress(0, "00000000:83:00.0")], lines.append, interval_ms=200)
     assert any("requirements/runner-cuda.txt" in line for line in lines)
+    assert isinstance(meter, EnergyMeter)
     with meter:
-        started = time.perf_counter()
-        time.sleep(1.8)
-        window = meter.window(started + 0.6, started + 1.4, 1, Tokens(10, 20))
-    assert window is not None and isinstance(meter, EnergyMeter)
+        started = first_row(meter)
+        time.sleep(1.5)
+        window = meter.window(started + 0.3, started + 1.0, 1, Tokens(10, 20))
+    assert window is not None
     assert meter.sources == [sources.NVIDIA_SMI_POWER]
     assert window.invalid == ["counter missing: device 0 has no cumulative energy counter to check its power against"]
