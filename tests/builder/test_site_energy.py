@@ -86,6 +86,11 @@ def test_the_index_shows_energy_beside_the_headline_and_each_pick(soup) -> None:
     assert all("J/token" in words(p.select_one(".energy-valid")) for p in with_energy)
 
 
+def test_the_index_table_of_best_results_carries_their_energy(soup) -> None:
+    rows = [r for r in soup("index.html").select("#by-result tbody tr") if LOAD_FAMILY in words(r)]
+    assert rows and all("J/token" in words(r) for r in rows)
+
+
 def test_the_packet_page_lists_sources_rules_idle_and_each_servers_figures(soup, load_site) -> None:
     page = soup(f"packets/{load_site[1].id}/index.html")
     energy = words(page.select_one("#energy"))
