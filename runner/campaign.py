@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import UserError
+from catalog.model.energy import EnergySetup
 from catalog.model.metrics import compare_rows
 from catalog.model.packet import (
     ArmConfig,
@@ -28,7 +29,8 @@ from catalog.model.packet import (
 )
 from catalog.packets.seal import Sealed, seal, write_packet
 from catalog.packets.signing import HostKey
-from runner.attempt import finished_attempt, run_attempt
+from runner.attempt import arm_cards, finished_attempt, run_attempt
+from runner.energy.packet import judged
 from runner.identity import scrub_argv, scrub_env
 from runner.plan import ArmPlan, CampaignRequest, flag_value
 from runner.runtime import PORT_PLACEHOLDER, Runtime
@@ -77,8 +79,7 @@ def measure_arms(setup: CampaignSetup, runtime: Any, progress: Progress) -> dict
 def arm_tp(arm: ArmPlan) -> int:
     """The arm's tensor parallel size, as its command says (compose writes the flag above 1;
     a reproduction plans arms of several sizes in one campaign)."""
-    value = flag_value(arm.command.args, "--tensor-parallel-size")
-    return int(value) if value and value.isdigit() else 1
+    return arm_cards(arm)
 
 
 def oracle_of(arm: ArmPlan, arms: list[ArmPlan]) -> ArmPlan:
@@ -162,6 +163,10 @@ def assemble(
     runtime: Runtime | None = None,
 ) -> Sealed:
     arms = [arm_parts(arm, results[arm.id], gates[arm.id], setup.request, runtime) for arm in setup.arms]
+    energy: EnergySetup | None = None
+    if setup.settings.energy is not None:
+        energy = setup.settings.energy.setup()
+        arms, ladders = judged(arms, ladders, energy)
     parts = PacketParts(
         title=setup.title,
         created=datetime.now(UTC).replace(microsecond=0),
@@ -181,6 +186,7 @@ def assemble(
         ladders=ladders,
         reproduces=reproduces,
         campaign=setup.campaign,
+        energy=energy,
     )
     return seal(parts, key)
 

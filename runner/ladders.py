@@ -21,6 +21,7 @@ from time import perf_counter
 
 import httpx
 
+from catalog.checks.energy import concurrency_tokens
 from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.metrics import decode_rate
@@ -28,7 +29,9 @@ from catalog.model.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptR
 from catalog.packets.canonical import pretty_json
 from catalog.recipes.suite import Suite
 from catalog.store.documents import load_file
+from runner.attempt import arm_cards
 from runner.client import ClientError, new_http_client, stream_completion
+from runner.energy.meter import describe
 from runner.load_sweep import levels_path, run_load_sweep
 from runner.metrics_scrape import MetricsError
 from runner.plan import LADDER_MAX_SEQS, ArmPlan, LoadSweepOptions, flag_value, ladder_command
@@ -183,15 +186,19 @@ async def _concurrency(
                     for p in batch
                 )
             )
-            wall = perf_counter() - started
+            ended = perf_counter()
+            wall = ended - started
             tokens = sum(r.completion_tokens for r in results)
             identical = all(r.token_ids == expected.get(p.id) for p, r in zip(batch, results, strict=True))
-            points.append(
-                ConcurrencyPoint(users=users, completion_tokens=tokens, wall_s=wall, identical_to_oracle=identical)
-            )
+            point = ConcurrencyPoint(users=users, completion_tokens=tokens, wall_s=wall, identical_to_oracle=identical)
+            energy = None
+            if settings.energy is not None:
+                served = concurrency_tokens(point, oracle_rows)
+                energy = await asyncio.to_thread(settings.energy.window, started, ended, arm_cards(arm), served)
+            points.append(point.model_copy(update={"energy": energy}))
             progress(
                 f"{arm.id} concurrency c{users}: {tokens / wall:.1f} tok/s aggregate, "
-                f"{'identical to' if identical else 'differs from'} the oracle"
+                f"{'identical to' if identical else 'differs from'} the oracle; {describe(energy)}"
             )
     return Ladder(arm=arm.id, kind="concurrency", concurrency=points)
 

@@ -27,8 +27,9 @@ from catalog.recipes.recipe import Recipe
 from catalog.recipes.suite import CanarySet, Suite
 from catalog.store.repository import Catalog
 from runner import docker, preflight
-from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, publish
+from runner.campaign import CampaignSetup, arm_tp, assemble, judge_gates, measure_arms, publish
 from runner.docker import PinnedImage
+from runner.energy.meter import CardAddress, Meter, energy_meter
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
 from runner.ladders import run_ladders
 from runner.plan import (
@@ -104,18 +105,31 @@ def measure(
         progress(f"{arm.id}: {arm.command.redacted().shell()}")
     run_dir = places.runs / cid
     progress(f"campaign {cid}: logs and finished attempts in {run_dir}")
-    settings = MeasurementSettings(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
+    meter = campaign_meter(hardware, checked, arms, progress)
+    settings = MeasurementSettings(
+        suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s, energy=meter
+    )
     identity = campaign_identity(recipe, hardware, request, checked, runtime_identity, progress)
     title = _title(recipe.meta.title, request, hardware.name)
     setup = CampaignSetup(request, arms, settings, run_dir, identity, title, campaign)
     try:
-        results = measure_arms(setup, runtime, progress)  # the oracle and every speculative arm, fresh servers each
-        ladders = run_campaign_ladders(setup, recipe, results, runtime, progress)
+        with meter:
+            meter.take_idle_baseline()  # before the first server starts
+            results = measure_arms(setup, runtime, progress)  # the oracle and every speculative arm, fresh servers each
+            ladders = run_campaign_ladders(setup, recipe, results, runtime, progress)
     except KeyboardInterrupt:
         progress(f"interrupted: no packet written; finished attempts and server logs stay in {run_dir}")
         raise
     gates = judge_gates(setup.arms, results)
     return seal_and_write(setup, results, gates, ladders, reproduces, key, runtime, places.packets, progress)
+
+
+def campaign_meter(hardware: Hardware, checked: Checked, arms: list[ArmPlan], progress: Progress) -> Meter:
+    """The energy meter of every card the campaign's largest arm uses (runner/energy/): a CPU
+    host has none, and its packet says so."""
+    cards = max(arm_tp(arm) for arm in arms)
+    used = [CardAddress(d.index, d.bus_id) for d in checked.devices.devices[:cards]]
+    return energy_meter(hardware.platform, used, progress)
 
 
 def run_preflight(

@@ -12,6 +12,7 @@ from markupsafe import Markup, escape
 from builder.format import Num, num, num_markup, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
+from builder.views.energy import energy_facts, window_figure
 from builder.views.results import STATE_LABELS, state_reason
 from catalog.model.metrics import decode_rate
 from catalog.model.packet import Arm, GateResult, Packet, PromptRow, ServerRun
@@ -115,7 +116,7 @@ def _text(text: str) -> Markup:
     return escape(text)
 
 
-def _server(server: ServerRun) -> ServerView:
+def _server(server: ServerRun, packet: Packet) -> ServerView:
     facts = [Fact("cache zero", {True: "yes", False: "NO", None: "not recorded"}[server.cache_zero])]
     if server.server_version:
         facts.append(Fact("vLLM version", server.server_version, "as the server answered GET /version"))
@@ -134,6 +135,8 @@ def _server(server: ServerRun) -> ServerView:
             facts.append(Fact("mean acceptance length", num(sm.mean_acceptance_length)))
     if server.log:
         facts.append(Fact("log", server.log))
+    if server.rows and packet.provenance.kind == "measured":
+        facts += energy_facts(server.energy, packet)
     return ServerView(
         label=server.label,
         status=server.status,
@@ -200,7 +203,7 @@ def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) ->
         config=config_clause(arm),
         command=command,
         env=env or None,
-        servers=[_server(s) for s in arm.servers],
+        servers=[_server(s, packet) for s in arm.servers],
         command_label=label,
         gates=[
             GateView(
@@ -224,7 +227,7 @@ def ladder_views(packet: Packet) -> list[LadderView]:
         if ladder.kind == "load":
             continue  # its own table: builder/views/load_sweep.py
         if ladder.kind == "concurrency":
-            cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle"]
+            cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle", "energy"]
             rows: list[list[str | Num | None]] = [
                 [
                     num(p.users, 0),
@@ -232,6 +235,7 @@ def ladder_views(packet: Packet) -> list[LadderView]:
                     num(p.wall_s),
                     num(p.aggregate_tok_s),
                     _yes_no(p.identical_to_oracle),
+                    window_figure(p.energy, packet).text,
                 ]
                 for p in ladder.concurrency
             ]

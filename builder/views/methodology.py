@@ -14,6 +14,7 @@ import catalog.checks.grade
 import catalog.checks.history
 import catalog.checks.repeats
 import catalog.checks.selection
+import catalog.model.energy
 import catalog.model.metrics
 import catalog.model.packet
 import catalog.packets.seal
@@ -159,6 +160,12 @@ def methodology_view() -> MethodologyView:
             _doc("headline", "The headline rule", catalog.checks.selection, "catalog/checks/selection.py"),
             _doc("repeats", "Repeats and confidence intervals", catalog.checks.repeats, "catalog/checks/repeats.py"),
             _doc("history", "History and regressions", catalog.checks.history, "catalog/checks/history.py"),
+            _doc(
+                "energy",
+                "Energy per token: power integrated, checked against a counter",
+                catalog.model.energy,
+                "catalog/model/energy.py",
+            ),
         ],
         formulas=FORMULAS,
         gates=GATES,

@@ -23,6 +23,7 @@ from builder import routes
 from builder.format import Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
+from builder.views.energy import arm_energy
 from catalog.recipes.compose import Selection, compose, compose_configuration
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -96,6 +97,15 @@ class ConfigurationView:
 
 
 @dataclass(frozen=True)
+class EnergyCost:
+    """A measured result's J per output token, for the builder's cost per million tokens (site.js)."""
+
+    label: str
+    href: str
+    j_per_token: Num
+
+
+@dataclass(frozen=True)
 class RecipeView:
     slug: str
     title: str
@@ -115,6 +125,24 @@ class RecipeView:
     depths: list[int]
     default_depth: int | None
     configurations: list[ConfigurationView]
+    energy_costs: list[EnergyCost]
+
+
+def energy_costs(ctx: SiteContext, slug: str) -> list[EnergyCost]:
+    """Every arm of this model with a valid energy figure: its card, configuration and J/token."""
+    found = []
+    for packet_id in ctx.catalog.family_ids(slug):
+        packet = ctx.catalog.packets[packet_id]
+        if packet.provenance.kind != "measured":
+            continue
+        hardware = ctx.catalog.hardware.get(packet.identity.host.hardware)
+        for arm in packet.arms:
+            figure = arm_energy(packet, arm)
+            if arm.state.has_speed and figure.valid and figure.j_per_token is not None:
+                card = hardware.name if hardware else packet.identity.host.hardware
+                label = f"{packet.identity.model.quantization_label} · {arm.label} · {card}"
+                found.append(EnergyCost(label, routes.packet_page(packet.id, arm.id), figure.j_per_token))
+    return found
 
 
 def _hardware_options(recipe: Recipe, known: dict[str, Hardware]) -> tuple[list[HardwareOption], list[Fact]]:
@@ -278,6 +306,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         Fact("updated", recipe.meta.date_updated.isoformat()),
     ]
     return RecipeView(
+        energy_costs=energy_costs(ctx, recipe.meta.slug),
         slug=recipe.meta.slug,
         title=recipe.meta.title,
         provider=recipe.meta.provider,

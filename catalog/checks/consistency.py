@@ -13,6 +13,7 @@ into `CatalogError`s naming the file. API:
   it is `packet_problems(packet, now)` (the packet alone: run where the file is read, on every
   core) plus `reference_problems(packet, recipe, hardware)` (against data/).
 - `reproduction_problems(packet, original)`: a reproduction against the packet it names.
+Energy windows are checked by catalog/checks/energy.py, run from here too.
 Load sweeps' own checks live in catalog/checks/load_sweep.py; they run from here (and their
 prompt order against the suite from catalog.store.repository).
 """
@@ -24,6 +25,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
+from catalog.checks.energy import board_power_problems, energy_problems
 from catalog.checks.load_sweep import load_problems, per_user_rates
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
 from catalog.projection.cells import cell_for_arm
@@ -85,13 +87,18 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *spec_metric_problems(packet),
         *ladder_problems(packet),
         *load_problems(packet),
+        *energy_problems(packet),
         *created_problems(packet, now),
     ]
 
 
 def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
     """The checks against the packet's recipe and hardware entry."""
-    return [*identity_problems(packet, recipe, hardware), *ceiling_problems(packet, recipe, hardware)]
+    return [
+        *identity_problems(packet, recipe, hardware),
+        *ceiling_problems(packet, recipe, hardware),
+        *board_power_problems(packet, hardware),
+    ]
 
 
 # --- gates and servers ----------------------------------------------------------------------

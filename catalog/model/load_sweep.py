@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from catalog.model.base import FieldError, StrictModel
+from catalog.model.energy import EnergyWindow
 
 LAG_BOUND_MS = 10.0
 """Default schedule-lag bound (p99, milliseconds). Arrivals of a 64-user level on a fast card are a
@@ -190,6 +191,12 @@ class LoadLevel(StrictModel):
     )
     requests: list[LoadRequest] = Field(min_length=1, description="every request planned, in planned order")
     server: LoadServerMetrics | None = Field(default=None, description="the server's /metrics over the level")
+    energy: EnergyWindow | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="the cards' power and energy counter over the level (catalog/model/energy.py); absent when "
+        "not measured",
+    )
 
     @model_validator(mode="after")
     def _one_mode(self) -> LoadLevel:

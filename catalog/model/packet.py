@@ -26,6 +26,7 @@ from pydantic import (
 
 from catalog.model.arrays import UInt32Array
 from catalog.model.base import EnvName, FieldError, Sha256, Slug, StrictModel
+from catalog.model.energy import EnergySetup, EnergyWindow
 from catalog.model.load_sweep import LoadSweep
 from catalog.model.secrets import REDACTED, is_secret_env, redact_argv
 
@@ -429,8 +430,13 @@ class ServerRun(_Additions):
     server_version: str | None = Field(
         default=None, description="What the server answered on GET /version (null: not asked, or an older server)."
     )
+    energy: EnergyWindow | None = Field(
+        default=None,
+        description="The cards' power and energy counter over the strict suite (catalog/model/energy.py); "
+        "absent when not measured.",
+    )
 
-    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version", "energy"})
 
 
 class GateResult(StrictModel):
@@ -521,6 +527,12 @@ class ConcurrencyPoint(StrictModel):
     completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
     wall_s: float = Field(gt=0, description="Wall-clock seconds for all requests.")
     identical_to_oracle: bool | None = Field(default=None, description="Whether every output matched the oracle's.")
+    energy: EnergyWindow | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The cards' power and energy counter over the level (catalog/model/energy.py); "
+        "absent when not measured.",
+    )
 
     @property
     def aggregate_tok_s(self) -> float:
@@ -590,6 +602,12 @@ class PacketBody(StrictModel):
     # left out of the file when absent: packets written before it existed keep their bytes
     campaign: CampaignRef | None = Field(
         default=None, exclude_if=_absent, description="The fleet campaign cell measured; absent for a single run."
+    )
+    energy: EnergySetup | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="How the cards' energy was read (or why it was not) and the idle baseline; absent in packets "
+        "measured before energy was.",
     )
 
 

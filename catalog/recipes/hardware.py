@@ -38,6 +38,10 @@ class Hardware(StrictModel):
     compute_tflops_bf16: Figure | None = Field(default=None, description="Peak dense BF16 compute, TFLOPS.")
     compute_tops_int8: Figure | None = Field(default=None, description="Peak dense INT8 compute, TOPS.")
     interconnect: Interconnect | None = Field(default=None, description="Card-to-card link.")
+    board_power_w: Figure | None = Field(
+        default=None,
+        description="Rated board power of one card, watts: the bound verification holds every measured power to.",
+    )
     notes: str | None = Field(default=None, description="Free text about the card.")
     # Words of the name the vendor tool reports for this card (`xpu-smi discovery`, `nvidia-smi`),
     # trademarks dropped: preflight refuses a card none of them names (a B60 is never a B70).

@@ -13,6 +13,7 @@ from pathlib import Path
 from catalog.model.metrics import compare_rows
 from catalog.model.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
 from catalog.packets.seal import write_packet
+from testkit.energy_samples import with_energy, with_gap
 from testkit.samples import ORACLE_ARM, SPEC_ARM, make_arm, make_load_sweep, published_arm, published_parts, with_load
 from testkit.samples import measured_parts as sample_measured_parts
 from tests.catalog.factories import canary_set, keys_yaml, make_rows, make_server, seal_parts, strict_suite
@@ -293,17 +294,38 @@ LOAD_LAGS = "32 users"  # the oracle arm's level whose client lagged past the bo
 LOAD_FAMILY = "qwen3.5-9b"  # the repository's recipe: a known architecture, so its sweeps project
 
 
+ENERGY_GAP_LEVEL = "2 users"  # the oracle arm's level whose power samples have a gap: energy invalid
+
+
 def load_parts() -> PacketParts:
     """A Qwen3.5-9B BF16 campaign with a load sweep on each arm: the speculative one diverges at one
-    level, the oracle's client lags at another."""
+    level, the oracle's client lags at another. The cards' energy was measured beside every window
+    (testkit/energy_samples.py: 180 W steady); one level's power samples have a gap, so its energy
+    is invalid."""
     parts = sample_measured_parts(title="Qwen3.5-9B BF16 under load")
-    return with_load(
-        parts,
-        {
-            ORACLE_ARM: make_load_sweep(lagging=[LOAD_LAGS]),
-            SPEC_ARM: make_load_sweep(ms_per_token=18.0, diverge={LOAD_DIVERGES: 2}),
-        },
+    loaded = with_energy(
+        with_load(
+            parts,
+            {
+                ORACLE_ARM: make_load_sweep(lagging=[LOAD_LAGS]),
+                SPEC_ARM: make_load_sweep(ms_per_token=18.0, diverge={LOAD_DIVERGES: 2}),
+            },
+        )
     )
+    assert loaded.energy is not None
+    idle_w = loaded.energy.idle_w()
+    ladders = []
+    for ladder in loaded.ladders:
+        if ladder.arm == ORACLE_ARM and ladder.load is not None:
+            levels = [
+                level.model_copy(update={"energy": with_gap(level.energy, 1.0, 5.0, idle_w)})
+                if level.label == ENERGY_GAP_LEVEL and level.energy is not None
+                else level
+                for level in ladder.load.levels
+            ]
+            ladder = ladder.model_copy(update={"load": ladder.load.model_copy(update={"levels": levels})})
+        ladders.append(ladder)
+    return loaded.model_copy(update={"ladders": ladders})
 
 
 def screened_load_parts() -> PacketParts:

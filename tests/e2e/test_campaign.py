@@ -29,6 +29,7 @@ from catalog.packets.keys import KeyRing
 from catalog.packets.layout import is_signature, signature_path
 from catalog.packets.verify import read_packet
 from catalog.store.repository import load_catalog
+from runner.energy.meter import NO_CARD
 from runner.ladders import context_outputs_path, load_context_outputs
 from tests.catalog import factories
 from tests.e2e.demo_campaign import (
@@ -186,6 +187,17 @@ def test_load_sweep_of_both_arms(campaign: Campaign) -> None:
         if arm.config.spec_depth:
             assert any(level.server and level.server.spec_drafted_tokens for level in sweep.levels)
     assert len(re.findall(r"load \d+ users?: .* tok/s aggregate, .* identical to the oracle", campaign.output)) == 6
+
+
+def test_the_cpu_demo_records_that_no_card_energy_source_exists(campaign: Campaign) -> None:
+    """The CPU has no card to read: the packet says so, and no window carries a figure."""
+    packet = _only_packet(campaign.packets)
+    assert packet.energy is not None and packet.energy.absent == NO_CARD
+    assert packet.energy.sources == [] and packet.energy.idle is None
+    assert all(server.energy is None for arm in packet.arms for server in arm.servers)
+    for ladder in packet.ladders:
+        assert all(point.energy is None for point in ladder.concurrency)
+        assert all(level.energy is None for level in (ladder.load.levels if ladder.load else []))
 
 
 def test_logs_are_kept_per_server(campaign: Campaign) -> None:

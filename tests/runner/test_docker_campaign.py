@@ -1,6 +1,7 @@
 """`python -m runner measure ... --docker` end to end on a stand-in B70 box: a fake `docker`
 (tests/runner/bin/docker) runs the fake vLLM server as its containers, fake `xpu-smi` replays a
-recorded B70 (tests/runner/smi/b70). The runner's real code runs throughout."""
+recorded B70 (tests/runner/smi/b70) and its power trace with the card's hwmon energy counter
+(tests/runner/power). The runner's real code runs throughout."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ import pytest
 
 import runner.attempt
 from catalog.errors import exit_on_user_error
+from catalog.model.packet import Packet
 from catalog.packets.layout import SIGNATURE_SUFFIX
 from runner import cli as runner_cli
 from runner import preflight
 from runner.docker import CONTAINER_PREFIX
+from runner.energy import meter as energy_meter
+from runner.energy import sources as energy_sources
 from runner.plan import campaign_id
 from runner.runtime import DockerRuntime
 from runner.server import VllmServer, find_free_port
@@ -103,6 +107,13 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     (dri / "renderD128").write_bytes(b"")
     (dri / "by-path" / "pci-0000:03:00.0-render").symlink_to(dri / "renderD128")
     monkeypatch.setattr(preflight, "DRI", dri)
+    hwmon = tmp_path / "sys" / "0000:03:00.0" / "hwmon" / "hwmon3"  # the card's PCI address in smi/b70
+    hwmon.mkdir(parents=True)
+    (hwmon / "name").write_text("xe\n")
+    (hwmon / "energy1_input").write_text("0\n")  # the replayed trace writes its counter here
+    monkeypatch.setattr(energy_sources, "SYS_PCI_DEVICES", tmp_path / "sys")
+    monkeypatch.setattr(energy_meter, "INTERVAL_MS", 100)  # many samples in the fake server's short windows
+    monkeypatch.setattr(energy_meter, "IDLE_BASELINE_S", 1.0)
     monkeypatch.chdir(tmp_path)
     for name in list(os.environ):
         if name.startswith(("FAKE_", "ZE_", "HF_")):
@@ -110,6 +121,8 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
     monkeypatch.setenv("FAKE_SMI_BOX", str(HERE / "smi" / "b70"))
+    monkeypatch.setenv("FAKE_POWER_TRACE", str(HERE / "power" / "b70-idle.trace"))
+    monkeypatch.setenv("FAKE_HWMON", str(hwmon))
     monkeypatch.setenv("FAKE_VLLM_PIDS", str(pids))
     monkeypatch.setenv("FAKE_VLLM_TOKEN_DELAY", "0.0002")
     monkeypatch.setenv("FAKE_VLLM_VERSION", "0.32.0+xpu")
@@ -165,6 +178,15 @@ def test_a_docker_campaign_pins_names_stops_and_removes_every_container(
     assert config["launch_argv"][:3] == ["docker", "run", "--rm"] and pinned in config["launch_argv"]
     assert config["argv"][:3] == ["vllm", "serve", "local/demo-qwen3-tiny"]
     assert {server["server_version"] for server in arm["servers"]} == {"0.32.0+xpu"}  # type: ignore[has-type]
+
+    # the card's energy beside each strict suite, read from the stand-in xpu-smi and hwmon
+    typed = Packet.model_validate(packet)
+    assert typed.energy is not None and typed.energy.sources == [energy_sources.XPU_POWER, energy_sources.HWMON_COUNTER]
+    assert typed.energy.idle is not None and typed.energy.idle.valid
+    for server in typed.arms[0].servers:
+        assert server.energy is not None
+        assert server.energy.invalid == [], server.energy.invalid
+        assert server.energy.figures is not None and server.energy.figures.avg_w < 40.0  # the idle trace
 
 
 @pytest.mark.slow
