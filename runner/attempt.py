@@ -73,11 +73,12 @@ def run_attempt(
     if server_dir.exists():
         shutil.rmtree(server_dir)  # a retried attempt gets an empty compile cache again
     port = find_free_port()
+    runtime.prepare(server_dir)
     server = VllmServer(
-        runtime.argv(arm.command, port, attempt=f"{arm.id}-{label}"),
+        runtime.argv(arm.command, port, attempt=f"{arm.id}-{label}", server_dir=server_dir),
         port=port,
         run_dir=server_dir,
-        env=arm.command.env,
+        env={**arm.command.env, **runtime.server_env()},
         log_path=log_path,
         health_deadline_s=settings.health_deadline_s,
     )

@@ -117,11 +117,12 @@ def run_ladders(
             shutil.rmtree(server_dir)  # an interrupted ladder left its compile cache: start empty again
         try:
             progress(f"{arm.id} ladders: starting a server on port {port} (log {log_path})")
+            runtime.prepare(server_dir)
             with VllmServer(
-                runtime.argv(command, port),
+                runtime.argv(command, port, attempt=f"{arm.id}-ladders", server_dir=server_dir),
                 port=port,
                 run_dir=server_dir,
-                env=command.env,
+                env={**command.env, **runtime.server_env()},
                 log_path=log_path,
                 health_deadline_s=settings.health_deadline_s,
             ) as server:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from catalog.recipes.recipe import Recipe
 from runner import nvidia_smi, xpu_smi
 from runner.cards import MIB, CardNodes, CardSelection, Device, DeviceReport
 from runner.identity import cpu_name
+from runner.runtime_probe import RuntimeFacts
 
 __all__ = ["Device", "DeviceReport"]
 
@@ -292,6 +294,51 @@ def check(
     return check_devices(hardware, tp, recipe.variants[variant].vram_minimum_gb, variant)
 
 
+def check_env_known(
+    envs: Mapping[str, Mapping[str, str]], facts: RuntimeFacts, runtime: str, config: Mapping[str, object] | None
+) -> list[str]:
+    """Every VLLM_* switch an arm sets is one the runtime's vLLM knows: vLLM only logs an unknown
+    one ("Unknown vLLM environment variable detected", vllm/platforms/interface.py), so an arm
+    recorded as "draft INT4 head" would have run without it. Returns the switches that could not
+    be checked (the runtime's envs.py was not readable); the server log is checked for them."""
+    for arm, env in envs.items():
+        unknown = facts.unknown(sorted(env))
+        if unknown:
+            raise UserError(
+                f"{unknown[0]} (set for arm {arm}) is not a variable {runtime} knows: the server would ignore it and "
+                "the arm would be recorded as something it did not run; drop it from the configuration, or measure "
+                "on a vLLM that reads it",
+                field="CONFIG",
+            )
+        if _truthy(env.get("VLLM_BATCH_INVARIANT")) and _gated_delta_net(config) and _at_most(facts.version, (0, 32)):
+            raise UserError(
+                f"VLLM_BATCH_INVARIANT=1 (arm {arm}) is not supported for the model's gated delta-net (linear "
+                f'attention) layers in vLLM {facts.version}: the server would stop at startup ("VLLM batch_invariant '
+                'mode is not supported for GDN_ATTN", vllm/v1/attention/selector.py); measure without it',
+                field="CONFIG",
+            )
+    if facts.known_envs is not None:
+        return []
+    return sorted({name for env in envs.values() for name in env if name.startswith("VLLM_")})
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _gated_delta_net(config: Mapping[str, object] | None) -> bool:
+    text = (config or {}).get("text_config", config)
+    layer_types = text.get("layer_types") if isinstance(text, dict) else None
+    return isinstance(layer_types, list) and "linear_attention" in layer_types
+
+
+def _at_most(version: str, release: tuple[int, int]) -> bool:
+    try:
+        return Version(version).release[:2] <= release
+    except InvalidVersion:
+        return True  # an unknown version is treated as the one whose source was read
+
+
 def required_vllm(recipe: Recipe, variant: str) -> str | None:
     return recipe.variants[variant].min_vllm_version or recipe.model.min_vllm_version
 
@@ -344,12 +391,17 @@ def available_memory_gb() -> float:
 # ---- weights ----
 
 
+def hub_cache_root() -> Path:
+    """The hub cache huggingface_hub uses: HF_HUB_CACHE (or the older HUGGINGFACE_HUB_CACHE),
+    else $HF_HOME/hub (huggingface_hub constants.py); it may lie outside HF_HOME."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+
+
 def hub_cache_dir(model_id: str) -> Path:
-    root = Path(
-        os.environ.get("HF_HUB_CACHE")
-        or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
-    )
-    return root / ("models--" + model_id.replace("/", "--"))
+    return hub_cache_root() / ("models--" + model_id.replace("/", "--"))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from runner import ladders, load_sweep
 from runner.client import ClientError, StreamResult
 from runner.load_sweep_metrics import MetricsSummary, read_wanted
 from runner.plan import LoadSweepOptions
+from runner.runtime import LocalRuntime
 from runner.settings import MeasurementSettings
 from testkit.samples import make_rows, strict_suite
 from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
@@ -257,7 +258,7 @@ def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
     monkeypatch.setattr(ladders, "ladder_command", lambda arm: arm.command)
     command = SimpleNamespace(model_id="demo", args=["--max-num-seqs", "2"], env={})
     arm = SimpleNamespace(id="tp1-oracle", spec_depth=0, command=command)
-    runtime = SimpleNamespace(argv=lambda command, port: ["vllm", "serve"])
+    runtime = LocalRuntime(Path("python"))  # VllmServer is a stand-in: nothing is started
     settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
     load = LoadSweepOptions(users=[1, 4], rates_rps=[50.0], requests_per_level=4)
 

@@ -198,7 +198,10 @@ def test_a_mig_slice_is_a_card_with_its_own_memory(box: Box, monkeypatch: pytest
     assert device.mig_profile == "2g.20gb" and device.uuid.startswith("MIG-00000001")  # type: ignore[union-attr]
     assert "needs about 22 GB; 1 x NVIDIA H100 80GB HBM3 have 20.0 GB free" in refused("h100_sxm", need=22.0).message
     cards = preflight.card_selection(report, 1, container=True)
-    assert cards is not None and cards.docker_options() == ["--gpus", '"device=MIG-00000001-0000-0000-0000-000000000001"']
+    assert cards is not None and cards.docker_options() == [
+        "--gpus",
+        '"device=MIG-00000001-0000-0000-0000-000000000001"',
+    ]
 
 
 def test_an_h200_reads_its_uuid_and_eight_digit_bus(box: Box) -> None:

@@ -18,6 +18,7 @@ from catalog.packets.canonical import pretty_json
 from runner import ladders
 from runner.attempt import attempt_paths, finished_attempt
 from runner.client import StreamResult
+from runner.runtime import LocalRuntime
 from runner.server import ServerError
 from runner.settings import MeasurementSettings
 from testkit.samples import make_rows, make_server, strict_suite
@@ -161,7 +162,7 @@ def fake_ladders(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 def _run(arm: Any, run_dir: Path, oracle: dict[Any, Any], said: list[str]) -> tuple[list[Ladder], dict[Any, Any]]:
-    runtime = SimpleNamespace(argv=lambda command, port: ["vllm", "serve"])
+    runtime = LocalRuntime(Path("python"))  # VllmServer is a stand-in: nothing is started
     settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
     return ladders.run_ladders(["context"], arm, [], oracle, runtime, settings, run_dir, 4096, said.append)  # type: ignore[arg-type]
 
