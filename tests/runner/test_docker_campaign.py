@@ -56,10 +56,11 @@ class Box:
     pids: Path
 
     def run(self, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+        if not any(arg == "--model" for arg in extra):
+            extra = ("--model", "demo", "--model-dir", "model", *extra)
         argv = [
             "--data", "data", "--packets", "packets", "--runs", "runs",
-            "measure", "--model", "demo", "--hardware", "arc_pro_b70", "--runtime", "docker",
-            "--model-dir", "model", "--health-timeout", "20", *extra,
+            "measure", "--hardware", "arc_pro_b70", "--runtime", "docker", "--health-timeout", "20", *extra,
         ]  # fmt: skip
         code = 0
         try:
@@ -205,6 +206,34 @@ def test_a_docker_campaign_pins_names_stops_and_removes_every_container(
     assert config["launch_argv"][:3] == ["docker", "run", "--rm"] and pinned in config["launch_argv"]
     assert config["argv"][:3] == ["vllm", "serve", "local/demo-qwen3-tiny"]
     assert {server["server_version"] for server in arm["servers"]} == {"0.32.0+xpu"}  # type: ignore[has-type]
+
+
+@pytest.mark.slow
+def test_hub_weights_are_served_at_the_commit_hashed_and_offline(
+    box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hub cache in use lies outside HF_HOME (HF_HUB_CACHE): it is the one mounted, the
+    snapshot refs/main named when preflight hashed it is the `--revision` served, offline."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    hub = box.root / "elsewhere" / "hub"
+    repo = hub / "models--RedHatAI--Qwen3.5-4B-quantized.w4a16"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text(json.dumps(CONFIG))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    code, err = box.run(capsys, "--model", "qwen3.5-4b", "--variant", "w4a16")
+    assert code == 0, err
+    runs = [c for c in box.calls() if c[0] == "run" and "--entrypoint" not in c]
+    for call in runs:
+        assert f"{hub}:/root/.cache/huggingface/hub" in values(call, "-v")
+        assert container_env(call)["HF_HUB_OFFLINE"] == "1"
+        assert values(call, "--revision") == [commit] and values(call, "--tokenizer-revision") == [commit]
+        assert values(call, "--served-model-name") == ["RedHatAI/Qwen3.5-4B-quantized.w4a16"]
+    packet = box.packet()
+    (arm,) = packet["arms"]  # type: ignore[misc]
+    assert values(arm["config"]["argv"], "--revision") == [commit]  # type: ignore[index]
+    assert packet["identity"]["model"]["revision"] == commit  # type: ignore[index]
 
 
 @pytest.mark.slow
