@@ -26,6 +26,7 @@ from runner.cards import CONTAINER_BY_PATH, CardSelection
 from runner.docker import container_name
 from runner.runtime_probe import IMAGE_ENTRYPOINT, OPENAI_API_SERVER, entrypoint_name
 from runner.server import CACHE_DIRS_BY_ENV_VAR, LOOPBACK
+from runner.server_facts import INTROSPECTION_ENV
 
 # Read by vLLM (and huggingface_hub inside it) from the environment; handed to a container by name
 # only, so their values appear in no command line, log line or packet.
@@ -59,9 +60,10 @@ class LocalRuntime:
         return [name for name in PASSED_ENV if name in environ and not (self.offline and name in OFFLINE)]
 
     def server_env(self) -> dict[str, str]:
-        """Set for the server on top of this environment: its cards, and offline weights."""
+        """Set for the server on top of this environment: its cards, offline weights, and
+        /server_info (runner/server_facts.py reads what vLLM resolved from it)."""
         env = self.cards.local_env() if self.cards else {}
-        return {**env, **(OFFLINE if self.offline else {})}
+        return {**env, **(OFFLINE if self.offline else {}), **INTROSPECTION_ENV}
 
     def prepare(self, server_dir: Path) -> None:
         """Nothing to lay out: the server's compile caches are runner/server.py's."""
@@ -112,8 +114,9 @@ class DockerRuntime:
         return {}
 
     def container_env(self) -> dict[str, str]:
-        """Set with `-e` as container values: caches, cards, hub cache, offline weights."""
+        """Set with `-e` as container values: caches, cards, hub cache, offline weights, /server_info."""
         env = {name: f"{CONTAINER_COMPILE_CACHE}/{sub}" for name, sub in CACHE_DIRS_BY_ENV_VAR.items()}
+        env.update(INTROSPECTION_ENV)
         env["HF_HUB_CACHE"] = CONTAINER_HUB_CACHE
         if self.cards:
             env.update(self.cards.container_env())

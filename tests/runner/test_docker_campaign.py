@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -230,10 +231,10 @@ def test_hub_weights_are_served_at_the_commit_hashed_and_offline(
         assert container_env(call)["HF_HUB_OFFLINE"] == "1"
         assert values(call, "--revision") == [commit] and values(call, "--tokenizer-revision") == [commit]
         assert values(call, "--served-model-name") == ["RedHatAI/Qwen3.5-4B-quantized.w4a16"]
-    packet = box.packet()
-    (arm,) = packet["arms"]  # type: ignore[misc]
-    assert values(arm["config"]["argv"], "--revision") == [commit]  # type: ignore[index]
-    assert packet["identity"]["model"]["revision"] == commit  # type: ignore[index]
+    packet: Any = box.packet()
+    (arm,) = packet["arms"]
+    assert values(arm["config"]["argv"], "--revision") == [commit]
+    assert packet["identity"]["model"]["revision"] == commit
 
 
 @pytest.mark.slow

