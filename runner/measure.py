@@ -23,7 +23,7 @@ from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, 
 from runner.cards import CardSelection
 from runner.docker import PinnedImage
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
-from runner.ladders import run_ladders
+from runner.ladders import ConcurrencyOutputs, concurrency_outputs_path, load_concurrency_outputs, run_ladders
 from runner.plan import (
     LOAD_RATE_FRACTIONS,
     ArmPlan,
@@ -282,6 +282,7 @@ def run_campaign_ladders(
     ladders: list[Ladder] = []
     max_model_len = int(flag_value(arms[0].command.args, "--max-model-len") or recipe.model.context_length)
     oracle_context: dict[tuple[int, str], list[int]] = {}
+    oracle_concurrency: ConcurrencyOutputs = {}
     for arm in arms:
         arm_ladders, outputs = run_ladders(
             request.ladders,
@@ -295,9 +296,11 @@ def run_campaign_ladders(
             progress,
             request.concurrency_levels,
             request.load,
+            oracle_concurrency,
         )
         if arm.spec_depth == 0:
             oracle_context = outputs
+            oracle_concurrency = load_concurrency_outputs(concurrency_outputs_path(setup.run_dir, arm.id))
         ladders.extend(arm_ladders)
     return ladders
 

@@ -589,11 +589,19 @@ class Arm(ArmParts):
     state: State = Field(description="Derived from provenance and gates: measured, imported, screened or withheld.")
 
 
-class ConcurrencyPoint(StrictModel):
+class ConcurrencyPoint(_Additions):
     users: int = Field(ge=1, description="Concurrent requests.")
     completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
     wall_s: float = Field(gt=0, description="Wall-clock seconds for all requests.")
     identical_to_oracle: bool | None = Field(default=None, description="Whether every output matched the oracle's.")
+    divergence: Literal["batch shape", "speculative"] | None = Field(
+        default=None,
+        description="Why outputs differ from the sequential oracle's: batch shape (the plain model at this level "
+        "gave the same outputs), or speculative (they differ from the plain model's at the same level); absent "
+        "when identical, or in older packets.",
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"divergence"})
 
     @property
     def aggregate_tok_s(self) -> float:
