@@ -96,7 +96,7 @@ def test_concurrency_ladder_compares_outputs_with_the_oracle_arrays(monkeypatch:
     monkeypatch.setattr(ladders, "stream_completion", fake_stream)
     arm = SimpleNamespace(id="tp1-ngram3", spec_depth=3, command=SimpleNamespace(model_id="demo"))
     settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
-    ladder, kept = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None))  # type: ignore[arg-type]
+    ladder, _ = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None))  # type: ignore[arg-type]
     identical = {point.users: point.identical_to_oracle for point in ladder.concurrency}
     assert identical == {1: True, 2: True, 4: True, 8: False, 16: False, 32: False, 64: False}
     assert all(point.divergence is None for point in ladder.concurrency)  # no plain-model ladder to tell apart
