@@ -23,7 +23,7 @@ from builder import routes
 from builder.format import Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
-from catalog.recipes.compose import Selection, compose, compose_configuration
+from catalog.recipes.compose import FRONTEND_NOT_APPLIED, Selection, compose, compose_configuration
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -277,6 +277,8 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         Fact("difficulty", recipe.meta.difficulty),
         Fact("updated", recipe.meta.date_updated.isoformat()),
     ]
+    if model.default_frontend:
+        facts.append(Fact("default frontend", model.default_frontend, FRONTEND_NOT_APPLIED))
     return RecipeView(
         slug=recipe.meta.slug,
         title=recipe.meta.title,

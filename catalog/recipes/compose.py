@@ -29,6 +29,14 @@ XPU_DOCKER_OPTIONS = [
     "--ipc=host",
 ]
 CUDA_DOCKER_OPTIONS = ["--gpus", "all", "--ipc=host"]
+# A recipe's `default_frontend` (`rust`: vLLM's Rust API frontend, VLLM_USE_RUST_FRONTEND=1 under
+# `vllm serve`) is not composed into its command, and the runner does not apply it: what a page
+# says of it, in one place.
+FRONTEND_NOT_APPLIED = (
+    "not applied by this catalog: commands are composed, and servers measured, with vLLM's Python API "
+    "server (the Rust frontend's support for --stream-interval and /server_info, which the runner relies on, "
+    "is unverified); each packet records the entrypoint its servers ran"
+)
 # What a container needs whichever cards it is given (vLLM's workers share memory through /dev/shm).
 _SHARED_MEMORY_OPTIONS = ["--shm-size=16g", "--ipc=host"]
 HF_CACHE_MOUNT = ["-v", "$HOME/.cache/huggingface:/root/.cache/huggingface"]
