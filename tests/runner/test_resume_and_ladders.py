@@ -236,10 +236,10 @@ def test_concurrency_levels_are_the_requested_ones(monkeypatch: pytest.MonkeyPat
         return StreamResult(ids, "", 0.01, times, 1.0, len(ids), 10, len(ids), 0, "length", None)
 
     monkeypatch.setattr(ladders, "stream_completion", fake_stream)
-    arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
+    arm: Any = SimpleNamespace(id="tp1-oracle", spec_depth=0, command=SimpleNamespace(model_id="demo"))
     settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
     ladder, _ = asyncio.run(
         ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None, [1, 2])
-    )  # type: ignore[arg-type]
+    )
     assert [point.users for point in ladder.concurrency] == [1, 2]
     assert all(point.identical_to_oracle for point in ladder.concurrency)
