@@ -150,6 +150,7 @@ def test_a_local_server_is_given_its_cards_and_offline_weights(tmp_path: Path) -
         "ZE_ENABLE_PCI_ID_DEVICE_ORDER": "1",
         "ZE_AFFINITY_MASK": "1",
         "HF_HUB_OFFLINE": "1",
+        "VLLM_SERVER_DEV_MODE": "1",  # GET /server_info: what vLLM resolved (runner/server_facts.py)
     }
     assert runtime.passed_env({"HF_HUB_OFFLINE": "1", "HF_TOKEN": "x"}) == ["HF_TOKEN"]  # set by the runner, not passed
     server = VllmServer(["python"], port=9, run_dir=tmp_path, env=runtime.server_env())
