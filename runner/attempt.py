@@ -20,7 +20,7 @@ from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.arrays import to_uint32
 from catalog.model.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
-from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerRun, SpecMetrics
+from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerFacts, ServerRun, SpecMetrics
 from catalog.packets.canonical import pretty_json
 from catalog.recipes.compose import flag_groups, flag_name
 from catalog.recipes.suite import Suite
@@ -31,6 +31,7 @@ from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
 from runner.plan import ArmPlan, flag_value
 from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
+from runner.server_facts import read_server_facts
 from runner.settings import MeasurementSettings, Progress
 
 TEMPLATE_KWARGS_FLAG = "--default-chat-template-kwargs"
@@ -76,11 +77,12 @@ def run_attempt(
     if server_dir.exists():
         shutil.rmtree(server_dir)  # a retried attempt gets an empty compile cache again
     port = find_free_port()
+    runtime.prepare(server_dir)
     server = VllmServer(
-        runtime.argv(arm.command, port, attempt=f"{arm.id}-{label}"),
+        runtime.argv(arm.command, port, attempt=f"{arm.id}-{label}", server_dir=server_dir),
         port=port,
         run_dir=server_dir,
-        env=arm.command.env,
+        env={**arm.command.env, **runtime.server_env()},
         log_path=log_path,
         health_deadline_s=settings.health_deadline_s,
     )
@@ -88,6 +90,7 @@ def run_attempt(
         progress(f"{arm.id} server {label}: starting on port {port} (log {log_path})")
         with server:
             progress(f"{arm.id} server {label}: ready after {server.startup_s or 0:.0f} s")
+            resolved = resolved_facts(server.base_url, log_path, arm)
             run, (started, ended) = asyncio.run(_measure(server.base_url, arm, label, settings, progress))
             energy = None
             if settings.energy is not None:
@@ -99,6 +102,7 @@ def run_attempt(
                     "log": log_path.name,
                     "server_version": server.version,
                     "energy": energy,
+                    "resolved": resolved,
                 }
             )
     except (ServerError, ClientError, MetricsError, AttemptInvalid) as error:
@@ -174,6 +178,18 @@ def prompt_row(prompt_id: str, class_id: str, result: StreamResult) -> PromptRow
     )
 
 
+def resolved_facts(base_url: str, log_path: Path, arm: ArmPlan) -> ServerFacts | None:
+    """What vLLM resolved for this server (runner/server_facts.py); an arm switch the server said
+    it does not know makes the attempt invalid: the arm would be recorded as what it did not run."""
+    facts = read_server_facts(base_url, log_path, arm.command.env)
+    ignored = [name for name in (facts.unknown_env if facts else []) if name in arm.command.env]
+    if ignored:
+        raise AttemptInvalid(
+            f'the server ignored {", ".join(ignored)}: it logged "Unknown vLLM environment variable detected"'
+        )
+    return facts
+
+
 def _check_rows(rows: list[PromptRow], suite: Suite) -> None:
     short = [r.prompt_id for r in rows if r.completion_tokens < MIN_COMPLETION_TOKENS]
     if short:
@@ -186,8 +202,8 @@ def _check_rows(rows: list[PromptRow], suite: Suite) -> None:
 def cache_check(rows: list[PromptRow], suite_delta: VllmCounters) -> CacheCheck:
     """Show that no prompt token of the suite came from the prefix cache, or refuse the attempt.
 
-    Every row's usage.prompt_tokens_details.cached_tokens is the first witness. vLLM before PR
-    #44383 left prompt_tokens_details out when nothing was cached, so a row without it says
+    Every row's usage.prompt_tokens_details.cached_tokens is the first witness. vLLM before the
+    fix for issue #44377 left prompt_tokens_details out when nothing was cached, so a row without it says
     "unknown", not "leaked": there the vllm:prefix_cache_hits counter, over the suite, must not
     have moved."""
     cached = [r.prompt_id for r in rows if r.cached_tokens]

@@ -90,10 +90,14 @@ def oracle_of(arm: ArmPlan, arms: list[ArmPlan]) -> ArmPlan:
 
 def gates_for(arm: ArmPlan, runs: list[ServerRun], oracle: ArmPlan, oracle_runs: list[ServerRun]) -> list[GateResult]:
     """G1 for the oracle (its servers agree); G2 and per-server G3 for a speculative arm."""
+    second = "the arm's second fresh server"
     if arm.spec_depth == 0:
-        return [compare_rows("G1", "the arm's second fresh server", runs[0].rows, runs[1].rows)]
-    gates = [compare_rows("G2", "the arm's second fresh server", runs[0].rows, runs[1].rows)]
-    gates += [compare_rows("G3", oracle.id, run.rows, oracle_runs[0].rows, server=run.label) for run in runs]
+        return [compare_rows("G1", second, runs[0].rows, runs[1].rows, cause="repeat")]
+    gates = [compare_rows("G2", second, runs[0].rows, runs[1].rows, cause="repeat")]
+    gates += [
+        compare_rows("G3", oracle.id, run.rows, oracle_runs[0].rows, server=run.label, cause="speculative")
+        for run in runs
+    ]
     return gates
 
 
@@ -106,10 +110,12 @@ def arm_parts(
 ) -> ArmParts:
     launch: list[str] = []
     passed: list[str] = []
+    entrypoint = None
     if runtime is not None:
         # The command the servers ran, as server A ran it; each server has its own free port.
         launch = scrub_argv(runtime.argv(arm.command, PORT_PLACEHOLDER, attempt=f"{arm.id}-A"))
         passed = runtime.passed_env(dict(os.environ))
+        entrypoint = runtime.entrypoint_name
     return ArmParts(
         id=arm.id,
         label=_label(arm, request),
@@ -126,6 +132,7 @@ def arm_parts(
             max_model_len_source=arm.max_model_len_source,
             launch_argv=launch,
             passed_env=passed,
+            entrypoint=entrypoint,
         ),
         servers=runs,
         gates=gates,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from catalog.checks.energy import level_tokens
 from catalog.files import write_file
 from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
-from catalog.model.metrics import first_divergence
+from catalog.model.metrics import arrival_gaps, first_divergence
 from catalog.model.packet import Ladder, PromptRow
 from catalog.packets.canonical import pretty_json
 from runner.attempt import arm_cards
@@ -289,8 +288,9 @@ def request_row(
 
 
 def _gaps_ms(times: Sequence[float]) -> list[float]:
-    """Every gap between consecutive tokens (tokens of one read share a time: a gap of 0)."""
-    return [(later - earlier) * 1000.0 for earlier, later in itertools.pairwise(times)]
+    """The stream's ITL samples in milliseconds: gaps between distinct arrivals
+    (catalog.model.metrics.arrival_gaps), never the zero gaps inside a chunk."""
+    return [gap * 1000.0 for gap in arrival_gaps(times)]
 
 
 async def _open_connections(http: httpx.AsyncClient, base_url: str, count: int) -> None:

@@ -83,7 +83,8 @@ FORMULAS = [
     Fact(
         "p50 / p90 / p99",
         "linear interpolation between the closest ranks",
-        "TTFT and end-to-end per request; ITL over every token gap of the level",
+        "TTFT and end-to-end per request; ITL over the gaps between distinct arrivals (per chunk, as vLLM's "
+        "benchmark counts it), TPOT per token",
     ),
     Fact("goodput", "requests completed within every objective / requests planned", "objectives recorded per sweep"),
     Fact(

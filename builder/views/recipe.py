@@ -24,7 +24,7 @@ from builder.format import Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.energy import arm_energy
-from catalog.recipes.compose import Selection, compose, compose_configuration
+from catalog.recipes.compose import FRONTEND_NOT_APPLIED, Selection, compose, compose_configuration
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -305,6 +305,8 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         Fact("difficulty", recipe.meta.difficulty),
         Fact("updated", recipe.meta.date_updated.isoformat()),
     ]
+    if model.default_frontend:
+        facts.append(Fact("default frontend", model.default_frontend, FRONTEND_NOT_APPLIED))
     return RecipeView(
         energy_costs=energy_costs(ctx, recipe.meta.slug),
         slug=recipe.meta.slug,

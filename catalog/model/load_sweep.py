@@ -4,7 +4,8 @@ A sweep runs levels on one fresh server: closed-loop levels (N users, each sendi
 request when the last one finished) and open-loop levels (requests sent at Poisson arrivals of a
 fixed rate and seed, whether or not earlier ones finished). Each level keeps one row per request,
 so a reader can recompute every percentile, rate and goodput figure from the packet; only the
-inter-token latency percentiles (over every token gap of the level) are stored as measured.
+inter-token latency percentiles (over the level's gaps between distinct arrivals: one per chunk,
+catalog.model.metrics.arrival_gaps) are stored as measured.
 
 Definitions (the one home of each; docs/measuring.md explains them for readers):
 - percentiles interpolate linearly between the closest ranks (numpy's default "linear" method);
@@ -187,7 +188,9 @@ class LoadLevel(StrictModel):
     duration_s: float = Field(gt=0, description="first planned send to last request finished, seconds")
     client_cpu_s: float = Field(ge=0, description="CPU time the client process used during the level")
     itl_ms: Percentiles | None = Field(
-        default=None, description="inter-token latency over every token gap of the level (from token ids)"
+        default=None,
+        description="inter-token latency over the level's gaps between distinct arrivals (one per chunk; "
+        "tokens of one chunk add no zero gap)",
     )
     requests: list[LoadRequest] = Field(min_length=1, description="every request planned, in planned order")
     server: LoadServerMetrics | None = Field(default=None, description="the server's /metrics over the level")

@@ -278,7 +278,13 @@ class ArmConfig(_Additions):
         description="Variables handed through from the host environment: names only, values are never recorded.",
     )
 
-    ADDED: ClassVar[frozenset[str]] = frozenset({"max_model_len_source", "launch_argv", "passed_env"})
+    entrypoint: str | None = Field(
+        default=None,
+        description="How the servers were started: `vllm serve`, the image's entrypoint, or the API server module "
+        "run where the install has no working `vllm serve`.",
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"max_model_len_source", "launch_argv", "passed_env", "entrypoint"})
 
     @model_validator(mode="after")
     def _depth_needs_method(self) -> ArmConfig:
@@ -384,8 +390,8 @@ class SpecMetrics(StrictModel):
 class CacheCheck(StrictModel):
     """How "cache zero" was shown for a server: `usage` when every row's
     usage.prompt_tokens_details.cached_tokens was 0; `metrics` when a server that leaves
-    prompt_tokens_details out (vLLM before PR #44383) kept vllm:prefix_cache_hits at 0 over the
-    suite. The counters' increase over the suite is kept when the server exposes them."""
+    prompt_tokens_details out (vLLM before the fix for issue #44377) kept vllm:prefix_cache_hits
+    at 0 over the suite. The counters' increase over the suite is kept when the server exposes them."""
 
     source: Literal["usage", "metrics"] = Field(
         description="How cache zero was shown: usage.cached_tokens on every row, or the server's /metrics counters."
@@ -402,6 +408,36 @@ class CacheCheck(StrictModel):
         if self.source == "metrics" and self.prefix_cache_hits is None:
             raise FieldError("a cache check from /metrics needs the prefix_cache_hits increase", "prefix_cache_hits")
         return self
+
+
+class ServerFacts(StrictModel):
+    """What vLLM resolved for one server, as the server itself reported it: GET /server_info
+    (vLLM 0.32 with VLLM_SERVER_DEV_MODE=1: the resolved config and every VLLM_* variable as read),
+    else its startup log ("Initializing a V1 LLM engine ... with config: ..."). These settings
+    change the numbers or the bits: async scheduling, graph capture (or eager), batch-invariant
+    kernels, and how many tokens one streamed chunk holds. Null: the server did not say."""
+
+    source: Literal["server_info", "log"] = Field(description="Where the facts were read.")
+    async_scheduling: bool | None = Field(default=None, description="Whether the scheduler ran asynchronously.")
+    enforce_eager: bool | None = Field(default=None, description="Whether torch.compile and graph capture were off.")
+    compilation_mode: str | None = Field(
+        default=None,
+        description="vLLM's compilation mode (NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, VLLM_COMPILE).",
+    )
+    cudagraph_mode: str | None = Field(
+        default=None,
+        description="Graph capture mode (NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE); XPU graphs too.",
+    )
+    batch_invariant: bool | None = Field(
+        default=None, description="Whether batch-invariant kernels were on (VLLM_BATCH_INVARIANT as vLLM read it)."
+    )
+    stream_interval: int | None = Field(default=None, ge=1, description="Tokens buffered per streamed chunk at most.")
+    env: dict[EnvName, str] = Field(
+        default={}, description="The arm's VLLM_* switches as vLLM read them (credentials recorded redacted)."
+    )
+    unknown_env: list[EnvName] = Field(
+        default=[], description="VLLM_* variables the server reported it does not know (and so ignored)."
+    )
 
 
 class ServerRun(_Additions):
@@ -435,11 +471,33 @@ class ServerRun(_Additions):
         description="The cards' power and energy counter over the strict suite (catalog/model/energy.py); "
         "absent when not measured.",
     )
+    resolved: ServerFacts | None = Field(
+        default=None, description="What vLLM resolved for this server, as it reported it; absent in older packets."
+    )
 
-    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version", "energy"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version", "energy", "resolved"})
 
 
-class GateResult(StrictModel):
+class Divergence(StrictModel):
+    """Where one prompt's two outputs part: the first differing index and the token each side had
+    there (null: that side had already ended)."""
+
+    index: int = Field(ge=0, description="The first token index where the outputs differ.")
+    token: int | None = Field(default=None, ge=0, description="This side's token at that index (null: it ended).")
+    other: int | None = Field(default=None, ge=0, description="The compared side's token there (null: it ended).")
+
+
+DivergenceCause = Literal["repeat", "speculative", "batch shape"]
+DIVERGENCE_CAUSES: dict[str, str] = {
+    "repeat": "the same configuration on two fresh servers: a difference is the stack's own nondeterminism",
+    "speculative": "speculative decoding against the oracle at the same batch shape (one sequence at a time): "
+    "a difference is the speculative path's numerics",
+    "batch shape": "the same model at another batch shape (a ladder's 64 sequences) against the oracle at one: "
+    "batch shape changes the floating-point reductions, and with them the bits",
+}
+
+
+class GateResult(_Additions):
     gate: Literal["G1", "G2", "G3"] = Field(
         description="G1: the oracle arm's two fresh servers identical; G2: an arm's two fresh servers identical; "
         "G3: each server of a speculative arm identical to the oracle."
@@ -457,6 +515,28 @@ class GateResult(StrictModel):
         default=[], description="Per prompt, the first token index where outputs differ (null: identical)."
     )
     note: str | None = Field(default=None, description="Free text about the gate.")
+    divergences: list[Divergence | None] = Field(
+        default=[],
+        description="Per prompt, where the outputs part and the token on each side (null: identical); "
+        "absent in older packets.",
+    )
+    cause: DivergenceCause | None = Field(
+        default=None,
+        description="What the comparison isolates, so a divergence reads as repeat (nondeterminism), speculative "
+        "(same batch shape) or batch shape; absent in older packets.",
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"divergences", "cause"})
+
+    @model_validator(mode="after")
+    def _divergences_match(self) -> GateResult:
+        if self.divergences:
+            if len(self.divergences) != self.total:
+                raise FieldError("needs one entry per prompt", "divergences")
+            indices = [d.index if d is not None else None for d in self.divergences]
+            if self.first_divergence and indices != self.first_divergence:
+                raise FieldError("differs from first_divergence", "divergences")
+        return self
 
     @model_validator(mode="after")
     def _passed_matches_count(self) -> GateResult:
@@ -522,17 +602,24 @@ class Arm(ArmParts):
     state: State = Field(description="Derived from provenance and gates: measured, imported, screened or withheld.")
 
 
-class ConcurrencyPoint(StrictModel):
+class ConcurrencyPoint(_Additions):
     users: int = Field(ge=1, description="Concurrent requests.")
     completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
     wall_s: float = Field(gt=0, description="Wall-clock seconds for all requests.")
     identical_to_oracle: bool | None = Field(default=None, description="Whether every output matched the oracle's.")
     energy: EnergyWindow | None = Field(
         default=None,
-        exclude_if=_absent,
         description="The cards' power and energy counter over the level (catalog/model/energy.py); "
         "absent when not measured.",
     )
+    divergence: Literal["batch shape", "speculative"] | None = Field(
+        default=None,
+        description="Why outputs differ from the sequential oracle's: batch shape (the plain model at this level "
+        "gave the same outputs), or speculative (they differ from the plain model's at the same level); absent "
+        "when identical, or in older packets.",
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"energy", "divergence"})
 
     @property
     def aggregate_tok_s(self) -> float:

