@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+from catalog.checks.facts import facts_problems, file_facts_problems
 from catalog.checks.load_sweep import load_problems, per_user_rates
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
 from catalog.projection.cells import cell_for_arm
@@ -86,12 +87,17 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *ladder_problems(packet),
         *load_problems(packet),
         *created_problems(packet, now),
+        *file_facts_problems(packet),
     ]
 
 
 def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
     """The checks against the packet's recipe and hardware entry."""
-    return [*identity_problems(packet, recipe, hardware), *ceiling_problems(packet, recipe, hardware)]
+    return [
+        *facts_problems(packet, recipe),
+        *identity_problems(packet, recipe, hardware),
+        *ceiling_problems(packet, recipe, hardware),
+    ]
 
 
 # --- gates and servers ----------------------------------------------------------------------
@@ -420,26 +426,14 @@ def identity_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware 
 
 
 def token_problems(packet: Packet) -> list[Problem]:
-    """Token ids lie in the vocabulary; token times are finite, non-negative, non-decreasing and
-    start at the row's TTFT (token 0 arrives at TTFT by definition)."""
-    config = packet.identity.model.config
-    vocab = config.vocab_size if config is not None else None
+    """Token times are non-decreasing (token 0 arrives at TTFT by definition). Token ids lie in
+    the model's vocabulary: catalog/checks/facts.py, which knows the model's."""
     problems: list[Problem] = []
     for i, arm in enumerate(packet.arms):
         for j, server in enumerate(arm.servers):
             for k, row in enumerate(server.rows):
-                where = f"arms[{i}].servers[{j}].rows[{k}]"
-                problems.extend(_id_problems(row.token_ids, vocab, where))
-                problems.extend(_time_problems(row, where))
+                problems.extend(_time_problems(row, f"arms[{i}].servers[{j}].rows[{k}]"))
     return problems
-
-
-def _id_problems(ids: Sequence[int], vocab: int | None, where: str) -> list[Problem]:
-    if not ids or vocab is None or max(ids) < vocab:  # unsigned: nothing below 0
-        return []  # the usual case, decided at C speed
-    position, token = next((p, t) for p, t in enumerate(ids) if t >= vocab)
-    size = f" (vocab_size {vocab:,})" if vocab is not None else ""
-    return [(f"{where}.token_ids[{position}]", f"token id {token:,} is outside the vocabulary{size}")]
 
 
 def _time_problems(row: PromptRow, where: str) -> list[Problem]:

@@ -133,6 +133,14 @@ class FileHash(StrictModel):
     sha256: Sha256 = Field(description="sha256 of the file's bytes, hex.")
 
 
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+"""The files of a checkpoint that hold weights: `weight_bytes` is the sum of their sizes."""
+
+
+def weight_file_bytes(files: list[FileHash]) -> int:
+    return sum(f.bytes for f in files if f.name.endswith(WEIGHT_SUFFIXES))
+
+
 class ModelConfigFacts(StrictModel):
     """What the projection and the fine print need from the model's config.json."""
 

@@ -57,7 +57,9 @@ class ModelFacts(StrictModel):
     num_layers: Sourced[PositiveInt] = Field(description="Decoder layers.")
     hidden_size: Sourced[PositiveInt] = Field(description="Width of the hidden state.")
     num_attention_heads: Sourced[PositiveInt] = Field(description="Query heads per attention layer.")
-    vocab_size: Sourced[PositiveInt] = Field(description="Tokens in the vocabulary (padded): every token id is below it.")
+    vocab_size: Sourced[PositiveInt] = Field(
+        description="Tokens in the vocabulary (padded): every token id is below it."
+    )
     intermediate_size: Sourced[PositiveInt] | None = Field(default=None, description="Width of the MLP.")
     num_kv_heads: Sourced[PositiveInt] | None = Field(default=None, description="Key/value heads per attention layer.")
     head_dim: Sourced[PositiveInt] | None = Field(default=None, description="Width of one attention head.")

@@ -4,10 +4,10 @@ not list, kept beside the upstream file instead of editing it.
 An overlay adds variants (a build such as Qwen3.5 9B W4A16), hardware overrides appended after the
 recipe's own (the recipe guide's B70 `--max-model-len 8192`), measured configurations (a
 variant on a card with its env switches and speculative config), and the model's sourced facts
-(catalog/recipes/model_facts.py) every packet of the recipe is checked against. The loader merges it into the
-recipe with the same strictness as the recipe itself: an unknown key, a variant the recipe already
-has, or a reference to a variant, card or feature that does not exist fails with the overlay's
-file, line and field. The upstream file stays byte for byte what upstream publishes.
+(catalog/recipes/model_facts.py) every packet of the recipe is checked against. The loader merges
+it into the recipe with the same strictness as the recipe itself: an unknown key, a variant the
+recipe already has, or a reference to a variant, card or feature that does not exist fails with
+the overlay's file, line and field. The upstream file stays byte for byte what upstream publishes.
 """
 
 from __future__ import annotations

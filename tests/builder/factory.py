@@ -74,6 +74,23 @@ guide: |
   <img src=x onerror=alert(1)>
 """
 
+# Invented, like the model: the facts its packets are checked against (a Qwen2-7B-sized layout).
+FIXTURE_OVERLAY = """
+schema_version: 1
+recipe: fixture-7b
+facts:
+  released: {value: 2026-01-02, source: "test fixture: the day the invented model was published"}
+  architecture: {value: Qwen3ForCausalLM, source: "test fixture"}
+  num_layers: {value: 28, source: "test fixture"}
+  hidden_size: {value: 3584, source: "test fixture"}
+  intermediate_size: {value: 18944, source: "test fixture"}
+  num_attention_heads: {value: 28, source: "test fixture"}
+  num_kv_heads: {value: 4, source: "test fixture"}
+  head_dim: {value: 128, source: "test fixture"}
+  vocab_size: {value: 152064, source: "test fixture"}
+  tie_word_embeddings: {value: false, source: "test fixture"}
+"""
+
 EMPTY_RECIPE = """
 meta:
   title: "Empty 1B"
@@ -333,6 +350,8 @@ def write_catalog(
     shutil.copytree(REPO / "data" / "suites", data / "suites")
     (data / "keys.yaml").write_text(keys_yaml(), encoding="utf-8")
     (data / "models" / "fixture-7b.yaml").write_text(RECIPE, encoding="utf-8")
+    (data / "overlays").mkdir()
+    (data / "overlays" / "fixture-7b.yaml").write_text(FIXTURE_OVERLAY, encoding="utf-8")
     if empty_family:
         (data / "models" / "empty-1b.yaml").write_text(EMPTY_RECIPE, encoding="utf-8")
     packet_dir.mkdir()
@@ -341,6 +360,7 @@ def write_catalog(
         write_packet(seal_parts(imported_parts(), signed=signed), packet_dir)
     if load:
         shutil.copy(REPO / "data" / "models" / f"{LOAD_FAMILY}.yaml", data / "models")
+        shutil.copy(REPO / "data" / "overlays" / f"{LOAD_FAMILY}.yaml", data / "overlays")
         write_packet(seal_parts(load_parts(), signed=signed), packet_dir)
         write_packet(seal_parts(screened_load_parts(), signed=signed), packet_dir)
     return data, packet_dir

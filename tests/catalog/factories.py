@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from catalog.model.packet import Packet, PacketParts
 from catalog.packets.seal import Sealed, seal
 from catalog.packets.signing import HostKey, host_key
+from catalog.recipes.hardware import HardwareFile
+from catalog.recipes.overlay import load_overlay
+from catalog.recipes.recipe import Recipe
+from catalog.store.documents import load_file
 from testkit.samples import (
     DATA,
     N_TOKENS,
@@ -54,6 +59,17 @@ __all__ = [
 
 REPO = DATA.parent
 UNSEALED = ("schema_version", "state")
+
+
+@cache
+def catalog_recipe(slug: str) -> Recipe:
+    """data/models/<slug>.yaml as the catalog loads it: with its overlay (variants, facts) merged."""
+    recipe = load_file(Recipe, DATA / "models" / f"{slug}.yaml")
+    overlay = DATA / "overlays" / f"{slug}.yaml"
+    if not overlay.exists():
+        return recipe
+    hardware = load_file(HardwareFile, DATA / "hardware.yaml").hardware
+    return load_overlay(overlay, {slug: recipe}, hardware)
 
 
 def test_key(role: str = "measurer") -> HostKey:

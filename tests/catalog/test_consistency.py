@@ -35,6 +35,7 @@ from tests.catalog.factories import (
     ORACLE_ARM,
     REPO,
     SPEC_ARM,
+    catalog_recipe,
     measured_draft,
     measured_packet,
     published_arm,
@@ -46,8 +47,8 @@ from tests.catalog.factories import (
 NOW = datetime(2026, 12, 1, tzinfo=UTC)  # the factories' packets are created 2026-11-30T10:15Z
 HARDWARE = load_file(HardwareFile, DATA / "hardware.yaml").by_id()
 B70 = HARDWARE["arc_pro_b70"]
-RECIPE_9B = load_file(Recipe, DATA / "models" / "qwen3.5-9b.yaml")
-DEMO = load_file(Recipe, DATA / "models" / "demo.yaml")
+RECIPE_9B = catalog_recipe("qwen3.5-9b")
+DEMO = catalog_recipe("demo")
 
 Draft = dict[str, Any]
 
@@ -278,8 +279,9 @@ def test_model_repo_that_is_not_the_recipe_variants() -> None:
 
 def test_model_repo_of_a_variant_with_its_own_model_id() -> None:
     fp8 = "RedHatAI/Qwen3.5-9B-FP8-dynamic"
-    assert found(edited(lambda d: d["identity"]["model"].update(repo=fp8), variant="fp8")) == {}
-    field, message = only(found(measured_packet(variant="fp8")))
+    precision = {"quantization": "fp8-dynamic", "quantization_label": "FP8-dynamic"}
+    assert found(edited(lambda d: d["identity"]["model"].update(repo=fp8, **precision), variant="fp8")) == {}
+    field, message = only(found(edited(lambda d: d["identity"]["model"].update(**precision), variant="fp8")))
     assert field == "identity.model.repo"
     assert message.endswith(f"variant 'fp8' serves {fp8!r}")
 
@@ -451,16 +453,6 @@ def test_measured_packet_needs_a_ceiling() -> None:
 
 
 # --- token arrays --------------------------------------------------------------------------
-
-
-def test_token_id_outside_the_vocabulary() -> None:
-    def small_vocab(d: Draft) -> None:
-        d["identity"]["model"]["config"] = {"vocab_size": 151_000}
-        set_array(d["arms"][0]["servers"][1]["rows"][2], "token_ids", 7, 151_000)
-
-    field, message = only(found(edited(small_vocab, spec=False)))
-    assert field == "arms[0].servers[1].rows[2].token_ids[7]"
-    assert message == "token id 151,000 is outside the vocabulary (vocab_size 151,000)"
 
 
 def test_a_negative_token_id_cannot_be_written() -> None:
