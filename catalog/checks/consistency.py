@@ -25,11 +25,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from catalog.checks.facts import facts_problems, file_facts_problems
-from catalog.checks.load_sweep import load_problems, per_user_rates
+from catalog.checks.load_sweep import load_problems
+from catalog.checks.physics import physics_problems
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
-from catalog.projection.cells import cell_for_arm
-from catalog.projection.precision import DRAFT_INT4_ENV, W4A16, packet_scheme
-from catalog.projection.project import project_cell
+from catalog.projection.precision import DRAFT_INT4_ENV
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -37,18 +36,6 @@ Problem = tuple[str, str]
 
 CLOCK_SKEW = timedelta(minutes=10)
 """How far in the future `created` may be: the measuring host's clock may run ahead of this one."""
-
-CEILING_MARGIN = 1.5
-"""How far a decode rate may exceed the projection's physical ceiling before it is refused.
-
-The ceiling (catalog.projection: nominal bandwidth × cards / bytes read per token) is already an
-upper bound: the real measured arms in packets/ reach 0.75-0.88 of it. The margin covers what the
-byte count assumes rather than knows, each of which can only make the ceiling too low: a KV cache
-counted at 16 bits that may be FP8, the draft head's grouping, a bandwidth figure that is assumed
-rather than published (cpu_generic), on-chip caches holding part of a small model. Together these
-stay well under 50 %. A rate 1.5 times the ceiling is not a fast machine but a wrong number: a
-unit slip (ms for s), a rate timed over the wrong window, a figure from another model or card.
-(The test factories' synthetic timings sit at 1.21 times a B70's BF16 9B ceiling.)"""
 
 # Configuration that belongs to the draft, not to the target model G3 compares against.
 _DRAFT_ENV = frozenset({DRAFT_INT4_ENV})
@@ -96,7 +83,7 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
     return [
         *facts_problems(packet, recipe),
         *identity_problems(packet, recipe, hardware),
-        *ceiling_problems(packet, recipe, hardware),
+        *physics_problems(packet, recipe, hardware),
     ]
 
 
@@ -282,99 +269,6 @@ def figure_problems(packet: Packet) -> list[Problem]:
         elif value < 0:
             problems.append((field, f"is negative: {_n(value)}"))
     return problems
-
-
-def ceiling_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
-    """No decode rate exceeds what the card's memory bandwidth allows (catalog.projection's
-    ceiling for the arm without speculation), times the tokens a speculative step may yield,
-    times CEILING_MARGIN. Skipped where the projection knows too little of the model to compute
-    a ceiling, except for a measured packet, which must always be checkable."""
-    if hardware is None:
-        return []
-    problems: list[Problem] = []
-    for index, arm in enumerate(packet.arms):
-        ceiling = _ceiling(packet, arm, hardware, recipe)
-        if ceiling is None:
-            if packet.provenance.kind == "measured" and hardware.memory_bandwidth_gb_s.value > 0:
-                problems.append(
-                    (
-                        f"arms[{index}]",
-                        f"arm {arm.id!r}: the projection cannot compute a physical ceiling (no architecture facts,"
-                        " weight_bytes or parameter count for the model), so its rates cannot be checked",
-                    )
-                )
-            continue
-        plain, factor, why = ceiling
-        depth = arm.config.spec_depth
-        where = f"arms[{index}]"
-        # (field, rate, tokens per target step allowed, how that is written)
-        rates: list[tuple[str, float | None, float, str]] = [
-            (f"{where}.servers[{j}].decode_tok_s", server.decode_tok_s, factor, why)
-            for j, server in enumerate(arm.servers)
-        ]
-        rates.append((f"{where}.published_figure", arm.published_figure, factor, why))
-        # the oracle's rates, quoted beside a speculative arm: no speculation
-        rates += [(f"{where}.oracle_decode_tok_s[{k}]", v, 1.0, "") for k, v in enumerate(arm.oracle_decode_tok_s)]
-        # context ladders: acceptance differs from the suite's, so only depth + 1 bounds it
-        rates += [
-            (f"ladders[{i}].context[{k}].decode_tok_s", point.decode_tok_s, depth + 1.0, _depth_text(depth))
-            for i, ladder in enumerate(packet.ladders)
-            if ladder.arm == arm.id
-            for k, point in enumerate(ladder.context)
-        ]
-        # load sweeps: each user's decode rate under batching is at most the single-stream one
-        rates += [(field, rate, depth + 1.0, _depth_text(depth)) for field, rate in per_user_rates(packet, arm.id)]
-        for field, rate, tokens, text in rates:
-            allowed = plain * tokens * CEILING_MARGIN
-            if rate is not None and rate > allowed:
-                problems.append(
-                    (
-                        field,
-                        f"decode rate {_n(rate)} tok/s exceeds the physical ceiling {_n(plain)} tok/s{text}"
-                        f" × margin {CEILING_MARGIN:g} (= {_n(allowed)} tok/s)",
-                    )
-                )
-    return problems
-
-
-def _acceptance_length(arm: Arm) -> float | None:
-    metrics = [s.spec_metrics for s in arm.servers if s.spec_metrics is not None and s.spec_metrics.drafts]
-    if not metrics:
-        return None
-    return 1 + sum(m.accepted_tokens for m in metrics) / sum(m.drafts for m in metrics)
-
-
-def _depth_text(depth: int) -> str:
-    return f" × (depth + 1 = {depth + 1})" if depth else ""
-
-
-def _ceiling(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None) -> tuple[float, float, str] | None:
-    """The projection's single-stream ceiling for the arm's target model without speculation, the
-    tokens one speculative step may yield (the recorded mean acceptance length, never above depth
-    + 1, else depth + 1; 1 without speculation) and how that factor is written."""
-    cell = cell_for_arm(packet, arm, hardware, recipe)
-    if cell is None:
-        return None
-    depth = arm.config.spec_depth
-    factor, why = 1.0, ""
-    if depth:
-        recorded = cell.acceptance_length
-        if recorded is not None and recorded <= depth + 1:
-            factor, why = recorded, f" × mean acceptance length {recorded:.3g}"
-        else:
-            factor, why = depth + 1.0, _depth_text(depth)
-    elif packet.provenance.kind == "screened":
-        # depth unknown (recorded as 0); vLLM's counters, when there, say what speculation yielded
-        recorded = _acceptance_length(arm)
-        if recorded is not None:
-            factor, why = recorded, f" × mean acceptance length {recorded:.3g}"
-    if packet_scheme(packet, recipe)[0] is None:
-        # Unknown precision: the projection would count 16 bits per weight, which could put the
-        # ceiling 4 times too low for a 4-bit checkpoint; 4-bit weights keep it an upper bound.
-        cell.scheme = W4A16
-    cell.spec_depth, cell.spec_method, cell.draft_int4 = 0, None, False
-    projection = project_cell(cell)
-    return (projection.ceiling_tok_s, factor, why) if projection is not None else None
 
 
 # --- identity -------------------------------------------------------------------------------

@@ -15,12 +15,8 @@ from typing import Any
 
 import pytest
 
-from catalog.checks.consistency import (
-    CEILING_MARGIN,
-    _ceiling,
-    consistency_problems,
-    reproduction_problems,
-)
+from catalog.checks.consistency import consistency_problems, reproduction_problems
+from catalog.checks.physics import CEILING_MARGIN, arm_limits
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.model.arrays import decode_uint32, encode_uint32, to_uint32
 from catalog.model.packet import Packet, State
@@ -89,9 +85,9 @@ def only(problems: dict[str, str]) -> tuple[str, str]:
 
 
 def plain_ceiling(packet: Packet, arm_index: int) -> float:
-    ceiling = _ceiling(packet, packet.arms[arm_index], B70, RECIPE_9B)
-    assert ceiling is not None
-    return ceiling[0]
+    limits = arm_limits(packet, packet.arms[arm_index], B70, RECIPE_9B)
+    assert limits is not None
+    return limits.plain_tok_s
 
 
 def spec_metrics(drafts: int = 1000, draft_tokens: int = 2000, accepted: int = 1000, **kw: Any) -> dict[str, Any]:
@@ -447,7 +443,13 @@ def test_ceiling_skipped_when_the_projection_knows_too_little() -> None:
 
 
 def test_measured_packet_needs_a_ceiling() -> None:
-    field, message = only(found(edited(_unknown_model, spec=False), recipe=None))
+    """A synthetic model (its facts are its own) that declares none, of a recipe without a count."""
+    uncounted = DEMO.model_copy(
+        update={"model": DEMO.model.model_copy(update={"parameter_count": "unknown", "active_parameters": None})}
+    )
+    synthetic = {"slug": "demo", "repo": "local/demo-qwen3-tiny", "synthetic": True, "weight_bytes": None}
+    packet = edited(lambda d: d["identity"]["model"].update(synthetic), spec=False)
+    field, message = only(found(packet, recipe=uncounted))
     assert field == "arms[0]"
     assert message.startswith(f"arm {ORACLE_ARM!r}: the projection cannot compute a physical ceiling")
 
