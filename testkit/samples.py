@@ -51,6 +51,15 @@ def token_ids(prompt_index: int, n: int = N_TOKENS) -> list[int]:
     return [(prompt_index * 7919 + i * 31) % 151_000 for i in range(n)]
 
 
+def _jitter_us(ms_per_token: float, prompt_index: int, step: int) -> int:
+    """0 to 199 µs of lateness per chunk, fixed by the server's pace, the prompt and the step: real
+    token times are never exact multiples of one step (catalog/checks/independence.py refuses two
+    servers whose times are one line apart), and a test's rows stay the same on every run."""
+    x = ((round(ms_per_token * 1000) * 1_000_003 + prompt_index) * 1_000_033 + step) & 0xFFFFFFFF
+    x = ((x ^ (x >> 13)) * 0x5BD1E995) & 0xFFFFFFFF  # a murmur-style mix: no two paces share a pattern
+    return (x ^ (x >> 15)) % 200
+
+
 def make_row(
     prompt_index: int,
     *,
@@ -64,7 +73,11 @@ def make_row(
     decoding): tokens of one chunk share an arrival time, as they do on the wire."""
     prompt = strict_suite().prompts[prompt_index]
     tokens = list(ids) if ids is not None else token_ids(prompt_index)
-    times = [round((ttft_ms + ((i + chunk - 1) // chunk) * chunk * ms_per_token) * 1000) for i in range(len(tokens))]
+    steps = [(i + chunk - 1) // chunk for i in range(len(tokens))]
+    times = [
+        round((ttft_ms + step * chunk * ms_per_token) * 1000) + _jitter_us(ms_per_token, prompt_index, step)
+        for step in steps
+    ]
     return PromptRow(
         prompt_id=prompt.id,
         class_id=prompt.class_,

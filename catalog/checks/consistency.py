@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from catalog.checks.facts import facts_problems, file_facts_problems
+from catalog.checks.independence import copied_from, copy_problems
 from catalog.checks.load_sweep import load_problems
 from catalog.checks.physics import physics_problems
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
@@ -75,6 +76,7 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *load_problems(packet),
         *created_problems(packet, now),
         *file_facts_problems(packet),
+        *copy_problems(packet),
     ]
 
 
@@ -466,16 +468,8 @@ def reproduction_problems(packet: Packet, original: Packet) -> list[Problem]:
                 " independent run",
             )
         )
-    original_timings = {_timings(server) for arm in original.arms for server in arm.servers if server.rows}
-    for i, arm in enumerate(packet.arms):
-        for j, server in enumerate(arm.servers):
-            if server.rows and _timings(server) in original_timings:
-                problems.append(
-                    (
-                        f"arms[{i}].servers[{j}].rows",
-                        f"token timings are identical to a server of {original.id}: a copy, not a reproduction",
-                    )
-                )
+    # its own timings: no server a copy of the original's, shifted or scaled (catalog/checks/independence.py)
+    problems += copied_from(packet, original)
     return problems
 
 
@@ -501,7 +495,3 @@ def _describe(config: _Config) -> str:
     extras = [f"draft head {head}"] if head else []
     extras += [f"{name}={value}" for name, value in env]
     return f"TP {tp}, {spec}" + "".join(f", {e}" for e in extras)
-
-
-def _timings(server: ServerRun) -> tuple[tuple[str, tuple[float, ...]], ...]:
-    return tuple(sorted((row.prompt_id, tuple(_token_times(row)[1])) for row in server.rows))

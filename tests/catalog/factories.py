@@ -76,11 +76,16 @@ def test_key(role: str = "measurer") -> HostKey:
     return host_key(role=role)
 
 
+def other_lab_key() -> HostKey:
+    """A second measurer key, another lab's: what a reproduction that counts toward a grade is signed with."""
+    return host_key(role="measurer", config_dir=test_key().path.parent / "other-lab")
+
+
 def session_key_entries() -> str:
-    """The keys.yaml entries of the session's measurer and importer test keys."""
-    return "".join(
-        test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
-    )
+    """The keys.yaml entries of the session's measurer and importer test keys, and another lab's."""
+    keys = [(test_key(role), f"test session ({role})") for role in ("measurer", "importer")]
+    keys.append((other_lab_key(), "test session (another lab's measurer)"))
+    return "".join(key.keys_yaml_entry(owner, dated=False) for key, owner in keys)
 
 
 def keys_yaml() -> str:
@@ -98,21 +103,21 @@ def key_for(provenance: str) -> HostKey:
     return test_key("measurer" if provenance == "measured" else "importer")
 
 
-def seal_parts(parts: PacketParts, *, signed: bool = True) -> Sealed:
-    """Seal with the test key of the packet's role (measurer or importer), or unsigned (a local
-    build's packet)."""
-    return seal(parts, key_for(parts.provenance.kind) if signed else None)
+def seal_parts(parts: PacketParts, *, signed: bool = True, key: HostKey | None = None) -> Sealed:
+    """Seal with `key`, else the test key of the packet's role (measurer or importer), or unsigned
+    (a local build's packet)."""
+    return seal(parts, (key or key_for(parts.provenance.kind)) if signed else None)
 
 
-def sealed(draft: dict[str, Any], *, signed: bool = True) -> Sealed:
+def sealed(draft: dict[str, Any], *, signed: bool = True, key: HostKey | None = None) -> Sealed:
     """Seal a JSON-form dict, sealed before or not: stored states are dropped and derived again."""
     body = {k: v for k, v in draft.items() if k not in (*UNSEALED, "id", "sha256")}
     body["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in draft["arms"]]
-    return seal_parts(PacketParts.model_validate(body), signed=signed)
+    return seal_parts(PacketParts.model_validate(body), signed=signed, key=key)
 
 
-def seal_draft(draft: dict[str, Any], *, signed: bool = True) -> Packet:
-    return sealed(draft, signed=signed).packet
+def seal_draft(draft: dict[str, Any], *, signed: bool = True, key: HostKey | None = None) -> Packet:
+    return sealed(draft, signed=signed, key=key).packet
 
 
 def measured_draft(**kw: Any) -> dict[str, Any]:

@@ -197,9 +197,10 @@ def test_g3_against_another_speculative_arm() -> None:
         d["arms"].append(other)
         d["arms"][1]["gates"][1]["against"] = "tp1-mtp3"
 
-    field, message = only(found(edited(deeper)))
-    assert field == "arms[1].gates[1].against"
-    assert message == "G3 names arm 'tp1-mtp3' of depth 3: the oracle is a depth-0 arm"
+    problems = found(edited(deeper))
+    assert problems.pop("arms[1].gates[1].against") == "G3 names arm 'tp1-mtp3' of depth 3: the oracle is a depth-0 arm"
+    # the deeper arm's servers are the other arm's, copied (catalog/checks/independence.py)
+    assert set(problems) == {"arms[2].servers[0].rows[0].token_times_us", "arms[2].servers[1].rows[0].token_times_us"}
 
 
 @pytest.mark.parametrize(
@@ -599,9 +600,11 @@ def test_reproduction_with_the_originals_timings() -> None:
     original = measured_packet()
     copied = seal_draft(independent(measured_draft(title="re-labelled")))
     problems = dict(reproduction_problems(copied, original))
-    assert set(problems) == {f"arms[{i}].servers[{j}].rows" for i in (0, 1) for j in (0, 1)}
-    assert problems["arms[0].servers[0].rows"] == (
-        f"token timings are identical to a server of {original.id}: a copy, not a reproduction"
+    assert set(problems) == {f"arms[{i}].servers[{j}].rows[0].token_times_us" for i in (0, 1) for j in (0, 1)}
+    assert problems["arms[0].servers[0].rows[0].token_times_us"] == (
+        "server A of arm 'tp1-mtp0': its token times for prompt 'ops-incident-retro' are those of server A of arm"
+        f" 'tp1-mtp0' (arms[0].servers[0]) of {original.id} shifted or scaled to within 2 µs: a copy, not a"
+        " reproduction"
     )
 
 
@@ -629,7 +632,7 @@ def test_loader_names_file_and_field_of_each_kind_of_check(tree: Path) -> None:
         [
             (str(own), "arms[0].gates"),
             (str(cuda), "identity.runtime.platform"),
-            *[(str(copy_path), f"arms[{i}].servers[{j}].rows") for i in (0, 1) for j in (0, 1)],
+            *[(str(copy_path), f"arms[{i}].servers[{j}].rows[0].token_times_us") for i in (0, 1) for j in (0, 1)],
         ]
     )
 
