@@ -95,8 +95,9 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
 def gate_problems(packet: Packet) -> list[Problem]:
     """A measured arm carries the gates its state rests on: G1 at depth 0; G2 and one G3 per
     server above it, each G3 against a depth-0 arm of this packet serving the same target.
-    An imported arm carries what its source published, so only its G3s that name an arm of the
-    packet are checked: never the arm itself, always a depth-0 one."""
+    An imported arm carries what its source published: a G1 at depth 0, a G3 above it (the
+    importer seals an arm whose outcome the source did not print into a screened packet), and
+    its G3s that name an arm of the packet never name the arm itself, always a depth-0 one."""
     if packet.provenance.kind != "measured":
         return _imported_g3_problems(packet)
     problems: list[Problem] = []
@@ -129,8 +130,22 @@ def gate_problems(packet: Packet) -> list[Problem]:
 
 
 def _imported_g3_problems(packet: Packet) -> list[Problem]:
+    if packet.provenance.kind == "screened":
+        return []  # speed only: a screened arm carries no gate
     problems: list[Problem] = []
     for index, arm in enumerate(packet.arms):
+        # an import keeps its gates: what its source printed, never fewer (a failing G3 deleted would
+        # publish a withheld arm); an arm whose identity outcome the source did not print is screened
+        needed = "G1" if arm.config.spec_depth == 0 else "G3"
+        if not any(gate.gate == needed for gate in arm.gates):
+            depth = f"depth {arm.config.spec_depth}"
+            problems.append(
+                (
+                    f"arms[{index}].gates",
+                    f"imported arm {arm.id!r} ({depth}) carries no {needed} gate: an imported arm carries the"
+                    " gate outcome its source printed, or it is a screened result (speed only) in a screened packet",
+                )
+            )
         for gate_index, gate in enumerate(arm.gates):
             oracle = next((a for a in packet.arms if a.id == gate.against), None)
             if gate.gate != "G3" or oracle is None:

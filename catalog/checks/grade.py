@@ -14,8 +14,10 @@ Limitations a measured packet can disclose (`limitations` lists them, in words):
 - A: signed, measured by the runner, no limitation.
 - B: signed, measured, exactly one limitation (usually: not yet reproduced).
 - C: measured with more than one limitation, or unsigned (a local build), or imported from a
-  named source that reports gate outcomes. Imported numbers cannot be replayed, so never above C.
-- D: screened (speed only, no identity gate), or imported without gate outcomes.
+  named source that reports gate outcomes (every imported arm carries the outcome its source
+  printed; catalog/checks/consistency.py refuses one that does not). Imported numbers cannot be
+  replayed, so never above C.
+- D: screened (speed only, no identity gate).
 A packet whose every arm is withheld keeps its grade for the record but has no headline.
 """
 

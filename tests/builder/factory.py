@@ -297,6 +297,8 @@ def imported_parts() -> PacketParts:
                     "id": "tp1-ngram3",
                     "label": "1 card, ngram 3, values not printed",
                     "config": {"tensor_parallel_size": 1, "spec_method": "ngram", "spec_depth": 3},
+                    # an import keeps its gates: the post printed this arm's outcome, not its speed
+                    "gates": [{"gate": "G3", "against": "tp1-base", "total": 12, "passed": True}],
                 },
             ],
         }

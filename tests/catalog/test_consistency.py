@@ -47,6 +47,7 @@ RECIPE_9B = catalog_recipe("qwen3.5-9b")
 DEMO = catalog_recipe("demo")
 
 Draft = dict[str, Any]
+G1 = [("G1", 12, 12, True)]
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -108,7 +109,7 @@ def test_factory_packets_are_consistent() -> None:
         published_draft(
             [
                 published_arm("tp1-mtp0", [50.0, 50.2], gates=[("G1", 12, 12, True)]),
-                published_arm("tp1-mtp2", [80.0], spec_depth=2),  # no gates: the source published none
+                published_arm("tp1-mtp2", [80.0], spec_depth=2, gates=[("G3", 12, 12, True)]),  # G3 only: as printed
             ]
         )
     )
@@ -157,14 +158,31 @@ def test_speculative_arm_without_g3_for_one_server() -> None:
     assert message == f"speculative arm {SPEC_ARM!r} has no G3 gate for server 'B'"
 
 
-def test_imported_arm_needs_only_what_its_source_published() -> None:
-    packet = seal_draft(published_draft([published_arm("tp1-mtp3", [80.0], spec_depth=3)]))
+def test_imported_arm_needs_only_the_outcome_its_source_published() -> None:
+    """No G2, no G3 per server: one G3 as the source printed it is enough."""
+    packet = seal_draft(
+        published_draft([published_arm("tp1-mtp3", [80.0], spec_depth=3, gates=[("G3", 12, 12, True)])])
+    )
     assert found(packet) == {}
+
+
+@pytest.mark.parametrize(("depth", "gate"), [(3, "G3"), (0, "G1")])
+def test_an_imported_arm_keeps_its_gates(depth: int, gate: str) -> None:
+    """A failing G3 deleted from an imported arm would publish what its source withheld: an import
+    carries the outcome its source printed, or its arm is screened."""
+    packet = seal_draft(published_draft([published_arm("tp1-mtp3", [40.0], spec_depth=depth)]))
+    assert only(found(packet)) == (
+        "arms[0].gates",
+        f"imported arm 'tp1-mtp3' (depth {depth}) carries no {gate} gate: an imported arm carries the gate outcome"
+        " its source printed, or it is a screened result (speed only) in a screened packet",
+    )
+    screened = seal_draft(published_draft([published_arm("tp1-mtp3", [40.0], spec_depth=depth)], provenance="screened"))
+    assert found(screened) == {}
 
 
 def test_imported_g3_against_the_arm_itself_or_a_speculative_arm() -> None:
     arms = [
-        published_arm("tp1-mtp0", [50.0, 50.2]),
+        published_arm("tp1-mtp0", [50.0, 50.2], gates=G1),
         published_arm("tp1-mtp3", [80.0, 80.4], spec_depth=3, gates=[("G3", 12, 12, True)]),
         published_arm("tp1-mtp4", [82.0, 82.4], spec_depth=4, gates=[("G3", 12, 12, True)]),
     ]
@@ -256,7 +274,7 @@ def test_measured_arm_with_a_failed_server() -> None:
 
 
 def test_imported_packet_with_a_measured_arm() -> None:
-    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0])]))
+    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0], gates=G1)]))
     # the packet model derives arm states; a format change must not let this through unnoticed
     forged = packet.model_copy(update={"arms": [packet.arms[0].model_copy(update={"state": State.MEASURED})]})
     field, message = only(found(forged))
@@ -417,9 +435,9 @@ def test_speculative_rate_bounded_by_its_recorded_acceptance() -> None:
 
 
 def test_published_figure_over_the_physical_ceiling() -> None:
-    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0])]))
+    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0], gates=G1)]))
     plain = plain_ceiling(packet, 0)
-    draft = published_draft([{**published_arm("tp1-mtp0", [50.0]), "published_figure": plain * 2}])
+    draft = published_draft([{**published_arm("tp1-mtp0", [50.0], gates=G1), "published_figure": plain * 2}])
     field, message = only(found(seal_draft(draft)))
     assert field == "arms[0].published_figure"
     assert message.startswith(f"decode rate {plain * 2:.3g} tok/s exceeds the physical ceiling {plain:.3g} tok/s")
@@ -438,7 +456,7 @@ def _unknown_model(d: Draft) -> None:
 
 
 def test_ceiling_skipped_when_the_projection_knows_too_little() -> None:
-    draft = published_draft([published_arm("tp1-mtp0", [1_000_000.0])])
+    draft = published_draft([published_arm("tp1-mtp0", [1_000_000.0], gates=G1)])
     _unknown_model(draft)
     assert found(seal_draft(draft), recipe=None) == {}
 
