@@ -28,6 +28,7 @@ from catalog.checks.facts import facts_problems, file_facts_problems
 from catalog.checks.independence import copied_from, copy_problems
 from catalog.checks.load_sweep import load_problems
 from catalog.checks.physics import physics_problems
+from catalog.checks.workload import workload_problems
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
 from catalog.projection.precision import DRAFT_INT4_ENV
 from catalog.recipes.hardware import Hardware
@@ -77,6 +78,7 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *created_problems(packet, now),
         *file_facts_problems(packet),
         *copy_problems(packet),
+        *workload_problems(packet),
     ]
 
 
