@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from catalog.checks.facts import facts_problems, file_facts_problems
+from catalog.checks.identity import identity_problems
 from catalog.checks.independence import copied_from, copy_problems
 from catalog.checks.load_sweep import load_problems
 from catalog.checks.physics import physics_problems
@@ -287,51 +288,6 @@ def figure_problems(packet: Packet) -> list[Problem]:
             problems.append((field, f"is {value}, not a finite number"))
         elif value < 0:
             problems.append((field, f"is negative: {_n(value)}"))
-    return problems
-
-
-# --- identity -------------------------------------------------------------------------------
-
-
-def identity_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
-    """The packet's model is its recipe variant's, on the platform of its hardware, within its cards."""
-    problems: list[Problem] = []
-    model = packet.identity.model
-    if recipe is not None:
-        if model.variant is not None and model.variant in recipe.variants:
-            expected = recipe.variant_model_id(model.variant)
-            if model.repo != expected:
-                problems.append(
-                    (
-                        "identity.model.repo",
-                        f"is {model.repo!r}, but recipe {model.slug!r} variant {model.variant!r} serves {expected!r}",
-                    )
-                )
-        if model.synthetic != recipe.model.synthetic:
-            problems.append(
-                (
-                    "identity.model.synthetic",
-                    f"is {str(model.synthetic).lower()}, but recipe {model.slug!r} model.synthetic is"
-                    f" {str(recipe.model.synthetic).lower()}",
-                )
-            )
-    if hardware is not None and packet.identity.runtime.platform != hardware.platform:
-        problems.append(
-            (
-                "identity.runtime.platform",
-                f"is {packet.identity.runtime.platform!r}, but hardware {hardware.id!r} is a"
-                f" {hardware.platform!r} platform",
-            )
-        )
-    cards = packet.identity.host.card_count
-    for index, arm in enumerate(packet.arms):
-        if arm.config.tensor_parallel_size > cards:
-            problems.append(
-                (
-                    f"arms[{index}].config.tensor_parallel_size",
-                    f"tensor_parallel_size {arm.config.tensor_parallel_size} exceeds the host's card_count {cards}",
-                )
-            )
     return problems
 
 

@@ -73,6 +73,13 @@ def edited(change: Callable[[Draft], object], **kw: Any) -> Packet:
     return seal_draft(edited_draft(change, **kw))
 
 
+def serve(d: Draft, repo: str, **model: object) -> None:
+    """The packet's model is `repo`, and so is the model each arm's command serves."""
+    d["identity"]["model"].update(repo=repo, **model)
+    for arm in d["arms"]:
+        arm["config"]["argv"] = [repo if arg == "Qwen/Qwen3.5-9B" else arg for arg in arm["config"]["argv"]]
+
+
 def set_array(row: Draft, key: str, index: int, value: int) -> None:
     """Change one value of a row's token array in JSON form (base64 uint32)."""
     values = decode_uint32(row[key])
@@ -286,7 +293,7 @@ def test_imported_packet_with_a_measured_arm() -> None:
 
 
 def test_model_repo_that_is_not_the_recipe_variants() -> None:
-    packet = edited(lambda d: d["identity"]["model"].update(repo="Qwen/Qwen3.5-4B"))
+    packet = edited(lambda d: serve(d, "Qwen/Qwen3.5-4B"))
     field, message = only(found(packet))
     assert field == "identity.model.repo"
     assert message == "is 'Qwen/Qwen3.5-4B', but recipe 'qwen3.5-9b' variant 'default' serves 'Qwen/Qwen3.5-9B'"
@@ -295,7 +302,7 @@ def test_model_repo_that_is_not_the_recipe_variants() -> None:
 def test_model_repo_of_a_variant_with_its_own_model_id() -> None:
     fp8 = "RedHatAI/Qwen3.5-9B-FP8-dynamic"
     precision = {"quantization": "fp8-dynamic", "quantization_label": "FP8-dynamic"}
-    assert found(edited(lambda d: d["identity"]["model"].update(repo=fp8, **precision), variant="fp8")) == {}
+    assert found(edited(lambda d: serve(d, fp8, **precision), variant="fp8")) == {}
     field, message = only(found(edited(lambda d: d["identity"]["model"].update(**precision), variant="fp8")))
     assert field == "identity.model.repo"
     assert message.endswith(f"variant 'fp8' serves {fp8!r}")
@@ -452,7 +459,7 @@ def test_context_ladder_rate_over_the_physical_ceiling() -> None:
 
 
 def _unknown_model(d: Draft) -> None:
-    d["identity"]["model"].update(slug="mystery", repo="Org/Mystery-7B", weight_bytes=None)
+    serve(d, "Org/Mystery-7B", slug="mystery", weight_bytes=None)
 
 
 def test_ceiling_skipped_when_the_projection_knows_too_little() -> None:
@@ -464,10 +471,14 @@ def test_ceiling_skipped_when_the_projection_knows_too_little() -> None:
 def test_measured_packet_needs_a_ceiling() -> None:
     """A synthetic model (its facts are its own) that declares none, of a recipe without a count."""
     uncounted = DEMO.model_copy(
-        update={"model": DEMO.model.model_copy(update={"parameter_count": "unknown", "active_parameters": None})}
+        update={
+            "model": DEMO.model.model_copy(
+                update={"parameter_count": "unknown", "active_parameters": None, "min_vllm_version": None}
+            )
+        }
     )
-    synthetic = {"slug": "demo", "repo": "local/demo-qwen3-tiny", "synthetic": True, "weight_bytes": None}
-    packet = edited(lambda d: d["identity"]["model"].update(synthetic), spec=False)
+    synthetic = {"slug": "demo", "synthetic": True, "weight_bytes": None}
+    packet = edited(lambda d: serve(d, "local/demo-qwen3-tiny", **synthetic), spec=False)
     field, message = only(found(packet, recipe=uncounted))
     assert field == "arms[0]"
     assert message.startswith(f"arm {ORACLE_ARM!r}: the projection cannot compute a physical ceiling")
@@ -671,7 +682,7 @@ END_TO_END: list[tuple[str, Callable[[Path], Sealed], str, str]] = [
     ("missing G3", _edited_file(lambda d: d["arms"][1]["gates"].pop(1)), "arms[1].gates", "has no G3 gate"),
     (
         "another model",
-        _edited_file(lambda d: d["identity"]["model"].update(repo="Qwen/Qwen3.5-4B")),
+        _edited_file(lambda d: serve(d, "Qwen/Qwen3.5-4B")),
         "identity.model.repo",
         "is 'Qwen/Qwen3.5-4B', but recipe",
     ),
