@@ -280,7 +280,15 @@ def published_parts(
     return PacketParts.model_validate(
         {
             "title": title,
-            "provenance": {"kind": provenance, "source": {"name": "reference catalog", "url": "https://example.org/r"}},
+            "provenance": {
+                "kind": provenance,
+                "source": {
+                    "name": "reference catalog",
+                    "url": "https://example.org/r",
+                    "published": "2026-11-20",
+                    "retrieved": "2026-11-21",
+                },
+            },
             "identity": identity(),
             "workload": {"suite_id": "strict-v1", "max_tokens": 512},
             "arms": arms,

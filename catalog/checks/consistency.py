@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
+from catalog.checks.dates import date_problems, model_date_problems
 from catalog.checks.facts import facts_problems, file_facts_problems
 from catalog.checks.identity import identity_problems
 from catalog.checks.independence import copied_from, copy_problems
@@ -36,9 +37,6 @@ from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
 Problem = tuple[str, str]
-
-CLOCK_SKEW = timedelta(minutes=10)
-"""How far in the future `created` may be: the measuring host's clock may run ahead of this one."""
 
 # Configuration that belongs to the draft, not to the target model G3 compares against.
 _DRAFT_ENV = frozenset({DRAFT_INT4_ENV})
@@ -76,7 +74,7 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *spec_metric_problems(packet),
         *ladder_problems(packet),
         *load_problems(packet),
-        *created_problems(packet, now),
+        *date_problems(packet, now),
         *file_facts_problems(packet),
         *copy_problems(packet),
         *workload_problems(packet),
@@ -87,6 +85,7 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
     """The checks against the packet's recipe and hardware entry."""
     return [
         *facts_problems(packet, recipe),
+        *model_date_problems(packet, recipe),
         *identity_problems(packet, recipe, hardware),
         *physics_problems(packet, recipe, hardware),
     ]
@@ -387,24 +386,6 @@ def ladder_problems(packet: Packet) -> list[Problem]:
                     )
                 )
     return problems
-
-
-def created_problems(packet: Packet, now: datetime) -> list[Problem]:
-    """A packet is not written in the future (beyond CLOCK_SKEW)."""
-    created = packet.created
-    if created is None:
-        return []
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=UTC)
-    if created > now + CLOCK_SKEW:
-        return [
-            (
-                "created",
-                f"{created.isoformat()} is in the future (now {now.isoformat(timespec='seconds')},"
-                f" {int(CLOCK_SKEW.total_seconds() // 60)} minutes of clock skew allowed)",
-            )
-        ]
-    return []
 
 
 # --- reproductions --------------------------------------------------------------------------

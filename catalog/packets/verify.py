@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from catalog.checks.consistency import packet_problems
 from catalog.checks.cross_check import located
+from catalog.checks.dates import signed_day
 from catalog.checks.evidence import evidence_problems
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.files import read_bytes
@@ -51,12 +52,18 @@ class Refused:
 
 
 def verify(
-    path: Path, keys: KeyRing | None = None, *, allow_unsigned: bool = False, now: datetime | None = None
+    path: Path,
+    keys: KeyRing | None = None,
+    *,
+    allow_unsigned: bool = False,
+    now: datetime | None = None,
+    signatures: bool = True,
 ) -> Verified | Refused:
     """Read one packet and check everything it says on its own: the costly part of loading,
-    independent of every other file."""
+    independent of every other file. `signatures` False checks no signature: only where data/keys.yaml
+    failed to load (that one error fails the load; every packet's signature error would repeat it)."""
     try:
-        packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned)
+        packet = read_packet(path, (keys or KeyRing.empty()) if signatures else None, allow_unsigned=allow_unsigned)
     except CatalogErrors as many:
         return Refused(many.errors)
     except CatalogError as error:
@@ -131,5 +138,6 @@ def _check_signature(packet: Packet, path: Path, digest: str, keys: KeyRing, all
     if allow_unsigned and signer_key_id(envelope, envelope_path) not in keys.by_id():
         return None  # this host's own key, not listed yet: a local packet like an unsigned one
     role = "measurer" if packet.provenance.kind == "measured" else "importer"
-    made_on = packet.created.date() if packet.created else None
-    return verify_packet_signature(envelope, digest, path.name, keys, role=role, file=envelope_path, made_on=made_on).id
+    return verify_packet_signature(
+        envelope, digest, path.name, keys, role=role, file=envelope_path, made_on=signed_day(packet)
+    ).id

@@ -69,6 +69,7 @@ class Reader:
     reference: Reference | None = None
     known: KnownDigest | None = None  # files' sha256 the caller already has (SummaryCache.key)
     listings: Mapping[str, object] | None = None  # SummaryCache.listings for this run's data/
+    signatures: bool = True  # False only when data/keys.yaml failed to load (that error fails the load)
 
     def listed_before(self, path: Path) -> Read | None:
         """The packet as the last load with this data/ listed it, when its content is the same:
@@ -105,7 +106,7 @@ class Reader:
 
     def _read(self, path: Path) -> Raw:
         if not self.summaries or self.cache is None:
-            packet, problems = _verified(path, self.keys, self.allow_unsigned)
+            packet, problems = _verified(path, self.keys, self.allow_unsigned, self.signatures)
             if packet is not None and self.summaries:
                 packet = summarize(packet)
             return packet, problems, self._checked(packet, path), None
@@ -127,7 +128,7 @@ class Reader:
                     key = cache.key(path)
                 except CatalogError as error:
                     return None, [error], [], None
-            packet, problems = _verified(path, self.keys, self.allow_unsigned)
+            packet, problems = _verified(path, self.keys, self.allow_unsigned, self.signatures)
             if packet is None or problems:
                 summary = None if packet is None else summarize(packet)
                 return summary, problems, self._checked(summary, path), None
@@ -151,8 +152,10 @@ class Reader:
         return problems
 
 
-def _verified(path: Path, keys: KeyRing, allow_unsigned: bool) -> tuple[Packet | None, list[CatalogError]]:
-    result = verify(path, keys, allow_unsigned=allow_unsigned)
+def _verified(
+    path: Path, keys: KeyRing, allow_unsigned: bool, signatures: bool = True
+) -> tuple[Packet | None, list[CatalogError]]:
+    result = verify(path, keys, allow_unsigned=allow_unsigned, signatures=signatures)
     return (result.packet, []) if isinstance(result, Verified) else (result.packet, result.problems)
 
 

@@ -191,9 +191,13 @@ def _load_catalog(
 ) -> Catalog:
     _require_inputs(data_dir, packets_dir)
     found = _Collector()
-    keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
+    listed_keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml"))
+    # keys.yaml in error (a key listed twice, an undated key) is one error: every packet's signature
+    # is left unchecked rather than each refused as signed by an unknown key, and nothing is cached
+    keys, signatures = (listed_keys, True) if listed_keys is not None else (KeyRing.empty(), False)
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
+    use_cache = use_cache and signatures
     cache = SummaryCache.for_run(data_dir / "keys.yaml", allow_unsigned) if summaries and use_cache else None
     recipes = _load_recipes(data_dir / "models", found, cache)
     _load_overlays(data_dir / "overlays", recipes, hardware, found)
@@ -205,7 +209,7 @@ def _load_catalog(
     reference = Reference(recipes, hardware, suites, canary_sets, frozenset(unloaded), data_digest(data_dir))
     listed_before = cache.listings(reference.digest) if cache is not None and known is not None else {}
     known = known if cache is not None else None
-    reader = Reader(keys, allow_unsigned, cache, summaries, reference, known, listed_before)
+    reader = Reader(keys, allow_unsigned, cache, summaries, reference, known, listed_before, signatures)
     held: dict[str, Packet] = {}
     listing: dict[str, Listed] = {}
     paths: dict[str, Path] = {}
@@ -229,7 +233,7 @@ def _load_catalog(
             keys_of_records[listed.id] = read.key
         found.errors.extend(read.reference_problems)
     if summaries:
-        _read_whole(held, listing, paths, keys, allow_unsigned)
+        _read_whole(held, listing, paths, keys if signatures else None, allow_unsigned)
     for packet_id, listed in listing.items():
         if listed.reproduces and listed.reproduces not in listing:
             found.add(f"names unknown packet {listed.reproduces!r}", file=paths[packet_id], field="reproduces")
@@ -304,7 +308,11 @@ def _check_signatures_have_packets(folder: Path, names: list[str], found: _Colle
 
 
 def _read_whole(
-    held: dict[str, Packet], listing: dict[str, Listed], paths: dict[str, Path], keys: KeyRing, allow_unsigned: bool
+    held: dict[str, Packet],
+    listing: dict[str, Listed],
+    paths: dict[str, Path],
+    keys: KeyRing | None,
+    allow_unsigned: bool,
 ) -> None:
     """Reproductions and the packets they name compare whole token arrays: read those few whole
     again (their bytes were verified a moment ago; a file changed since is refused here)."""

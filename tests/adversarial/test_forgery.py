@@ -46,7 +46,7 @@ from testkit.samples import (
 from tests.adversarial.support import REPO, Tally, snapshot
 
 DEMO = "demo-bf16-83f021f8"
-IMPORTED = "qwen3.5-9b-fp8-dynamic-c4b87b99"  # imported: withheld MTP arms whose G3 failed (8/12)
+IMPORTED = "qwen3.5-9b-fp8-dynamic-c48f580e"  # imported: withheld MTP arms whose G3 failed (8/12)
 SIGNED = ()
 LOCAL = ("--allow-unsigned",)
 MODES = [pytest.param(SIGNED, id="published"), pytest.param(LOCAL, id="allow-unsigned")]

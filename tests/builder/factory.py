@@ -271,7 +271,13 @@ def imported_parts() -> PacketParts:
             "title": f"Fixture 7B BF16 imported {SCRIPT}",
             "provenance": {
                 "kind": "imported",
-                "source": {"name": f"Somebody's blog {IMG}", "url": "https://example.org/post", "reference": "post-1"},
+                "source": {
+                    "name": f"Somebody's blog {IMG}",
+                    "url": "https://example.org/post",
+                    "reference": "post-1",
+                    "published": "2026-04-01",
+                    "retrieved": "2026-04-02",
+                },
             },
             "identity": {
                 "model": {

@@ -89,7 +89,8 @@ def session_key_entries() -> str:
 
 
 def keys_yaml() -> str:
-    return "schema_version: 1\nkeys:\n" + session_key_entries()
+    """A test catalog's keys.yaml: its throwaway keys are undated (they vouch for any day)."""
+    return "schema_version: 1\ntest_catalog: true\nkeys:\n" + session_key_entries()
 
 
 def signed_data(dest: Path) -> Path:
