@@ -24,6 +24,7 @@ from array import array
 from collections.abc import Iterator
 from datetime import datetime
 
+from catalog.checks.bounds import text_bound_problems
 from catalog.checks.dates import date_problems, model_date_problems
 from catalog.checks.facts import facts_problems, file_facts_problems
 from catalog.checks.identity import identity_problems
@@ -78,6 +79,7 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *file_facts_problems(packet),
         *copy_problems(packet),
         *workload_problems(packet),
+        *text_bound_problems(packet),
     ]
 
 

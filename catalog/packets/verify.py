@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from catalog.checks.bounds import size_problem
 from catalog.checks.consistency import packet_problems
 from catalog.checks.cross_check import located
 from catalog.checks.dates import signed_day
@@ -79,6 +80,13 @@ def read_packet(path: Path, keys: KeyRing | None, *, allow_unsigned: bool = Fals
     """The packet a file holds, its bytes checked: schema 2, canonical bytes, the name its digest
     gives, and a signature by a known key of the right role (`keys` None checks no signature:
     migration and tests of the format only). `verify` calls it, then checks the content."""
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise CatalogError(f"cannot read: {error.strerror}", file=path) from None
+    too_large = size_problem(size)
+    if too_large is not None:
+        raise CatalogError(too_large, file=path, field="file")
     data = read_bytes(path)
     packet = _validated(data, path)
     canonical = packet_bytes(packet)

@@ -214,7 +214,8 @@ def _load_catalog(
     listing: dict[str, Listed] = {}
     paths: dict[str, Path] = {}
     keys_of_records: dict[str, str] = {}
-    names = _json_names(packets_dir)
+    names, linked = _json_names(packets_dir)
+    names = [name for name in names if name not in linked or _link_stays_inside(packets_dir / name, found)]
     packet_files = [packets_dir / name for name in names if not name.endswith(SIGNATURE_SUFFIX)]
     _check_signatures_have_packets(packets_dir, names, found)
     for path, read in zip(packet_files, read_packets(packet_files, reader), strict=True):
@@ -291,13 +292,30 @@ def _require_inputs(data_dir: Path, packets_dir: Path) -> None:
         raise CatalogError("no such file", file=data_dir / "hardware.yaml")
 
 
-def _json_names(folder: Path) -> list[str]:
-    """The names `folder.glob("*.json")` finds, sorted: listed as strings, since 40,000 Path
-    objects cost a tenth of a second to make and more to sort."""
+def _json_names(folder: Path) -> tuple[list[str], set[str]]:
+    """The names `folder.glob("*.json")` finds, sorted, and those of them that are symbolic links:
+    listed as strings, since 40,000 Path objects cost a tenth of a second to make and more to sort
+    (whether an entry is a link comes with the listing, without a system call per file)."""
     if not folder.is_dir():
-        return []
+        return [], set()
     with os.scandir(folder) as entries:
-        return sorted(entry.name for entry in entries if entry.name.endswith(".json"))
+        found = [(entry.name, entry.is_symlink()) for entry in entries if entry.name.endswith(".json")]
+    return sorted(name for name, _ in found), {name for name, link in found if link}
+
+
+def _link_stays_inside(path: Path, found: _Collector) -> bool:
+    """A packet (or signature) that is a symbolic link is read only when it leads to a file inside
+    the catalog the build was given (the folder holding packets/), never outside it."""
+    root = path.parent.resolve().parent
+    target = path.resolve()
+    if target.is_relative_to(root):
+        return True
+    found.add(
+        f"a symbolic link to {target}, outside the catalog ({root}): a build reads only the catalog it was given",
+        file=path,
+        field="file",
+    )
+    return False
 
 
 def _check_signatures_have_packets(folder: Path, names: list[str], found: _Collector) -> None:
