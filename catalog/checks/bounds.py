@@ -36,6 +36,7 @@ def _texts(packet: Packet) -> Iterator[tuple[str, str | None, int]]:
     yield "identity.model.quantization_label", model.quantization_label, MAX_LABEL
     yield "identity.model.synthetic_note", model.synthetic_note, MAX_NOTE
     yield "identity.runtime.label", runtime.label, MAX_LABEL
+    yield "provenance.tool", packet.provenance.tool, MAX_LABEL
     if source is not None:
         yield "provenance.source.name", source.name, MAX_LABEL
         yield "provenance.source.reference", source.reference, MAX_LABEL
@@ -48,6 +49,7 @@ def _texts(packet: Packet) -> Iterator[tuple[str, str | None, int]]:
         for j, server in enumerate(arm.servers):
             yield f"arms[{i}].servers[{j}].label", server.label, MAX_LABEL
             yield f"arms[{i}].servers[{j}].error", server.error, MAX_NOTE
+            yield f"arms[{i}].servers[{j}].log", server.log, MAX_LABEL
         for k, gate in enumerate(arm.gates):
             yield f"arms[{i}].gates[{k}].note", gate.note, MAX_NOTE
 

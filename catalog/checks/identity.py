@@ -25,6 +25,7 @@ Problem = tuple[str, str]
 
 _PINNED = re.compile(r"^(?P<repository>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
 _VERSION = re.compile(r"^(\d+(?:\.\d+)*)")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 # PyTorch's local version tag names the platform it was built for: 2.13.0+cpu, 2.8.0+xpu, 2.9.0+cu128
 _TORCH_PLATFORM = (("cpu", "cpu"), ("xpu", "xpu"), ("cu", "cuda"))
 
@@ -32,6 +33,7 @@ _TORCH_PLATFORM = (("cpu", "cpu"), ("xpu", "xpu"), ("cu", "cuda"))
 def identity_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
     return [
         *_model_problems(packet, recipe),
+        *_commit_problems(packet),
         *_card_problems(packet, hardware),
         *_image_problems(packet),
         *_command_problems(packet),
@@ -63,6 +65,20 @@ def _model_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]:
             )
         )
     return problems
+
+
+def _commit_problems(packet: Packet) -> list[Problem]:
+    """The checkpoint's revision (the hub snapshot the server loaded) and the runner's own are git
+    commits: 40 hex digits, never a branch name that points elsewhere tomorrow."""
+    commits = (
+        ("identity.model.revision", packet.identity.model.revision),
+        ("identity.host.repo_revision", packet.identity.host.repo_revision),
+    )
+    return [
+        (field, f"is {value!r}, not a commit (40 lowercase hex digits)")
+        for field, value in commits
+        if value is not None and not _COMMIT.fullmatch(value)
+    ]
 
 
 def _card_problems(packet: Packet, hardware: Hardware | None) -> list[Problem]:

@@ -112,6 +112,14 @@ def _shown_users_problems(where: str, sweep: LoadSweep) -> list[Problem]:
         users = min(level.users, len(spans))
         if users < 2:
             continue
+        running = level.server.peak_running if level.server is not None else None
+        if running is not None and running > level.users:
+            problems.append(
+                (
+                    f"{where}.levels[{j}].server.peak_running",
+                    f"is {running:g}, but a closed level of {level.label} has at most {level.users} requests running",
+                )
+            )
         shown = _mean_in_flight(spans, start=spans[users - 1][0], end=spans[-1][0])
         if shown < SHOWN_USERS_SHARE * users:
             problems.append(

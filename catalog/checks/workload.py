@@ -18,7 +18,21 @@ Problem = tuple[str, str]
 
 
 def workload_problems(packet: Packet) -> list[Problem]:
-    return [*_row_problems(packet), *_context_problems(packet), *_oracle_problems(packet)]
+    return [*_sampling_problems(packet), *_row_problems(packet), *_context_problems(packet), *_oracle_problems(packet)]
+
+
+def _sampling_problems(packet: Packet) -> list[Problem]:
+    """A measured packet sampled greedily, as the runner always does: its gates compare token
+    arrays, which only greedy decoding (temperature 0, top_p 1) makes comparable."""
+    if packet.provenance.kind != "measured":
+        return []
+    workload = packet.workload
+    wanted = (("temperature", workload.temperature, 0.0), ("top_p", workload.top_p, 1.0))
+    return [
+        (f"workload.{name}", f"is {value:g}, but this runner measures greedily ({name} {greedy:g})")
+        for name, value, greedy in wanted
+        if value != greedy
+    ]
 
 
 def _row_problems(packet: Packet) -> list[Problem]:

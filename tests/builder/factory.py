@@ -211,7 +211,7 @@ def measured_parts() -> PacketParts:
                     "slug": "fixture-7b",
                     "variant": "int4",
                     "repo": "fixture/Fixture-7B-w4a16",
-                    "revision": "abc123",
+                    "revision": "abc1230000000000000000000000000000000000",
                     "quantization": "w4a16",
                     "quantization_label": "W4A16",
                     "weight_bytes": 4_500_000_000,

@@ -136,3 +136,19 @@ def test_a_device_the_card_is_not() -> None:
         "identity.host.device_name": "is 'AMD EPYC', but hardware 'arc_pro_b70' is a device named 'Arc Pro B70'"
     }
     assert identity(edited(lambda d: d["identity"]["host"].update(device_name="Intel Arc Pro B700"))) != {}
+
+
+def test_revisions_that_are_no_commits() -> None:
+    """A branch name points at other weights tomorrow: the snapshot loaded is a commit."""
+    problems = identity(
+        edited(
+            lambda d: (
+                d["identity"]["model"].update(revision="main"),
+                d["identity"]["host"].update(repo_revision="HEAD~1"),
+            )
+        )
+    )
+    assert problems == {
+        "identity.model.revision": "is 'main', not a commit (40 lowercase hex digits)",
+        "identity.host.repo_revision": "is 'HEAD~1', not a commit (40 lowercase hex digits)",
+    }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from catalog.checks.load_sweep import load_problems
 from catalog.checks.workload import workload_problems
-from catalog.model.load_sweep import LoadLevel, LoadSweep
+from catalog.model.load_sweep import LoadLevel, LoadServerMetrics, LoadSweep
 from catalog.model.packet import Packet
 from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, measured_packet
 from tests.catalog.test_checks_load_sweep import REQUESTS, SEED, rows
@@ -91,4 +91,21 @@ def test_a_closed_level_whose_users_ran_one_at_a_time() -> None:
         "ladders[0].load.levels[0].requests": "3 users: its requests' own send and end times keep 1.00 in flight on"
         " average between the ramp-up and the tail, not 3 (at least 75% of them): its requests did not run as the"
         " users it declares"
+    }
+
+
+def test_a_measured_packet_that_did_not_sample_greedily() -> None:
+    problems = workload(edited(lambda d: d["workload"].update(temperature=0.7, top_p=0.9), spec=False))
+    assert problems == {
+        "workload.temperature": "is 0.7, but this runner measures greedily (temperature 0)",
+        "workload.top_p": "is 0.9, but this runner measures greedily (top_p 1)",
+    }
+
+
+def test_a_closed_level_whose_server_ran_more_than_its_users() -> None:
+    level = _closed(3, [0.0, 0.0, 0.0])
+    crowded = level.model_copy(update={"server": LoadServerMetrics(peak_running=8.0)})
+    assert dict(load_problems(_with_levels(crowded))) == {
+        "ladders[0].load.levels[0].server.peak_running": "is 8, but a closed level of 3 users has at most 3"
+        " requests running"
     }
