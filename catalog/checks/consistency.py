@@ -3,9 +3,12 @@
 The seal proves a file was not edited after it was written and `catalog.checks.evidence` that its
 published figures follow from its rows; neither can tell whether the rows themselves are
 plausible. These checks refuse what no honest campaign can produce: a speculative result
-without the gates that make it publishable, a model or platform other than the recipe's and
-the card's, a negative or physically impossible figure, token arrays that contradict their
-own timings, and a "reproduction" that is a copy of the original.
+without the gates that make it publishable, a negative figure, token arrays that contradict
+their own timings, and a "reproduction" that is a copy of the original. What a packet claims
+about the world has a module per class, run from here (docs/packets.md lists them): its model's
+facts (facts.py), physics both ways (physics.py), its servers' independence (independence.py),
+its workload (workload.py, load_sweep.py), its identity (identity.py), its dates (dates.py) and
+its size (bounds.py).
 
 Each check returns `(field, message)` problems, like `catalog.checks.evidence`; the loader turns them
 into `CatalogError`s naming the file. API:

@@ -1,13 +1,18 @@
 """How a packet file is verified: the one function every reader calls (`verify`).
 
-In order: the file is read as bytes (a regular file only); its content validates as a schema-2
-packet with strict types; the bytes are exactly the canonical form of that content
+In order: the file is no larger than a packet may be (catalog/checks/bounds.py: refused unread)
+and is read as bytes (a regular file only); its content validates as a schema-2 packet with
+strict types; the bytes are exactly the canonical form of that content
 (catalog/packets/seal.py); its name is the id its digest gives; its signature is by a key of
-data/keys.yaml with the role its provenance needs (catalog/packets/signing.py); then its
-figures are derived again from its raw rows (catalog/checks/evidence.py) and checked against
-each other, physics and time (catalog/checks/consistency.py). What a packet claims against the
-rest of data/ (its recipe, card and suite) is checked where data/ is loaded
-(catalog/checks/cross_check.py).
+data/keys.yaml with the role its provenance needs, valid on the day the packet is judged as of
+(catalog/packets/signing.py, catalog/checks/dates.py); then its figures are derived again from
+its raw rows (catalog/checks/evidence.py) and checked against each other, time, independence,
+workload and bounds (catalog/checks/consistency.py). What a packet claims against the rest of
+data/ (its model's facts, physics on its card, its identity, its suite) is checked where data/ is
+loaded (catalog/checks/cross_check.py); every reader (`make verify`, the builder, a local
+`--allow-unsigned` build) reads packets through catalog/store/reading.py, which runs both. A
+signature says who vouches, never that the content is possible: none of these checks is skipped
+for a signed packet.
 """
 
 from __future__ import annotations
