@@ -149,8 +149,9 @@ def make_arm(
     spec_method: str = "mtp",
     config: Mapping[str, Any] | None = None,
     withheld_reason: str | None = None,
+    model: str = "Qwen/Qwen3.5-9B",
 ) -> ArmParts:
-    """An arm's parts; `config` replaces fields of the default arm config (argv, env, ...)."""
+    """An arm's parts serving `model`; `config` replaces fields of the default arm config (argv, env, ...)."""
     return ArmParts.model_validate(
         {
             "id": arm_id,
@@ -159,7 +160,7 @@ def make_arm(
                 "tensor_parallel_size": tp,
                 "spec_method": spec_method if spec_depth else None,
                 "spec_depth": spec_depth,
-                "argv": ["vllm", "serve", "Qwen/Qwen3.5-9B", "--no-enable-prefix-caching", "--max-num-seqs", "1"],
+                "argv": ["vllm", "serve", model, "--no-enable-prefix-caching", "--max-num-seqs", "1"],
                 "env": {},
                 **(config or {}),
             },
@@ -212,6 +213,10 @@ def measured_parts(
     """A measured campaign: an oracle arm (two fresh servers, G1) and, with `spec`, an MTP arm
     (two servers, G2 between them and G3 of each against the oracle). With `g3_diverges`, the
     speculative server A drifts on one prompt: G2 and G3-A fail and that arm is withheld."""
+    ident = identity(**identity_kw)
+    for part, values in (identity_overrides or {}).items():
+        ident[part] = {**ident[part], **values}
+    model = ident["model"]["repo"]
     oracle_a = make_rows(ms_per_token=ms_per_token, n_tokens=n_tokens)
     oracle_b = make_rows(ms_per_token=ms_per_token + 0.05, n_tokens=n_tokens)
     arms = [
@@ -220,6 +225,7 @@ def measured_parts(
             "1 card, no speculative decoding",
             servers=[make_server("A", oracle_a), make_server("B", oracle_b)],
             gates=[compare_rows("G1", SAME_SERVER, oracle_a, oracle_b)],
+            model=model,
         )
     ]
     if spec:
@@ -232,10 +238,7 @@ def measured_parts(
             compare_rows("G3", ORACLE_ARM, spec_b, oracle_a, server="B"),
         ]
         servers = [make_server("A", spec_a), make_server("B", spec_b)]
-        arms.append(make_arm(SPEC_ARM, "1 card, MTP depth 2", servers=servers, gates=gates, spec_depth=2))
-    ident = identity(**identity_kw)
-    for part, values in (identity_overrides or {}).items():
-        ident[part] = {**ident[part], **values}
+        arms.append(make_arm(SPEC_ARM, "1 card, MTP depth 2", servers=servers, gates=gates, spec_depth=2, model=model))
     return PacketParts.model_validate(
         {
             "title": title,

@@ -125,7 +125,7 @@ def declared_facts(packet: Packet) -> ArchitectureFacts:
         for name in PACKET_FIELDS
         if getattr(config, name) is not None
     }
-    return ArchitectureFacts(**known)  # type: ignore[arg-type]
+    return ArchitectureFacts(**known)
 
 
 def resolve_architecture(packet: Packet | None, recipe: Recipe | None) -> ArchitectureFacts:

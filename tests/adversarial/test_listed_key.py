@@ -396,7 +396,7 @@ def test_a_listed_key_cannot_publish_a_lie(
 
 # ---- what a lab may honestly publish with the same key: every class's starting packet ----
 
-CONTROLS = {
+CONTROLS: dict[str, list[str | None]] = {
     "1 facts": [DEMO, None],
     "2 physics": [IMPORTED_4B, None],
     "3 independence": [None],

@@ -4,6 +4,8 @@ demo and committed packets accepted."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from catalog.checks.facts import facts_problems, file_facts_problems
@@ -20,7 +22,7 @@ def facts(packet: Packet, recipe_slug: str = "qwen3.5-9b") -> dict[str, str]:
     return dict(facts_problems(packet, catalog_recipe(recipe_slug)))
 
 
-def model(**values: object) -> object:
+def model(**values: object) -> Callable[[Draft], object]:
     return lambda d: d["identity"]["model"].update(values)
 
 
