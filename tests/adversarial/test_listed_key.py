@@ -394,6 +394,27 @@ def test_a_listed_key_cannot_publish_a_lie(
     tally.add("listed key", f"{kind}: {what}", 2)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("options", MODES)
+def test_a_reproduction_that_is_its_original_a_microsecond_later(
+    lab: Path, options: tuple[str, ...], tally: Tally
+) -> None:
+    """3 independence: the lab's own campaign, and a "reproduction" of it signed by the same key that
+    differs only in a declared boot id and every time shifted by 1 µs (grade A if it counted)."""
+    original = lab_seal(lab, campaign())
+    copy_of = campaign()
+    copy_of.update(title="Qwen3.5-9B BF16 on one Arc Pro B70, reproduced", reproduces=original.stem)
+    copy_of["identity"]["host"]["boot_id"] = "0d3c8b9e-another-boot"
+    for arm in copy_of["arms"]:
+        for server in arm["servers"]:
+            for row in server["rows"]:
+                set_times(row, [t + 1 for t in times(row)])
+            rederive(server)
+    regate(copy_of)
+    refused(lab, lab_seal(lab, copy_of), options, because="a copy, not a reproduction")
+    tally.add("listed key", "3 independence: a same-key reproduction, another boot id, every time 1 µs later", 2)
+
+
 # ---- what a lab may honestly publish with the same key: every class's starting packet ----
 
 CONTROLS: dict[str, list[str | None]] = {
