@@ -215,7 +215,7 @@ def _load_catalog(
     paths: dict[str, Path] = {}
     keys_of_records: dict[str, str] = {}
     names, linked = _json_names(packets_dir)
-    names = [name for name in names if name not in linked or _link_stays_inside(packets_dir / name, found)]
+    names = [name for name in names if name not in linked or not _link_leaves(packets_dir / name, found)]
     packet_files = [packets_dir / name for name in names if not name.endswith(SIGNATURE_SUFFIX)]
     _check_signatures_have_packets(packets_dir, names, found)
     for path, read in zip(packet_files, read_packets(packet_files, reader), strict=True):
@@ -303,19 +303,23 @@ def _json_names(folder: Path) -> tuple[list[str], set[str]]:
     return sorted(name for name, _ in found), {name for name, link in found if link}
 
 
-def _link_stays_inside(path: Path, found: _Collector) -> bool:
-    """A packet (or signature) that is a symbolic link is read only when it leads to a file inside
-    the catalog the build was given (the folder holding packets/), never outside it."""
+def _link_leaves(path: Path, found: _Collector) -> bool:
+    """Whether a packet (or signature) that is a symbolic link leads outside the catalog the build
+    was given (the folder holding packets/): refused by name, never read. A link that leads
+    nowhere (a loop) is left to the reader, which cannot read it and says so."""
     root = path.parent.resolve().parent
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a loop: Python 3.11 raises RuntimeError, later ones OSError
+        return False
     if target.is_relative_to(root):
-        return True
+        return False
     found.add(
         f"a symbolic link to {target}, outside the catalog ({root}): a build reads only the catalog it was given",
         file=path,
         field="file",
     )
-    return False
+    return True
 
 
 def _check_signatures_have_packets(folder: Path, names: list[str], found: _Collector) -> None:
