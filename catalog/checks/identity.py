@@ -198,20 +198,21 @@ def _version_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]:
     """Every server answered the version the runtime names, which its label shows and which is
     no older than the recipe needs; PyTorch was built for the runtime's platform."""
     runtime = packet.identity.runtime
+    version = _version(runtime.version)
+    if version is None:
+        return []  # "unknown" (a local install whose package metadata was not found): nothing claimed
     problems: list[Problem] = []
     for i, arm in enumerate(packet.arms):
         for j, server in enumerate(arm.servers):
-            if server.server_version is not None and server.server_version != runtime.version:
+            answered = server.server_version
+            # a build's local tag (+cpu, +xpu) may be on one side only: the release is what must agree
+            if answered is not None and answered.split("+")[0] != runtime.version.split("+")[0]:
                 problems.append(
                     (
                         f"arms[{i}].servers[{j}].server_version",
-                        f"is {server.server_version!r} (its GET /version), but identity.runtime.version is"
-                        f" {runtime.version!r}",
+                        f"is {answered!r} (its GET /version), but identity.runtime.version is {runtime.version!r}",
                     )
                 )
-    version = _version(runtime.version)
-    if version is None:
-        return problems  # "unknown": nothing claimed
     if runtime.version not in runtime.label:
         problems.append(
             ("identity.runtime.label", f"is {runtime.label!r}, which does not show version {runtime.version!r}")

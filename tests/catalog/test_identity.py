@@ -111,6 +111,13 @@ def test_a_server_that_answered_another_version() -> None:
     }
 
 
+def test_a_servers_version_with_a_local_build_tag_is_the_same_release() -> None:
+    """vLLM's own __version__ may carry the build's tag (+cpu) where package metadata does not."""
+    assert identity(campaign(lambda d: d["arms"][1]["servers"][0].update(server_version="0.17.1+xpu"))) == {}
+    unknown = edited(lambda d: d["identity"]["runtime"].update(version="unknown", label="vLLM"))
+    assert identity(unknown) == {}  # a local install whose version was not found claims none
+
+
 def test_a_label_that_shows_another_version() -> None:
     problems = identity(campaign(lambda d: d["identity"]["runtime"].update(label="vLLM 0.32.0 XPU")))
     assert problems == {"identity.runtime.label": "is 'vLLM 0.32.0 XPU', which does not show version '0.17.1'"}
