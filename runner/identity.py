@@ -14,12 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from catalog.files import file_sha256
-from catalog.model.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity
+from catalog.model.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity, weight_file_bytes
 from catalog.model.secrets import redact_argv, redact_env
 from catalog.packets.canonical import sha256_hex
 from runner.runtime_probe import PROBE, RuntimeFacts, parse
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -100,7 +99,7 @@ def model_files(model_dir: Path) -> list[FileHash]:
 
 
 def weight_bytes(files: list[FileHash]) -> int:
-    return sum(f.bytes for f in files if f.name.endswith(WEIGHT_SUFFIXES))
+    return weight_file_bytes(files)
 
 
 def config_facts(model_dir: Path) -> ModelConfigFacts | None:

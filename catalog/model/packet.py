@@ -102,8 +102,11 @@ _STATE_MEANINGS = {
 }
 
 
-class SourceRef(StrictModel):
-    """A published source an imported or screened result is taken from."""
+class SourceRef(_Additions):
+    """A published source an imported or screened result is taken from. An imported packet is
+    judged as of its source: `published` (the day the source published its figures) and `retrieved`
+    (the day the importer read it, which its key vouches for) are required of it
+    (catalog/checks/dates.py)."""
 
     name: str = Field(
         min_length=1, description="Name of the published source (a paper, a blog post, a benchmark table)."
@@ -112,8 +115,17 @@ class SourceRef(StrictModel):
     reference: str | None = Field(
         default=None, description="Where in the source the figure is (a table, a section, a commit)."
     )
-    retrieved: date | None = Field(default=None, description="Day the source was read.")
+    retrieved: date | None = Field(
+        default=None, description="Day the importer read the source: the day its signature vouches for."
+    )
     note: str | None = Field(default=None, description="Free text about the source or how its figure was read.")
+    published: date | None = Field(
+        default=None,
+        description="Day the source published its figures (the latest it can have, when it prints none): the day"
+        " an imported packet is judged as of.",
+    )
+
+    ADDED: ClassVar[frozenset[str]] = frozenset({"published"})
 
 
 class Provenance(StrictModel):
@@ -139,6 +151,14 @@ class FileHash(StrictModel):
     name: str = Field(description="File name inside the checkpoint repository.")
     bytes: int = Field(ge=0, description="File size in bytes.")
     sha256: Sha256 = Field(description="sha256 of the file's bytes, hex.")
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+"""The files of a checkpoint that hold weights: `weight_bytes` is the sum of their sizes."""
+
+
+def weight_file_bytes(files: list[FileHash]) -> int:
+    return sum(f.bytes for f in files if f.name.endswith(WEIGHT_SUFFIXES))
 
 
 class ModelConfigFacts(StrictModel):

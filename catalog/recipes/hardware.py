@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -9,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from catalog.model.base import FieldError, Slug, StrictModel
 
 Platform = Literal["xpu", "cuda", "cpu"]
+_TRADEMARKS = re.compile(r"\((?:R|TM|C)\)", re.IGNORECASE)
 
 
 class Figure(StrictModel):
@@ -49,6 +51,12 @@ class Hardware(StrictModel):
         default=[],
         description="Words of the name the vendor tool reports: preflight refuses a card none of them names.",
     )
+
+    def names_device(self, reported: str) -> bool:
+        """Whether a name the vendor tool reported holds one of `device_names` as whole words,
+        trademarks dropped ("Pro B70" names "Intel(R) Arc(TM) Pro B70 Graphics", never "Pro B700")."""
+        plain = " ".join(_TRADEMARKS.sub("", reported).split()).lower()
+        return any(re.search(rf"(?<![\w]){re.escape(name.lower())}(?![\w])", plain) for name in self.device_names)
 
     @model_validator(mode="after")
     def _accelerators_name_their_device(self) -> Hardware:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from catalog.checks.cross_check import Reference, cross_check
+from catalog.checks.cross_check import Reference
 from catalog.errors import CatalogError
 from catalog.files import read_bytes
 from catalog.forked import forked_map
@@ -69,6 +69,7 @@ class Reader:
     reference: Reference | None = None
     known: KnownDigest | None = None  # files' sha256 the caller already has (SummaryCache.key)
     listings: Mapping[str, object] | None = None  # SummaryCache.listings for this run's data/
+    signatures: bool = True  # False only when data/keys.yaml failed to load (that error fails the load)
 
     def listed_before(self, path: Path) -> Read | None:
         """The packet as the last load with this data/ listed it, when its content is the same:
@@ -105,10 +106,10 @@ class Reader:
 
     def _read(self, path: Path) -> Raw:
         if not self.summaries or self.cache is None:
-            packet, problems = _verified(path, self.keys, self.allow_unsigned)
+            packet, problems, checked = self._verified(path)
             if packet is not None and self.summaries:
                 packet = summarize(packet)
-            return packet, problems, self._checked(packet, path), None
+            return packet, problems, checked, None
         cache = self.cache
         try:
             key = cache.key(path, known=self.known)
@@ -118,22 +119,24 @@ class Reader:
             listed = _listed(cache, key)
             if listed is not None:
                 return listed, [], [], key
+        # No verdict for this data/: the whole file is verified again, since the checks against
+        # data/ read every row (the floors, the vocabulary), which a summary no longer holds.
+        if self.known is not None:  # what is verified and kept is keyed by the bytes read now
+            try:
+                key = cache.key(path)
+            except CatalogError as error:
+                return None, [error], [], None
+        packet, problems, checked = self._verified(path)
+        if packet is None or problems:
+            return (None if packet is None else summarize(packet)), problems, checked, None
         stored = cache.get_bytes(key)
         summary = None if stored is None else SummaryCache.decode(stored)
         held = summary is not None
         if summary is None:
-            if self.known is not None:  # what is verified and kept is keyed by the bytes read now
-                try:
-                    key = cache.key(path)
-                except CatalogError as error:
-                    return None, [error], [], None
-            packet, problems = _verified(path, self.keys, self.allow_unsigned)
-            if packet is None or problems:
-                summary = None if packet is None else summarize(packet)
-                return summary, problems, self._checked(summary, path), None
             summary = summarize(packet)
             held = cache.put(key, summary)
-        checked = self._checked(summary, path, key)
+        if not checked and self.reference is not None:
+            cache.put_verdict(key, self.reference.digest)
         if not held:
             return summary, [], checked, None
         made = record(summary)
@@ -142,18 +145,14 @@ class Reader:
             return listed, [], checked, key  # the rest is read from the cache by whoever needs it
         return made, [], checked, key
 
-    def _checked(self, packet: Packet | None, path: Path, key: str | None = None) -> list[CatalogError]:
-        if packet is None or self.reference is None:
-            return []
-        problems = cross_check(packet, path, self.reference)
-        if not problems and key is not None and self.cache is not None:
-            self.cache.put_verdict(key, self.reference.digest)
-        return problems
-
-
-def _verified(path: Path, keys: KeyRing, allow_unsigned: bool) -> tuple[Packet | None, list[CatalogError]]:
-    result = verify(path, keys, allow_unsigned=allow_unsigned)
-    return (result.packet, []) if isinstance(result, Verified) else (result.packet, result.problems)
+    def _verified(self, path: Path) -> tuple[Packet | None, list[CatalogError], list[CatalogError]]:
+        """verify(), every check: the packet, its own problems, and those against data/."""
+        result = verify(
+            path, self.keys, allow_unsigned=self.allow_unsigned, signatures=self.signatures, reference=self.reference
+        )
+        if isinstance(result, Verified):
+            return result.packet, [], []
+        return result.packet, result.problems, result.against_data
 
 
 def _listed(cache: SummaryCache, key: str) -> Listed | None:

@@ -191,9 +191,13 @@ def _load_catalog(
 ) -> Catalog:
     _require_inputs(data_dir, packets_dir)
     found = _Collector()
-    keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
+    listed_keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml"))
+    # keys.yaml in error (a key listed twice, an undated key) is one error: every packet's signature
+    # is left unchecked rather than each refused as signed by an unknown key, and nothing is cached
+    keys, signatures = (listed_keys, True) if listed_keys is not None else (KeyRing.empty(), False)
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
+    use_cache = use_cache and signatures
     cache = SummaryCache.for_run(data_dir / "keys.yaml", allow_unsigned) if summaries and use_cache else None
     recipes = _load_recipes(data_dir / "models", found, cache)
     _load_overlays(data_dir / "overlays", recipes, hardware, found)
@@ -205,12 +209,13 @@ def _load_catalog(
     reference = Reference(recipes, hardware, suites, canary_sets, frozenset(unloaded), data_digest(data_dir))
     listed_before = cache.listings(reference.digest) if cache is not None and known is not None else {}
     known = known if cache is not None else None
-    reader = Reader(keys, allow_unsigned, cache, summaries, reference, known, listed_before)
+    reader = Reader(keys, allow_unsigned, cache, summaries, reference, known, listed_before, signatures)
     held: dict[str, Packet] = {}
     listing: dict[str, Listed] = {}
     paths: dict[str, Path] = {}
     keys_of_records: dict[str, str] = {}
-    names = _json_names(packets_dir)
+    names, linked = _json_names(packets_dir)
+    names = [name for name in names if name not in linked or not _link_leaves(packets_dir / name, found)]
     packet_files = [packets_dir / name for name in names if not name.endswith(SIGNATURE_SUFFIX)]
     _check_signatures_have_packets(packets_dir, names, found)
     for path, read in zip(packet_files, read_packets(packet_files, reader), strict=True):
@@ -229,7 +234,7 @@ def _load_catalog(
             keys_of_records[listed.id] = read.key
         found.errors.extend(read.reference_problems)
     if summaries:
-        _read_whole(held, listing, paths, keys, allow_unsigned)
+        _read_whole(held, listing, paths, keys if signatures else None, allow_unsigned)
     for packet_id, listed in listing.items():
         if listed.reproduces and listed.reproduces not in listing:
             found.add(f"names unknown packet {listed.reproduces!r}", file=paths[packet_id], field="reproduces")
@@ -287,13 +292,34 @@ def _require_inputs(data_dir: Path, packets_dir: Path) -> None:
         raise CatalogError("no such file", file=data_dir / "hardware.yaml")
 
 
-def _json_names(folder: Path) -> list[str]:
-    """The names `folder.glob("*.json")` finds, sorted: listed as strings, since 40,000 Path
-    objects cost a tenth of a second to make and more to sort."""
+def _json_names(folder: Path) -> tuple[list[str], set[str]]:
+    """The names `folder.glob("*.json")` finds, sorted, and those of them that are symbolic links:
+    listed as strings, since 40,000 Path objects cost a tenth of a second to make and more to sort
+    (whether an entry is a link comes with the listing, without a system call per file)."""
     if not folder.is_dir():
-        return []
+        return [], set()
     with os.scandir(folder) as entries:
-        return sorted(entry.name for entry in entries if entry.name.endswith(".json"))
+        found = [(entry.name, entry.is_symlink()) for entry in entries if entry.name.endswith(".json")]
+    return sorted(name for name, _ in found), {name for name, link in found if link}
+
+
+def _link_leaves(path: Path, found: _Collector) -> bool:
+    """Whether a packet (or signature) that is a symbolic link leads outside the catalog the build
+    was given (the folder holding packets/): refused by name, never read. A link that leads
+    nowhere (a loop) is left to the reader, which cannot read it and says so."""
+    root = path.parent.resolve().parent
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a loop: Python 3.11 raises RuntimeError, later ones OSError
+        return False
+    if target.is_relative_to(root):
+        return False
+    found.add(
+        f"a symbolic link to {target}, outside the catalog ({root}): a build reads only the catalog it was given",
+        file=path,
+        field="file",
+    )
+    return True
 
 
 def _check_signatures_have_packets(folder: Path, names: list[str], found: _Collector) -> None:
@@ -304,7 +330,11 @@ def _check_signatures_have_packets(folder: Path, names: list[str], found: _Colle
 
 
 def _read_whole(
-    held: dict[str, Packet], listing: dict[str, Listed], paths: dict[str, Path], keys: KeyRing, allow_unsigned: bool
+    held: dict[str, Packet],
+    listing: dict[str, Listed],
+    paths: dict[str, Path],
+    keys: KeyRing | None,
+    allow_unsigned: bool,
 ) -> None:
     """Reproductions and the packets they name compare whole token arrays: read those few whole
     again (their bytes were verified a moment ago; a file changed since is refused here)."""

@@ -16,7 +16,6 @@ from catalog.model.packet import Packet
 from catalog.packets.seal import seal, write_packet
 from catalog.packets.verify import read_packet
 from catalog.recipes.hardware import HardwareFile
-from catalog.recipes.recipe import Recipe
 from catalog.store.documents import load_file
 from testkit.energy_samples import with_energy
 from testkit.samples import make_load_sweep, measured_parts, with_load
@@ -26,7 +25,7 @@ from tests.catalog.factories import DATA, ORACLE_ARM, seal_draft
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 HARDWARE = load_file(HardwareFile, DATA / "hardware.yaml").by_id()
 B70 = HARDWARE["arc_pro_b70"]
-RECIPE_9B = load_file(Recipe, DATA / "models" / "qwen3.5-9b.yaml")
+RECIPE_9B = factories.catalog_recipe("qwen3.5-9b")
 SERVER = "arms[0].servers[0].energy"
 
 Draft = dict[str, Any]

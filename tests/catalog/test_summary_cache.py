@@ -10,14 +10,18 @@ from pathlib import Path
 import pytest
 
 from catalog.errors import CatalogError
+from catalog.model.arrays import decode_uint32, encode_uint32
 from catalog.model.metrics import decode_rate
+from catalog.packets import verify as packet_verify
 from catalog.packets.layout import is_signature
+from catalog.packets.seal import write_packet
 from catalog.store import cache as summary
 from catalog.store import reading as packet_reading
 from catalog.store.cache import KEPT_TOKENS, SummaryCache, summarize
 from catalog.store.record import is_record
 from catalog.store.repository import load_catalog
 from tests.builder.factory import write_catalog
+from tests.catalog.factories import measured_draft, sealed
 
 
 @pytest.fixture
@@ -311,16 +315,17 @@ def test_recipes_are_parsed_once_per_content(catalog_dirs, cache_home, monkeypat
 
 def test_the_checks_against_data_are_kept_per_data_content(catalog_dirs, cache_home, monkeypatch):
     """A cached summary skips verification, never the checks against data/ as it is now: a recipe
-    that lost the variant a packet names is an error on the next load, cached or not."""
+    that lost the variant a packet names is an error on the next load, cached or not (the whole
+    packet verified again: the checks against data/ read every row)."""
     data, packets = catalog_dirs
     checked: list[Path] = []
-    real = packet_reading.cross_check  # type: ignore[attr-defined]
+    real = packet_verify.cross_check  # type: ignore[attr-defined]
 
     def counting(packet: object, path: Path, ref: object) -> object:
         checked.append(path)
         return real(packet, path, ref)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(packet_reading, "cross_check", counting)
+    monkeypatch.setattr(packet_verify, "cross_check", counting)
     monkeypatch.setattr(packet_reading, "PACKETS_PER_WORKER", 10**9)
     first = load_catalog(data, packets, summaries=True, use_cache=True)
     assert sorted(checked) == _packet_files(packets)
@@ -420,3 +425,27 @@ def test_the_verifier_digest_covers_what_verification_runs_and_nothing_else(tmp_
     monkeypatch.setattr(summary, "CATALOG_SOURCE", source)
     found = {path.relative_to(source).as_posix() for path in summary.verifier_sources("catalog.entry")}
     assert found == {"__init__.py", "entry.py", "sub/__init__.py", "sub/lazy.py", "sub/other.py", "leaf.py"}
+
+
+def test_the_checks_against_data_read_every_row_not_a_summary(tree: Path, cache_home: Path) -> None:
+    """A summary keeps each row's first KEPT_TOKENS tokens; a token id past the vocabulary after
+    them is still refused by the builder's load, first or after data/ changed (the whole packet is
+    verified against data/, never its summary)."""
+    draft = measured_draft(spec=False)
+    draft["identity"]["model"]["config"] = None
+    for server in draft["arms"][0]["servers"]:
+        row = server["rows"][2]
+        ids = decode_uint32(row["token_ids"])
+        ids[KEPT_TOKENS + 9] = 250_000  # past Qwen3.5's 248,320, and past what a summary keeps
+        row["token_ids"] = encode_uint32(ids)
+    path = write_packet(sealed(draft), tree / "packets")
+    for _ in range(2):
+        with pytest.raises(CatalogError) as refused:
+            load_catalog(tree / "data", tree / "packets", summaries=True, use_cache=True)
+        errors = getattr(refused.value, "errors", [refused.value])
+        assert {(e.file, e.field) for e in errors} == {
+            (str(path), f"arms[0].servers[{j}].rows[2].token_ids[{KEPT_TOKENS + 9}]") for j in (0, 1)
+        }
+        (tree / "data" / "hardware.yaml").write_text(
+            (tree / "data" / "hardware.yaml").read_text() + "\n# data/ changed\n", encoding="utf-8"
+        )
