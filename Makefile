@@ -13,6 +13,7 @@ TP ?= 1
 DEPTHS ?= 0
 LADDERS ?=
 PACKET ?=
+ALLOW_DIFFERENT_STACK ?=
 QUICK ?=
 BASE_URL ?=
 RUNTIME ?= local
@@ -89,10 +90,11 @@ measure: $(SITE_STAMP)
 	@if [ "$(MODEL)" = demo ] && [ "$(RUNTIME)" = local ]; then $(MAKE) --no-print-directory vllm-env; fi
 	$(PY) -m runner measure $(REQUEST_FLAGS) $(RUNTIME_FLAGS)
 
-## Re-run the campaign a packet describes and compare: make reproduce PACKET=<id>
+## Re-run the campaign a packet describes, on the stack it recorded, and compare: make reproduce PACKET=<id>
+##   [ALLOW_DIFFERENT_STACK=1: run even where this host cannot run that stack; labelled "different stack"]
 reproduce: $(SITE_STAMP)
 	@test -n "$(PACKET)" || (echo "usage: make reproduce PACKET=<id>" >&2; exit 2)
-	$(PY) -m runner reproduce --packet $(PACKET) $(RUNTIME_FLAGS)
+	$(PY) -m runner reproduce --packet $(PACKET) $(RUNTIME_FLAGS) $(if $(ALLOW_DIFFERENT_STACK),--allow-different-stack)
 
 ## Preview the catalog on http://127.0.0.1:8000
 serve: site

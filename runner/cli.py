@@ -100,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     which = again.add_mutually_exclusive_group(required=True)
     which.add_argument("--packet", help="packet id")
     which.add_argument("--list", action="store_true", help="say which packets can be reproduced here, and why not")
+    again.add_argument(
+        "--allow-different-stack",
+        action="store_true",
+        help="measure even when this host cannot run the stack the packet recorded (its image, graph mode, "
+        "switches or vLLM install); the comparison is then labelled 'different stack' (ALLOW_DIFFERENT_STACK=1)",
+    )
     _runtime_options(again)
 
     ref = commands.add_parser("import-reference", help="seal a transcription of a published page into imported packets")
@@ -192,7 +198,13 @@ def run(argv: list[str] | None = None) -> int:
 
             Console().print(reproducibility(catalog))
             return 0
-        return reproduce(catalog, options.packet, _choice(options), _places(options))
+        return reproduce(
+            catalog,
+            options.packet,
+            _choice(options),
+            _places(options),
+            allow_different_stack=options.allow_different_stack,
+        )
     request = _request(options)
     with console_progress() as progress:
         measure(catalog, request, _choice(options), _places(options), progress)

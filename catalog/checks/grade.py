@@ -3,7 +3,8 @@ one rule; nobody types a grade. The methodology page prints this docstring's rul
 
 Limitations a measured packet can disclose (`limitations` lists them, in words):
 - not independently reproduced: no signed measured packet that names it in `reproduces`, made
-  with another key or on another host (another boot id), whose token arrays equal its own;
+  with another key or on another host (another boot id) on the same stack (image or install, graph
+  mode, switches: catalog/checks/stack.py), whose token arrays equal its own;
 - a published arm without two fresh servers with prompt rows, or without the gates its depth
   needs (G1 for the oracle, G2 and G3 for a speculative arm);
 - canaries missing or failed on a server;
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+from catalog.checks.stack import stack_differences
 from catalog.model.packet import Arm, Packet, State
 
 Grade = Literal["A", "B", "C", "D"]
@@ -40,8 +42,10 @@ def _gates_complete(arm: Arm) -> bool:
 
 
 def independent(original: Packet, reproduction: Packet) -> bool:
-    """Another key or another host, and the same token arrays for every arm both ran."""
+    """Another key or another host, the same stack, and the same token arrays for every arm both ran."""
     if not (reproduction.signed and reproduction.state == State.MEASURED and reproduction.reproduces == original.id):
+        return False
+    if stack_differences(original, reproduction):
         return False
     other_key = reproduction.seal.signed_by != original.seal.signed_by
     boot = original.identity.host.boot_id

@@ -9,6 +9,7 @@ import pytest
 from catalog.checks.canaries import judge
 from catalog.checks.grade import GRADE_MEANING, NOT_REPRODUCED, evidence_grade, limitations
 from catalog.checks.selection import headline, qualified
+from catalog.checks.stack import stack_differences
 from catalog.model.packet import Arm, Packet, State
 from testkit.samples import canary_answers
 from tests.catalog.factories import (
@@ -34,10 +35,13 @@ def edited(edit: Any, **kw: Any) -> Packet:
     return seal(draft)
 
 
-def reproduction_of(packet: Packet, *, boot_id: str = "9e1d7a2c-other-boot", **kw: Any) -> Packet:
+def reproduction_of(
+    packet: Packet, *, boot_id: str = "9e1d7a2c-other-boot", identity_overrides: dict[str, Any] | None = None, **kw: Any
+) -> Packet:
     """A signed measured packet naming `packet`, made on another host (another boot id): with the
     same token arrays, an independent reproduction."""
-    draft = measured_draft(title="reproduction", identity_overrides={"host": {"boot_id": boot_id}}, **kw)
+    overrides = {"host": {"boot_id": boot_id}, **(identity_overrides or {})}
+    draft = measured_draft(title="reproduction", identity_overrides=overrides, **kw)
     draft["reproduces"] = packet.id
     return seal(draft)
 
@@ -78,6 +82,15 @@ def test_grade_a_not_from_the_same_key_on_the_same_host() -> None:
     assert same_host.seal.signed_by == packet.seal.signed_by
     assert evidence_grade(packet, [same_host]) == "B"
     assert limitations(packet, [same_host]) == [NOT_REPRODUCED]
+
+
+def test_grade_a_not_from_a_reproduction_on_a_different_stack() -> None:
+    """Same tokens, another host, but another vLLM (ALLOW_DIFFERENT_STACK=1): labelled, never a repeat."""
+    packet = measured_packet()
+    other = reproduction_of(packet, spec=False, identity_overrides={"runtime": {"version": "0.18.0"}})
+    assert stack_differences(packet, other) == ["vLLM 0.18.0, not 0.17.1"]
+    assert evidence_grade(packet, [other]) == "B"
+    assert stack_differences(packet, reproduction_of(packet, spec=False)) == []
 
 
 def test_grade_a_not_from_a_reproduction_with_other_tokens() -> None:
