@@ -13,7 +13,7 @@ from builder.views.glossary import defined
 from builder.views.load_sweep import LoadSweepView, load_sweep_ladders, sweep_view
 from builder.views.results import STATE_LABELS
 from catalog.checks.grade import GRADE_MEANING, evidence_grade, limitations
-from catalog.checks.stack import DIFFERENT_STACK
+from catalog.checks.stack import DIFFERENT_STACK, stack_differences
 from catalog.errors import CatalogError
 from catalog.model.packet import Arm, Packet
 from catalog.recipes.recipe import Recipe
@@ -213,14 +213,24 @@ def signature_line(packet: Packet, ctx: SiteContext) -> str:
     return f"signed by key {signer[:16]}… ({entry.owner}, role {entry.role})"
 
 
+def _stack_label(original: Packet, reproduction: Packet) -> str:
+    """` (different stack: ...)` when the reproduction ran another stack (catalog/checks/stack.py)."""
+    different = stack_differences(original, reproduction)
+    return f" ({DIFFERENT_STACK}: {'; '.join(different)}; its figures compare two stacks)" if different else ""
+
+
 def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     reproductions = ctx.catalog.reproductions([packet])
     grade = evidence_grade(packet, reproductions)
     arm = lead_arm(packet, reproductions)
-    related = (
-        [Link(f"reproduces {packet.reproduces}", routes.packet_page(packet.reproduces))] if packet.reproduces else []
-    )
-    related += [Link(f"reproduced by {p.id}", routes.packet_page(p.id)) for p in reproductions]
+    original = ctx.catalog.packets.get(packet.reproduces) if packet.reproduces else None
+    related = []
+    if packet.reproduces:
+        label = f"reproduces {packet.reproduces}" + (_stack_label(original, packet) if original else "")
+        related.append(Link(label, routes.packet_page(packet.reproduces)))
+    related += [
+        Link(f"reproduced by {p.id}{_stack_label(packet, p)}", routes.packet_page(p.id)) for p in reproductions
+    ]
     slug = packet.identity.model.slug
     recipe = ctx.catalog.recipes.get(slug)
     return PacketView(

@@ -172,8 +172,10 @@ def test_load_sweep_of_both_arms(campaign: Campaign) -> None:
             assert level.failed == 0, [r.error for r in level.requests]
             assert all(r.output_tokens == CAMPAIGN_MAX_TOKENS for r in level.requests)
             # A TPOT needs two token times that differ: a client descheduled for a whole response (a
-            # loaded host) reads it in one go and records none, which the level's lag then shows.
-            assert level.per_user_tok_s is not None
+            # loaded host) reads it in one go and records none. Such a level is flagged by that lag
+            # (not usable), never a failure: what a loaded host measures is the client, not the server.
+            assert level.per_user_tok_s is not None or not level.usable(sweep.lag_bound_ms)
+            assert (level.read_in_one_go == 0) or not level.usable(sweep.lag_bound_ms)
             assert all(r.identical_to_oracle is not None for r in level.requests)
             assert all((r.first_divergence is None) == bool(r.identical_to_oracle) for r in level.requests)
             assert 0.0 <= level.goodput(sweep.slo) <= 1.0
