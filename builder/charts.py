@@ -3,8 +3,8 @@
 Every chart carries a table of the same (already rounded) numbers for readers without JavaScript.
 Published points are drawn with error bars spanning their fresh-server values; withheld points
 go in their own hollow, labelled trace and are never joined to a measured line, nor drawn on top
-of a published point: at an x a published point also has, a withheld marker sits a little to the
-right (its hover and the table keep the true x). A published point with a `flag` (a load level
+of a published point: where a withheld result shares its x with a published one, its marker sits a
+little to the right (its hover and the table keep the true x). A published point with a `flag` (a load level
 whose outputs differ from the oracle, or whose client lagged) is drawn the same way: hollow,
 labelled, in a trace of its own, never joined to its series' line. An `estimated` series (a
 projection) is a dashed line. Axes are numeric (speculative depth 0, 3, 6 is
@@ -324,9 +324,11 @@ def chart(
     notes = []
     left_out = [p for p in points if p.state == "withheld" and p.centre is None]
     if left_out:
+        results = "result" if len(left_out) == 1 else "results"
         notes.append(
-            f"{len(left_out)} withheld point(s) left out of the drawing: no value was recorded "
-            + "; ".join(f"{p.series} · {p.x_label}" for p in left_out)
+            f"{len(left_out)} withheld {results} with no recorded value, so nothing to draw for "
+            + "; ".join(f"{p.x_label} ({p.series})" for p in left_out)
+            + "."
         )
     withheld = [p for p in points if p.state == "withheld" and p.centre is not None]
     if withheld:
@@ -334,8 +336,8 @@ def chart(
         published_x = {p.x for p in points if p.drawn_as_measured}
         if any(p.x in published_x for p in withheld):
             notes.append(
-                "A withheld marker at an x a published point also has sits just to its right, never on top of "
-                "it; its hover and the table give its true x."
+                "Where a withheld result shares its x with a published one, its marker sits just to the right, "
+                "never on top; its hover and the table give its true x."
             )
     flagged = [p for p in points if p.flag and p.state != "withheld"]
     if flagged:

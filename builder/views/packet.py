@@ -33,6 +33,7 @@ class PacketView:
     sentence: str
     chips: list[str]
     imported: bool
+    has_rows: bool  # its servers kept per-prompt token arrays (an imported result carries none)
     provenance: list[Fact]
     identity: list[Fact]
     weight_files: list[Fact]
@@ -228,9 +229,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     if packet.reproduces:
         label = f"reproduces {packet.reproduces}" + (_stack_label(original, packet) if original else "")
         related.append(Link(label, routes.packet_page(packet.reproduces)))
-    related += [
-        Link(f"reproduced by {p.id}{_stack_label(packet, p)}", routes.packet_page(p.id)) for p in reproductions
-    ]
+    related += [Link(f"reproduced by {p.id}{_stack_label(packet, p)}", routes.packet_page(p.id)) for p in reproductions]
     slug = packet.identity.model.slug
     recipe = ctx.catalog.recipes.get(slug)
     return PacketView(
@@ -245,6 +244,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         sentence=methodology_sentence(packet, arm, ctx.catalog.suites, ctx.catalog.canary_sets),
         chips=coverage_chips(packet),
         imported=packet.provenance.kind != "measured",
+        has_rows=any(server.rows for arm in packet.arms for server in arm.servers),
         provenance=_provenance(packet),
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],

@@ -24,9 +24,9 @@ from builder.format import Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
 from catalog.recipes.compose import Selection, compose, compose_configuration
-from catalog.recipes.shown import arm_command, arm_configuration
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.shown import arm_command, arm_configuration
 
 # Every feature subset is precomputed when the page stays small; past this many commands only the
 # default set and each single toggle away from it are (the script says so for other combinations).
@@ -340,7 +340,9 @@ def _configurations(recipe: Recipe, ctx: SiteContext, digests: dict[str, str]) -
         differing: dict[str, set[str]] = {}
         for packet in (ctx.catalog.packets[p] for p in config.packets if p in ctx.catalog.packets):
             for arm in packet.arms:
-                shown = arm_command(packet, arm, recipe, card) if arm_configuration(recipe, packet, arm) == name else None
+                shown = (
+                    arm_command(packet, arm, recipe, card) if arm_configuration(recipe, packet, arm) == name else None
+                )
                 for d in shown.differences if shown else ():
                     differing.setdefault(f"{d.field}: {d.words('this command', 'the source')}", set()).add(packet.id)
         differences = [f"{words} ({', '.join(sorted(ids))})" for words, ids in sorted(differing.items())]

@@ -27,9 +27,13 @@ def label_key(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown"
 
 
+NO_SPEC = "no spec"
+
+
 def short_depth(method: str | None, depth: int) -> str:
-    """The compact axis label: MTP0, MTP3; NGRAM4; SPEC0 when no arm names a method."""
-    return f"{(method or 'spec').upper()}{depth}"
+    """The compact axis label: `no spec` at depth 0 (whatever the family's method: an n-gram arm at
+    depth 0 is no n-gram at all), then MTP3, NGRAM4; SPEC3 when no arm names a method."""
+    return NO_SPEC if depth == 0 else f"{(method or 'spec').upper()}{depth}"
 
 
 GATE_NAMES = {"G1": "G1 repeat-exactness", "G2": "G2 speculative repeat", "G3": "G3 lossless"}
@@ -138,7 +142,7 @@ class ArmResult:
 
     @property
     def series_head(self) -> str:
-        return self.draft_head or (f"{self.method} head" if self.method else "no draft head")
+        return self.draft_head or (f"{self.method.upper()} draft" if self.method else "no draft head")
 
 
 def quant_identity(packet: Packet) -> tuple[str, str]:

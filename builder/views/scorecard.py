@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from builder import routes
-from builder.format import Num, num, opt_num
+from builder.format import Num, num, opt_num, significant
 from builder.views.projection import Estimator
 from builder.views.results import (
     STATE_LABELS,
@@ -24,6 +24,27 @@ from builder.views.results import (
 )
 from catalog.projection import CellEstimate
 from catalog.recipes.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class EstimateBasis:
+    label: str
+    href: str
+    utilisation: Num
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """An estimated cell's inputs, where its cell links: the ceiling, and the utilisation of the
+    published arms it borrows (never one arm shown as its "evidence")."""
+
+    id: str  # the anchor on the family page
+    cell: str
+    value: Num
+    ceiling: Num
+    utilisation: Num
+    rule: str
+    basis: list[EstimateBasis]
 
 
 @dataclass(frozen=True)
@@ -41,6 +62,7 @@ class CellEntry:
     arm_id: str
     tp: int
     depth: int
+    estimate: EstimateView | None = None  # an estimated entry: its inputs, which `href` points at
 
 
 @dataclass(frozen=True)
@@ -105,26 +127,56 @@ def entry(result: ArmResult) -> CellEntry:
     )
 
 
-def estimated_entry(estimate: CellEstimate | None, tp: int, depth: int) -> CellEntry | None:
-    """An untested cell's projected value: labelled estimated, linked to the closest basis arm."""
+def estimated_entry(estimate: CellEstimate | None, tp: int, depth: int, cell: str, anchor: str) -> CellEntry | None:
+    """An untested cell's projected value: labelled estimated, at the two significant figures an
+    estimate has, linked to its inputs (the ceiling and the utilisation of the arms it borrows)."""
     if estimate is None or not estimate.basis:
         return None
-    basis = estimate.basis[0]
+    view = EstimateView(
+        id=anchor,
+        cell=cell,
+        value=significant(estimate.decode_tok_s, 2, "tok/s"),
+        ceiling=num(estimate.ceiling_tok_s, 2, "tok/s"),
+        utilisation=num(estimate.utilisation * 100, 1, "%"),
+        rule=estimate.rule,
+        basis=[
+            EstimateBasis(
+                f"{b.quantization} · TP{b.tensor_parallel_size} · depth {b.spec_depth}"
+                + (f" · {b.draft_head}" if b.draft_head else ""),
+                routes.packet_page(b.packet_id, b.arm_id),
+                num(b.utilisation * 100, 1, "%"),
+            )
+            for b in estimate.basis
+        ],
+    )
     return CellEntry(
         state="estimated",
         state_label=STATE_LABELS["estimated"],
-        value=num(estimate.decode_tok_s, unit="tok/s"),
+        value=view.value,
         low=None,
         high=None,
         struck=None,
         reason=None,
         detail=f"not measured: ceiling × utilisation of {len(estimate.basis)} published arm(s)",
-        href=routes.packet_page(basis.packet_id, basis.arm_id),
-        packet_id=basis.packet_id,
-        arm_id=basis.arm_id,
+        href="#" + anchor,
+        packet_id="",
+        arm_id="",
         tp=tp,
         depth=depth,
+        estimate=view,
     )
+
+
+def estimate_views(found: Sequence[Matrix]) -> list[EstimateView]:
+    """Every estimate the scorecards show, once (an estimated cell can sit in two scorecards)."""
+    views: dict[str, EstimateView] = {}
+    for matrix in found:
+        for row in matrix.rows:
+            for cell in row.cells:
+                for entry in cell.entries:
+                    if entry.estimate is not None:
+                        views.setdefault(entry.estimate.id, entry.estimate)
+    return list(views.values())
 
 
 def _order(result: ArmResult) -> tuple[int, str, str, str]:
@@ -154,6 +206,7 @@ def _matrix(
 ) -> Matrix:
     matrix_id, title, fixed = heading
     (row_title, row_axis), (col_title, col_axis) = rows_axis, cols_axis
+    hw_key = results[0].hardware_id if results else ""
     rows = []
     for set_row, row_label in row_axis:
         cells = []
@@ -162,7 +215,10 @@ def _matrix(
             found = _matching(results, at)
             estimate = None
             if not found and estimator is not None:
-                estimate = estimated_entry(estimator(at.quant_slug, at.tp, at.depth), at.tp, at.depth)
+                anchor = f"estimate-{hw_key}-{label_key(at.quant_slug)}-tp{at.tp}-d{at.depth}"
+                where = f"{row_label} · {col_label}"
+                projected = estimator(at.quant_slug, at.tp, at.depth)
+                estimate = estimated_entry(projected, at.tp, at.depth, where, anchor)
             cells.append(_cell(row_label, col_label, found, estimate))
         rows.append(MatrixRow(row_label, cells))
     untested = [
@@ -215,8 +271,10 @@ def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
 def matrices(
     results: Sequence[ArmResult], recipe: Recipe | None, estimators: dict[str, Estimator] | None = None
 ) -> list[Matrix]:
-    """Per card: speculative depth × cards for each quantization, and quantization × depth on the
-    fewest cards. Untested cells carry catalog.projection's estimate where it has one."""
+    """Per card: speculative depth × cards for each quantization measured on more than one card
+    count, and quantization × depth on the fewest cards (which holds every one-card-count cell, so
+    no figure is shown twice for nothing). Untested cells carry catalog.projection's estimate
+    where it has one."""
     method = family_method(results)
     estimators = estimators or {}
     found: list[Matrix] = []
@@ -226,8 +284,11 @@ def matrices(
         runtimes = " / ".join(sorted({r.packet.identity.runtime.label for r in on_hw}))
         estimator = estimators.get(hw)
         quants = sorted({(r.quant_key, r.packet.identity.model.quantization, r.quant_label) for r in on_hw})
+        tp = min(r.tp for r in on_hw)
         for quant_key, quant_slug, quant_label in sorted(quants, key=lambda q: q[2]):
             subset = [r for r in on_hw if r.quant_key == quant_key]
+            if {r.tp for r in subset} == {tp}:
+                continue  # one card count: every cell is in the quantization x depth scorecard below
             found.append(
                 _matrix(
                     (
@@ -242,7 +303,6 @@ def matrices(
                     estimator,
                 )
             )
-        tp = min(r.tp for r in on_hw)
         at_tp = [r for r in on_hw if r.tp == tp]
         found.append(
             _matrix(

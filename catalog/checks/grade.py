@@ -1,5 +1,5 @@
 """Evidence grade A-D, computed from a packet's signature, gates, canaries and reproductions by
-one rule; nobody types a grade. The methodology page prints this docstring's rule.
+one rule; nobody types a grade.
 
 Limitations a measured packet can disclose (`limitations` lists them, in words):
 - not independently reproduced: no signed measured packet that names it in `reproduces`, made
