@@ -30,6 +30,7 @@ from builder.views.scorecard import EstimateView, Matrix, estimate_views, matric
 from catalog.checks.grade import GRADE_MEANING
 from catalog.checks.selection import Headline, lead_of
 from catalog.model.packet import Packet
+from catalog.packets.signing import HOST_KEY_NOTE
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -197,6 +198,11 @@ def _pick(result: ArmResult) -> ResultPick:
     )
 
 
+def signature_note(packet: Packet) -> str | None:
+    """What a page says beside the grade of a packet signed by this host's own, unlisted key."""
+    return HOST_KEY_NOTE if packet.seal.host_key else None
+
+
 def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
     if lead is None:
         return None
@@ -221,6 +227,7 @@ def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
         unsigned=not packet.signed,
         state=arm.state.value,
         state_label=STATE_LABELS[arm.state.value],
+        signature_note=signature_note(packet),
     )
 
 
@@ -351,6 +358,7 @@ def _card(packet: Packet, own: list[ArmResult], ctx: SiteContext, featured: bool
         chips=coverage_chips(packet),
         source=f"{source.name}" + (f" ({source.reference})" if source.reference else "") if source else None,
         featured=featured,
+        signature_note=signature_note(packet),
     )
 
 

@@ -16,6 +16,7 @@ from catalog.checks.grade import GRADE_MEANING, evidence_grade, limitations
 from catalog.checks.stack import DIFFERENT_STACK, stack_differences
 from catalog.errors import CatalogError
 from catalog.model.packet import Arm, Packet
+from catalog.packets.signing import HOST_KEY_NOTE
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.shown import ShownCommand, arm_command, measure_line_differences, measure_lines, unrunnable_image
 
@@ -46,6 +47,7 @@ class PacketView:
     family: Link
     raw_href: str
     unsigned: bool
+    signature_note: str | None
     signature: str
     signature_href: str | None
 
@@ -208,6 +210,11 @@ def _provenance(packet: Packet) -> list[Fact]:
 
 def signature_line(packet: Packet, ctx: SiteContext) -> str:
     signer = packet.seal.signed_by
+    if packet.seal.host_key:
+        return (
+            f"{HOST_KEY_NOTE} (key {packet.seal.host_key[:16]}…, read from this host's key file): this local build "
+            "shows it; make check, make verify and CI refuse it until data/keys.yaml lists the key"
+        )
     if signer is None:
         return "unsigned, local: no signature by a key in data/keys.yaml; not for publication"
     entry = ctx.catalog.keys.by_id()[signer]
@@ -260,6 +267,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         family=Link(recipe.meta.title if recipe else slug, routes.family_page(slug)),
         raw_href=routes.packet_json(packet.id),
         unsigned=not packet.signed,
+        signature_note=HOST_KEY_NOTE if packet.seal.host_key else None,
         signature=signature_line(packet, ctx),
         signature_href=routes.packet_signature(packet.id) if packet.signed else None,
     )

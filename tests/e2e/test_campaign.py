@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from catalog.errors import UserError
 from catalog.model.packet import Packet, State
 from catalog.packets.keys import KeyRing
 from catalog.packets.layout import is_signature, signature_path
+from catalog.packets.signing import HOST_KEY_NOTE
 from catalog.packets.verify import read_packet
 from catalog.store.repository import load_catalog
 from runner.ladders import context_outputs_path, load_context_outputs
@@ -106,6 +108,36 @@ def test_gates_pass_and_repeats_are_identical(campaign: Campaign) -> None:
         assert [r.token_ids for r in first.rows] == [r.token_ids for r in second.rows]
         assert all(r.cached_tokens == 0 for s in arm.servers for r in s.rows)
         assert all(len(r.token_ids) == CAMPAIGN_MAX_TOKENS for s in arm.servers for r in s.rows)
+
+
+def test_the_newcomers_loop_right_after_measuring(campaign: Campaign, tmp_path: Path) -> None:
+    """`make measure` signed the packet with this host's key (the session's throwaway one), which
+    data/keys.yaml does not list: `make site` (--host-key) shows it, labelled, with no hand edit;
+    `make check` and `make verify` refuse it."""
+    packets = tmp_path / "packets"
+    packets.mkdir()
+    for path in campaign.packets.glob("*.json"):
+        (packets / path.name).write_bytes(path.read_bytes())
+    out = tmp_path / "site"
+    inputs = ["--data", str(REPO / "data"), "--packets", str(packets)]
+    site = subprocess.run(
+        [sys.executable, "-m", "builder", "build", *inputs, "--out", str(out), "--host-key"],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert site.returncode == 0, site.stderr
+    (packet,) = [p for p in packets.glob("*.json") if not is_signature(p)]
+    page = (out / "packets" / packet.stem / "index.html").read_text(encoding="utf-8")
+    assert HOST_KEY_NOTE in page and HOST_KEY_NOTE in (out / "models" / "demo" / "index.html").read_text()
+    assert HOST_KEY_NOTE in site.stderr  # and the build says what to do about it
+    check = subprocess.run(
+        [sys.executable, "-m", "builder", "build", *inputs, "--out", str(out), "--check", "--strict", "--no-cache"],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    verify = subprocess.run(
+        [sys.executable, "-m", "catalog.verify", *inputs], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    for refused in (check, verify):
+        assert refused.returncode == 1 and "unknown key" in refused.stderr, refused.stderr
 
 
 def test_speculative_arm_records_acceptance(campaign: Campaign) -> None:
