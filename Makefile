@@ -10,7 +10,11 @@ MODEL ?=
 VARIANT ?= default
 HW ?=
 TP ?= 1
-DEPTHS ?= 0
+comma := ,
+# The CPU demo's defaults: its oracle and n-gram depth 3 (the committed demo packet holds both), and
+# ladders a two-core CPU measures in an hour, not a day: 1-8 users, 16 requests a load level.
+DEMO := $(filter demo,$(MODEL))
+DEPTHS ?= $(if $(DEMO),0$(comma)3,0)
 LADDERS ?=
 PACKET ?=
 ALLOW_DIFFERENT_STACK ?=
@@ -22,14 +26,17 @@ MODEL_DIR ?=
 CONFIG ?=
 # The load sweep (LADDERS=load): closed-loop users, open-loop rates (req/s), requests per level,
 # goodput objectives (SLO=ttft_ms=500,tpot_ms=50) and the arrivals' seed; empty: the runner's defaults.
-LOAD_USERS ?=
+LOAD_USERS ?= $(if $(DEMO),1$(comma)2$(comma)4$(comma)8)
 RATES ?=
-LOAD_REQUESTS ?=
+LOAD_REQUESTS ?= $(if $(DEMO),16)
+# users per concurrency ladder step (LADDERS=concurrency); empty: the runner's 1,2,4,...,64
+CONCURRENCY ?= $(if $(DEMO),1$(comma)2$(comma)4$(comma)8)
 SLO ?=
 LOAD_SEED ?=
 # --runtime refuses anything but local or docker: a misspelt RUNTIME=Docker never runs locally instead.
 RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
-REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG)) $(LOAD_FLAGS)
+REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG)) $(LADDER_FLAGS)
+LADDER_FLAGS = $(if $(filter load,$(subst $(comma), ,$(LADDERS))),$(LOAD_FLAGS)) $(if $(filter concurrency,$(subst $(comma), ,$(LADDERS))),$(if $(CONCURRENCY),--concurrency $(CONCURRENCY)))
 LOAD_FLAGS = $(if $(LOAD_USERS),--load-users $(LOAD_USERS)) $(if $(RATES),--rates $(RATES)) $(if $(LOAD_REQUESTS),--load-requests $(LOAD_REQUESTS)) $(if $(SLO),--slo $(SLO)) $(if $(LOAD_SEED),--load-seed $(LOAD_SEED))
 
 .PHONY: site test test-fast reliability verify schema measure reproduce serve bench lint check vllm-env chromium clean

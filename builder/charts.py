@@ -30,6 +30,7 @@ FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 # A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
 LEGEND_WIDTH = 30
 CHART_HEIGHT = 380
+WIDE_HEIGHT = 320  # a legend in one row: the plot keeps its room at 1280 px in 320
 LEGEND_ROOM = 284  # plot area, title and tick labels above a legend (px)
 LEGEND_LINE = 20  # one legend line at 13 px type
 LEGEND_GAP = 6  # between two legend entries
@@ -207,8 +208,9 @@ def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> Fi
 
 
 def _height(traces: Sequence[Figure]) -> int:
-    """380 px, taller when the legend needs it: on a phone every entry takes its own row(s), and
-    Plotly shrinks the plot to fit its legend only down to a point, then clips it."""
+    """On a phone: 380 px, taller when the legend needs it (every entry takes its own row(s), and
+    Plotly shrinks the plot to fit its legend only down to a point, then clips it). assets/charts.js
+    reads it from the layout's `meta`; a wider screen, whose legend is one row, draws WIDE_HEIGHT."""
     lines = sum(str(t["name"]).count("<br>") + 1 for t in traces)
     return max(CHART_HEIGHT, LEGEND_ROOM + LEGEND_LINE * lines + LEGEND_GAP * len(traces))
 
@@ -233,7 +235,8 @@ def _figure(
     ticks = sorted({(p.x, p.x_label) for p in points}) if x_ticks else []
     layout = _sorted(
         template=NO_TEMPLATE,
-        height=_height(traces),
+        height=WIDE_HEIGHT,
+        meta={"phone_height": _height(traces)},
         margin={"l": 60, "r": 20, "t": 24, "b": 96},
         font={"family": FONT, "size": 13, "color": "#1f2937"},
         paper_bgcolor="rgba(0,0,0,0)",
@@ -332,13 +335,14 @@ def chart(
         )
     withheld = [p for p in points if p.state == "withheld" and p.centre is not None]
     if withheld:
-        notes.append("Hollow amber markers are withheld results: shown for the record, not published as measured.")
+        note = "Hollow amber markers are withheld results: shown for the record, not published as measured."
         published_x = {p.x for p in points if p.drawn_as_measured}
         if any(p.x in published_x for p in withheld):
-            notes.append(
-                "Where a withheld result shares its x with a published one, its marker sits just to the right, "
-                "never on top; its hover and the table give its true x."
+            note = note.removesuffix(".") + (
+                "; where one shares its x with a published result it sits just to the right, never on top (its hover "
+                "and the table give its true x)."
             )
+        notes.append(note)
     flagged = [p for p in points if p.flag and p.state != "withheld"]
     if flagged:
         notes.append(

@@ -73,6 +73,20 @@ def screened_reason(packet: Packet) -> str:
     return f"{IDENTITY_NOT_PUBLISHED}: speed only"
 
 
+def cell_reason(packet: Packet, arm: Arm) -> str | None:
+    """`state_reason` as a scorecard cell has room for: each failed gate and its count (the arm it was
+    compared with is on the packet page), or "speed only"; the whole reason is the cell's tooltip."""
+    if arm.state == State.SCREENED:
+        return "speed only"
+    if arm.state != State.WITHHELD:
+        return None
+    gates = [
+        f"{GATE_NAMES.get(g.gate, g.gate)}: " + (f"{g.exact}/{g.total} identical" if g.exact is not None else "failed")
+        for g in arm.failed_gates
+    ]
+    return "; ".join(gates) or "withheld"
+
+
 def state_reason(packet: Packet, arm: Arm) -> str | None:
     if arm.state == State.WITHHELD:
         return withheld_reason(arm, packet)
@@ -139,6 +153,10 @@ class ArmResult:
     @cached_property
     def reason(self) -> str | None:
         return state_reason(self.packet, self.arm)
+
+    @cached_property
+    def short_reason(self) -> str | None:
+        return cell_reason(self.packet, self.arm)
 
     @property
     def series_head(self) -> str:

@@ -63,6 +63,7 @@ class CellEntry:
     tp: int
     depth: int
     estimate: EstimateView | None = None  # an estimated entry: its inputs, which `href` points at
+    reason_title: str | None = None  # the whole reason, where `reason` is the short form a cell has room for
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def entry(result: ArmResult) -> CellEntry:
         low=opt_num(min(values)) if shows_speed and len(values) >= 2 else None,
         high=opt_num(max(values)) if shows_speed and len(values) >= 2 else None,
         struck=None if shows_speed else opt_num(result.unpublished_value),
-        reason=result.reason,
+        reason=result.short_reason,
+        reason_title=result.reason,
         detail=result.draft_head or "",  # the quantization is an axis or fixed: never repeated per cell
         href=result.href,
         packet_id=result.packet.id,
@@ -157,7 +159,7 @@ def estimated_entry(estimate: CellEstimate | None, tp: int, depth: int, cell: st
         high=None,
         struck=None,
         reason=None,
-        detail=f"not measured: ceiling × utilisation of {len(estimate.basis)} published arm(s)",
+        detail="not measured: ceiling × utilisation",
         href="#" + anchor,
         packet_id="",
         arm_id="",
@@ -242,13 +244,6 @@ def _depth_axis(method: str | None, depths: list[int]) -> Axis:
     return [(setter(d), short_depth(method, d)) for d in depths]
 
 
-def _tp_axis(tps: list[int]) -> Axis:
-    def setter(tp: int) -> Callable[[Coordinate], Coordinate]:
-        return lambda at: Coordinate(at.quant_key, at.quant_slug, tp, at.depth)
-
-    return [(setter(t), f"TP{t}") for t in tps]
-
-
 def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
     """Observed quantizations plus the recipe's unmeasured variants. The estimator is told a packet
     quantization slug or, for an unmeasured variant, the recipe variant name."""
@@ -268,13 +263,29 @@ def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
     return [(setter(key, slug), label) for key, (slug, label) in ordered]
 
 
+def _quant_tp_axis(on_hw: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
+    """A row per quantization and card count measured (a recipe variant never measured: one row,
+    at the fewest cards); the card count is named only when the family has more than one."""
+    fewest = min(r.tp for r in on_hw)
+    several = len({r.tp for r in on_hw}) > 1
+    rows: Axis = []
+    for set_quant, label in _quant_axis(on_hw, recipe):
+        at = set_quant(Coordinate("", "", fewest, 0))
+        for tp in sorted({r.tp for r in on_hw if r.quant_key == at.quant_key}) or [fewest]:
+
+            def setter(c: Coordinate, key: str = at.quant_key, slug: str = at.quant_slug, tp: int = tp) -> Coordinate:
+                return Coordinate(key, slug, tp, c.depth)
+
+            rows.append((setter, f"{label} · TP{tp}" if several else label))
+    return rows
+
+
 def matrices(
     results: Sequence[ArmResult], recipe: Recipe | None, estimators: dict[str, Estimator] | None = None
 ) -> list[Matrix]:
-    """Per card: speculative depth × cards for each quantization measured on more than one card
-    count, and quantization × depth on the fewest cards (which holds every one-card-count cell, so
-    no figure is shown twice for nothing). Untested cells carry catalog.projection's estimate
-    where it has one."""
+    """Per card, one scorecard: a row per quantization and card count, a column per speculative
+    depth, so every result has one cell and no figure is shown twice. Untested cells carry
+    catalog.projection's estimate where it has one."""
     method = family_method(results)
     estimators = estimators or {}
     found: list[Matrix] = []
@@ -282,40 +293,17 @@ def matrices(
         on_hw = [r for r in results if r.hardware_id == hw]
         hw_name = on_hw[0].hardware_name
         runtimes = " / ".join(sorted({r.packet.identity.runtime.label for r in on_hw}))
-        estimator = estimators.get(hw)
-        quants = sorted({(r.quant_key, r.packet.identity.model.quantization, r.quant_label) for r in on_hw})
-        tp = min(r.tp for r in on_hw)
-        for quant_key, quant_slug, quant_label in sorted(quants, key=lambda q: q[2]):
-            subset = [r for r in on_hw if r.quant_key == quant_key]
-            if {r.tp for r in subset} == {tp}:
-                continue  # one card count: every cell is in the quantization x depth scorecard below
-            found.append(
-                _matrix(
-                    (
-                        f"depth-tp-{hw}-{quant_key}",
-                        f"Speculative depth × cards · {quant_label}",
-                        f"Fixed: quantization={quant_label} · hardware={hw_name} · runtime={runtimes}",
-                    ),
-                    ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in subset}))),
-                    ("cards (tensor parallel)", _tp_axis(sorted({1} | {r.tp for r in subset}))),
-                    Coordinate(quant_key, quant_slug, 1, 0),
-                    subset,
-                    estimator,
-                )
-            )
-        at_tp = [r for r in on_hw if r.tp == tp]
+        tps = sorted({r.tp for r in on_hw})
+        fixed = f"Fixed: hardware={hw_name}" + (f" · tp={tps[0]}" if len(tps) == 1 else "") + f" · runtime={runtimes}"
+        title = "Quantization" + (" and cards" if len(tps) > 1 else "") + " × speculative depth"
         found.append(
             _matrix(
-                (
-                    f"quant-depth-{hw}",
-                    "Quantization × speculative depth",
-                    f"Fixed: hardware={hw_name} · tp={tp} · runtime={runtimes}",
-                ),
-                ("quantization", _quant_axis(at_tp, recipe)),
-                ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in at_tp}))),
-                Coordinate("", "", tp, 0),
-                at_tp,
-                estimator,
+                (f"quant-depth-{hw}", title, fixed),
+                ("quantization" + (" · cards" if len(tps) > 1 else ""), _quant_tp_axis(on_hw, recipe)),
+                ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in on_hw}))),
+                Coordinate("", "", tps[0], 0),
+                on_hw,
+                estimators.get(hw),
             )
         )
     return found

@@ -75,7 +75,7 @@ def test_untested_combinations_are_listed(page):
     untested_cells = soup.select(".scorecard td.cell.state-untested")
     listed = [li.get_text() for li in soup.select(".untested li")]
     assert untested_cells and len(listed) == len(untested_cells)
-    assert "NGRAM3 · TP2" in listed
+    assert "W4A16 · TP2 · NGRAM3" in listed
 
 
 def test_withheld_points_are_hollow_and_never_on_a_measured_line(page):

@@ -30,9 +30,11 @@ def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[BeautifulSoup, l
     return BeautifulSoup((out / FAMILY).read_text(encoding="utf-8"), "lxml"), [s.packet for s in repeats], out
 
 
-def _cell(soup: BeautifulSoup, row: str, col: str) -> BeautifulSoup:
-    matrix = soup.select_one("section.matrix#matrix-depth-tp-arc_pro_b70-w4a16")
-    return matrix.select_one(f'td[data-row="{row}"][data-col="{col}"]')  # type: ignore[return-value, union-attr]
+def _cell(soup: BeautifulSoup, depth: str, cards: str) -> BeautifulSoup:
+    """The card's one scorecard: a row per quantization and card count, a column per depth."""
+    matrix = soup.select_one("section.matrix#matrix-quant-depth-arc_pro_b70")
+    row = f"W4A16 · {cards}"
+    return matrix.select_one(f'td[data-row="{row}"][data-col="{depth}"]')  # type: ignore[return-value, union-attr]
 
 
 def test_every_packet_stays_listed_and_linked(repeated):
