@@ -77,7 +77,7 @@ def cell_reason(packet: Packet, arm: Arm) -> str | None:
     """`state_reason` as a scorecard cell has room for: each failed gate and its count (the arm it was
     compared with is on the packet page), or "speed only"; the whole reason is the cell's tooltip."""
     if arm.state == State.SCREENED:
-        return "speed only"
+        return "speed only" if packet.provenance.tool else IDENTITY_NOT_PUBLISHED
     if arm.state != State.WITHHELD:
         return None
     gates = [

@@ -16,7 +16,9 @@ switches, the speculative method and depth, the card count and the context lengt
 A closest command composed for an imported arm without a configuration is not a claim: the page
 lists, line by line, how it differs from what the source measured (ShownCommand.differences).
 Runs where the packet is read against data/ (catalog/checks/cross_check.py), so `make verify` and
-every build fail naming the packet file, the arm and the field.
+every build fail naming the packet file, the arm and the field: the recorded field a composed command
+contradicts (`arms[i].config.graph_capture`, `identity.runtime` for the image), or, for a recorded
+command that contradicts its own arm, `arms[i].config` with both fields named in the message.
 """
 
 from __future__ import annotations
@@ -37,8 +39,26 @@ from catalog.recipes.shown import (
 )
 
 
+def _where(index: int, found: Disagreement) -> str:
+    """The recorded field the fact lives in: the arm's config, or the packet's runtime for its image."""
+    return "identity.runtime" if found.field == "image" else f"arms[{index}].config.{found.config_field}"
+
+
 def _problem(index: int, arm: Arm, what: str, found: Disagreement) -> Problem:
-    return (f"arms[{index}].config.{found.config_field}", f"arm {arm.id}: {found.field}: {found.words(what)}")
+    return (_where(index, found), f"arm {arm.id}: {found.field}: {found.words(what)}")
+
+
+_COMMANDS = {"launch_argv": "launch command", "argv": "vllm serve command"}
+
+
+def _recorded_problem(index: int, arm: Arm, field: str, found: Disagreement) -> Problem:
+    """A recorded command contradicting its own arm: both sides are the arm's record, so the field
+    named is the arm's config, and the message names the two fields that disagree."""
+    where = "identity.runtime" if found.field == "image" else f"config.{found.config_field}"
+    words = (
+        f"its recorded {_COMMANDS[field]} (config.{field}) {found.shown}; the arm records {found.recorded} ({where})"
+    )
+    return (f"arms[{index}].config", f"arm {arm.id}: {found.field}: {words}")
 
 
 def command_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
@@ -50,11 +70,11 @@ def command_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
         if config.launch_argv:
             env = {} if config.launch_argv[0] == "docker" else config.env
             for found in disagreements(command_facts(config.launch_argv, env), recorded, graph_label=label):
-                problems.append(_problem(index, arm, "its recorded launch command", found))
+                problems.append(_recorded_problem(index, arm, "launch_argv", found))
         if config.argv:
             local = replace(recorded, image=None)  # a vllm serve command names no image
             for found in disagreements(command_facts(config.argv, config.env), local, graph_label=label):
-                problems.append(_problem(index, arm, "its recorded vllm serve command", found))
+                problems.append(_recorded_problem(index, arm, "argv", found))
         if recipe is None or packet.identity.model.variant not in recipe.variants:
             continue
         name = arm_configuration(recipe, packet, arm) if not (config.launch_argv or config.argv) else None

@@ -47,9 +47,12 @@ def _spec_arm(draft: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 
 
 def _one(errors: list[CatalogError], field: str, *words: str) -> CatalogError:
+    """The one refusal: the packet file, the arm's config, the arm and the fact (and its field) in words."""
     (error,) = errors
     assert error.file is not None and error.file.endswith(".json"), "names the packet file"
-    assert error.field == field and f"arm {SPEC_ARM}" in error.message, error
+    index, fact = field.split(".config.") if ".config." in field else (field.removesuffix(".config"), "")
+    assert error.field == f"{index}.config" and f"arm {SPEC_ARM}" in error.message, error
+    assert f"config.{fact}" in error.message or fact == "", error.message
     assert all(w in error.message for w in words), error.message
     return error
 
@@ -73,7 +76,8 @@ def test_an_image_other_than_the_one_recorded(tree: Path) -> None:
     for arm in draft["arms"]:
         launched = OTHER if arm["id"] == SPEC_ARM else PINNED
         arm["config"]["launch_argv"] = _docker_launch(launched, *arm["config"]["argv"][3:])
-    _one(_refusal(tree, draft), f"arms[{index}].config.image", "image", OTHER, PINNED.split("@")[1])
+    error = _one(_refusal(tree, draft), f"arms[{index}].config", "image", OTHER, PINNED.split("@")[1])
+    assert "(identity.runtime)" in error.message
 
 
 def test_an_env_switch_missing_or_extra(tree: Path) -> None:
