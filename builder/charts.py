@@ -88,6 +88,9 @@ class Chart:
     notes: list[str]
     # (x, y, state) of every drawn marker, with the axis titles: equal for two charts that draw the same
     drawn: tuple[object, ...] = ()
+    # the in-page anchor of a table that already holds every number this chart draws (a load sweep's
+    # per-level tables): the page links there instead of repeating them under the chart
+    numbers_at: str | None = None
 
     @property
     def empty(self) -> bool:

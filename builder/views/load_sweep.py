@@ -11,7 +11,7 @@ recorded, so its series says so and its lag reads "not recorded", never a number
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from builder import routes
 from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
@@ -25,6 +25,7 @@ from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
 DIFFERS = "outputs differ from the oracle"
+LOAD_TABLES = "load-tables"  # the family page's per-level tables, which hold every number the load charts draw
 LAGGED = "client lag over the bound: level unusable"
 LAGGED_COLOUR = "#6b7280"  # grey: the level says nothing about the server (amber, as withheld, is for outputs)
 
@@ -303,7 +304,9 @@ def load_sweep_section(
     ]
     if not sources:
         return None
+    charts = [frontier_chart(sources), *latency_charts(sources)]
     return LoadSweepSection(
-        charts=[frontier_chart(sources), *latency_charts(sources)],
+        # every number these charts draw is in the per-level tables under them (templates/family.html)
+        charts=[replace(c, numbers_at=LOAD_TABLES) for c in charts],
         sweeps=[view for _, _, view in sources],
     )

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 FP8_9B = "qwen3.5-9b-fp8-dynamic-c4b87b99"
 SCREENED_9B = "qwen3.5-9b-fp8-dynamic-5683522b"
 W4A16_9B = "qwen3.5-9b-w4a16-57d22098"
-DEMO = "demo-bf16-83f021f8"
+# the committed CPU demo packet (make measure MODEL=demo LADDERS=concurrency,context,load)
+DEMO = next(p.stem for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not p.name.endswith(".dsse.json"))
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,8 @@ def test_a_reproduction_is_a_new_campaign_every_time(catalog: Catalog) -> None:
 def test_the_demo_packet_is_reproducible_here(catalog: Catalog) -> None:
     plan = plan_reproduction(catalog.packets[DEMO], catalog)
     assert [arm.id for arm in plan.arms] == ["tp1-oracle", "tp1-ngram3"]
-    assert plan.request.ladders == ["concurrency", "context"]
+    assert plan.request.ladders == ["concurrency", "context", "load"]
+    assert plan.request.load is not None and plan.request.load.users == [1, 2, 4, 8]  # the sweep's own levels
 
 
 @pytest.mark.usefixtures("on_a_b70")
