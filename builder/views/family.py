@@ -16,6 +16,7 @@ from builder.views.describe import card_arm, coverage_chips, methodology_sentenc
 from builder.views.load_sweep import LoadSweepSection, load_sweep_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
 from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
+from builder.views.repeats import FamilyRepeats, RepeatsSection, repeats_section
 from builder.views.results import (
     STATE_LABELS,
     ArmResult,
@@ -155,6 +156,9 @@ class FamilyView:
     # per index filter ("hw|quant|spec", "" for any), the index of the best matching pick
     picks: list[ResultPick]
     pick_for: dict[str, int]
+    # repeats, intervals and history (builder/views/repeats.py)
+    history: RepeatsSection | None = None
+    headline_repeats: str | None = None  # the headline's run: its repeats and interval, or "measured once"
 
 
 def _picks(results: list[ArmResult]) -> tuple[list[ResultPick], dict[str, int]]:
@@ -429,7 +433,11 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     load = load_sweep_section(ladders, catalog.hardware, recipe)
     projection = projection_view(lead_result, shown, recipe, ctx.warn)
     picks, pick_for = _picks(results)
-    scorecards = matrices(results, recipe, _estimators(packets, recipe, results, ctx))
+    repeats = FamilyRepeats(results)
+    for refused in repeats.refused():
+        ctx.warn(f"packets/{refused.packet.id}.json: not counted as a repeat: {refused.reason}")
+    lead_run = repeats.run_of(lead_result) if lead_result else None
+    scorecards = matrices(results, recipe, _estimators(packets, recipe, results, ctx), repeats)
     dates = [str(recipe.meta.date_updated)] if recipe else []
     dates += [p.created.date().isoformat() for p in packets if p.created]
     return FamilyView(
@@ -469,4 +477,6 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         api_href=routes.family_api(slug),
         picks=picks,
         pick_for=pick_for,
+        history=repeats_section(repeats),
+        headline_repeats=lead_run.combined.words() if lead_run else None,
     )

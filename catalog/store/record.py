@@ -4,7 +4,8 @@ A family's views read each packet's identity, arms, server values, gates and can
 the site reads only its listing, catalog/store/listing.py). Of its prompt rows they read only how many a
 server has and their prompt sizes (the projection's mean prompt), yet the rows are two thirds of a
 summary's memory: 2 GB at 20,000 packets. A record keeps the rest of the summary whole and, in place
-of each server's rows, a `RowsElsewhere`: their prompt sizes, one per row. It answers `len()` and
+of each server's rows, a `RowsElsewhere`: their prompt sizes, one per row, and the fingerprint of
+their timings (what tells an independent repeat from the same servers counted twice). It answers `len()` and
 `bool()` like the rows did, and refuses to be read row by row, so code that needs the rows fails
 loudly instead of seeing none. A packet page reads the whole summary back (Catalog.summary).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from catalog.checks.repeats import timing_fingerprint
 from catalog.model.packet import Packet, PromptRow
 
 
@@ -26,6 +28,7 @@ class RowsElsewhere:
     """A server's prompt rows, held by the summary cache: here only what a record's readers use."""
 
     prompt_tokens: tuple[int, ...]  # one per row: their number is the rows'
+    timing: str = ""  # the rows' timing fingerprint (catalog/checks/repeats.py), "" for none: repeats compare it
 
     def __len__(self) -> int:
         return len(self.prompt_tokens)
@@ -47,7 +50,7 @@ def record(summary: Packet) -> Packet:
 
 
 def _elsewhere(rows: Sequence[PromptRow]) -> RowsElsewhere:
-    return RowsElsewhere(tuple(row.prompt_tokens for row in rows))
+    return RowsElsewhere(tuple(row.prompt_tokens for row in rows), timing_fingerprint(rows) or "")
 
 
 def is_record(packet: Packet) -> bool:
