@@ -315,7 +315,7 @@ def _untested(matrices: Sequence[Matrix]) -> list[Piece]:
     if estimated:
         pieces.append(f"Estimated only, never measured: {' and '.join(estimated)}. ")
     if untested:
-        pieces.append(f"{len(untested)} more combination(s) untested, listed under the scorecards. ")
+        pieces.append(f"{len(untested)} more combination(s) untested. ")
     return pieces
 
 

@@ -214,7 +214,10 @@ def _cell(
     if not results and estimated is not None:
         return Cell(row, col, "estimated", STATE_LABELS["estimated"], [estimated])
     state = best_state(r.state for r in results)
-    shown = representatives(results)
+    # a refused repeat (a copy of another packet's servers) never stands for its cell, whatever the
+    # order packets sort in: among equals the headline rule would keep the first one found
+    refused = {r.packet.id for r in repeats.refused()} if repeats is not None else set()
+    shown = representatives([r for r in results if r.packet.id not in refused] or results)
     entries = [entry(r, repeats) for r in sorted(shown, key=_order)]
     return Cell(row, col, state, STATE_LABELS[state], entries, len(results) - len(shown))
 
