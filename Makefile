@@ -10,9 +10,14 @@ MODEL ?=
 VARIANT ?= default
 HW ?=
 TP ?= 1
-DEPTHS ?= 0
+comma := ,
+# The CPU demo's defaults: its oracle and n-gram depth 3 (the committed demo packet holds both), and
+# ladders a two-core CPU measures in an hour, not a day: 1-8 users, 16 requests a load level.
+DEMO := $(filter demo,$(MODEL))
+DEPTHS ?= $(if $(DEMO),0$(comma)3,0)
 LADDERS ?=
 PACKET ?=
+ALLOW_DIFFERENT_STACK ?=
 QUICK ?=
 BASE_URL ?=
 RUNTIME ?= local
@@ -21,14 +26,17 @@ MODEL_DIR ?=
 CONFIG ?=
 # The load sweep (LADDERS=load): closed-loop users, open-loop rates (req/s), requests per level,
 # goodput objectives (SLO=ttft_ms=500,tpot_ms=50) and the arrivals' seed; empty: the runner's defaults.
-LOAD_USERS ?=
+LOAD_USERS ?= $(if $(DEMO),1$(comma)2$(comma)4$(comma)8)
 RATES ?=
-LOAD_REQUESTS ?=
+LOAD_REQUESTS ?= $(if $(DEMO),16)
+# users per concurrency ladder step (LADDERS=concurrency); empty: the runner's 1,2,4,...,64
+CONCURRENCY ?= $(if $(DEMO),1$(comma)2$(comma)4$(comma)8)
 SLO ?=
 LOAD_SEED ?=
 # --runtime refuses anything but local or docker: a misspelt RUNTIME=Docker never runs locally instead.
 RUNTIME_FLAGS = --vllm-python $(VLLM_PYTHON) --runtime $(RUNTIME) $(if $(MODEL_DIR),--model-dir $(MODEL_DIR))
-REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG)) $(LOAD_FLAGS)
+REQUEST_FLAGS = --model $(MODEL) --variant $(VARIANT) $(if $(HW),--hardware $(HW)) --tp $(TP) --depths $(DEPTHS) $(if $(LADDERS),--ladders $(LADDERS)) $(if $(CONFIG),--configuration $(CONFIG)) $(LADDER_FLAGS)
+LADDER_FLAGS = $(if $(filter load,$(subst $(comma), ,$(LADDERS))),$(LOAD_FLAGS)) $(if $(filter concurrency,$(subst $(comma), ,$(LADDERS))),$(if $(CONCURRENCY),--concurrency $(CONCURRENCY)))
 LOAD_FLAGS = $(if $(LOAD_USERS),--load-users $(LOAD_USERS)) $(if $(RATES),--rates $(RATES)) $(if $(LOAD_REQUESTS),--load-requests $(LOAD_REQUESTS)) $(if $(SLO),--slo $(SLO)) $(if $(LOAD_SEED),--load-seed $(LOAD_SEED))
 
 .PHONY: site test test-fast reliability verify schema measure reproduce serve bench lint check vllm-env chromium clean
@@ -43,9 +51,10 @@ $(DEV_STAMP): requirements/dev.txt $(SITE_STAMP)
 	@touch $@
 
 ## Build the catalog into site/ from data/ and packets/ (BASE_URL=https://... makes sitemap <loc>,
-## og:url and JSON-LD url absolute).
+## og:url and JSON-LD url absolute). On a measuring host it also shows the packets this host's own key
+## signed, labelled "not yet listed in data/keys.yaml"; make check, make verify and CI refuse them.
 site: $(SITE_STAMP)
-	$(PY) -m builder build $(if $(BASE_URL),--base-url $(BASE_URL))
+	$(PY) -m builder build --host-key $(if $(BASE_URL),--base-url $(BASE_URL))
 
 ## Fail when site/ is stale, or on any warning.
 check: $(SITE_STAMP)
@@ -89,14 +98,15 @@ measure: $(SITE_STAMP)
 	@if [ "$(MODEL)" = demo ] && [ "$(RUNTIME)" = local ]; then $(MAKE) --no-print-directory vllm-env; fi
 	$(PY) -m runner measure $(REQUEST_FLAGS) $(RUNTIME_FLAGS)
 
-## Re-run the campaign a packet describes and compare: make reproduce PACKET=<id>
+## Re-run the campaign a packet describes, on the stack it recorded, and compare: make reproduce PACKET=<id>
+##   [ALLOW_DIFFERENT_STACK=1: run even where this host cannot run that stack; labelled "different stack"]
 reproduce: $(SITE_STAMP)
 	@test -n "$(PACKET)" || (echo "usage: make reproduce PACKET=<id>" >&2; exit 2)
-	$(PY) -m runner reproduce --packet $(PACKET) $(RUNTIME_FLAGS)
+	$(PY) -m runner reproduce --packet $(PACKET) $(RUNTIME_FLAGS) $(if $(ALLOW_DIFFERENT_STACK),--allow-different-stack)
 
 ## Preview the catalog on http://127.0.0.1:8000
 serve: site
-	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory site
+	$(PY) -m builder.serve --directory site --port 8000
 
 ## Benchmarks (QUICK=1 for the smallest sizes).
 bench: $(DEV_STAMP) vllm-env

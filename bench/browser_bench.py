@@ -13,6 +13,10 @@ Targets: the first chart drawn under 500 ms cold; the family page's transfer, co
 script and every chart drawn, under 600 KB as a static host sends it (gzip: the loopback server
 sends raw bytes, so the figure is the gzip size of every fetched file; the raw total is in the
 details); the HTML of every page of the site under 100 KB.
+
+Benchmark 4b, the family page's height: the repository's own Qwen3.5 9B page (the site `make site`
+builds from data/ and packets/), laid out at 1280 px with every chart drawn, under 5,000 px; its
+height on a phone (390 px) and without JavaScript are recorded beside it.
 """
 
 from __future__ import annotations
@@ -24,11 +28,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bench.builder_bench import BROWSER_SITE
-from bench.common import Log
+from bench.common import OUT, REPO, Log
 from bench.results import Benchmark, Figure
 from testkit.local_browser import CHROMIUM, CHROMIUM_ARGS, chromium, serve_folder
 
 FIRST_MS, TRANSFER_KB, HTML_KB = 500.0, 600.0, 100.0
+HEIGHT_PX = 5000.0
+HEIGHT_PAGE = "models/qwen3.5-9b/index.html"
+REPOSITORY_SITE = OUT / "site-repository"
 FIRST_DRAWN = "() => document.querySelector('[data-chart].js-plotly-plot .main-svg') !== null"
 SCROLL_FIRST = "() => document.querySelector('figure.chart').scrollIntoView()"
 ALL_DRAWN = """() => {
@@ -73,6 +80,54 @@ def transfer(site: Path, page: Any, url: str) -> dict[str, float]:
         "raw_kb": sum(f.stat().st_size for f in files) / 1024,
         "gzip_kb": sum(len(gzip.compress(f.read_bytes(), 6)) for f in files) / 1024,
     }
+
+
+def page_height(browser: Any, url: str, width: int, javascript: bool = True) -> int:
+    """The page's laid-out height in CSS px at `width`, once every chart is drawn (with JavaScript)."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, java_script_enabled=javascript)
+    page = context.new_page()
+    if javascript:
+        _load(page, url)  # every chart drawn: their number tables collapse under them
+    else:
+        page.goto(url)
+    height = int(page.evaluate("document.documentElement.scrollHeight"))
+    context.close()
+    return height
+
+
+def family_height(log: Log) -> Benchmark:
+    """The repository's 9B family page, built as `make site` builds it, against its height target."""
+    from builder.cli import run as build
+
+    if build(
+        ["build", "--data", str(REPO / "data"), "--packets", str(REPO / "packets"), "--out", str(REPOSITORY_SITE)]
+    ):
+        raise RuntimeError("the repository's site did not build")
+    with serve_folder(REPOSITORY_SITE) as base_url, chromium() as browser:
+        url = base_url + HEIGHT_PAGE
+        wide = page_height(browser, url, 1280)
+        phone = page_height(browser, url, 390)
+        plain = page_height(browser, url, 1280, javascript=False)
+    log(f"browser: {HEIGHT_PAGE}: {wide} px tall at 1280 px, {phone} px at 390 px, {plain} px without JavaScript")
+    return Benchmark(
+        id="browser.family-height",
+        group="browser",
+        title="The Qwen3.5 9B family page's height, every chart drawn",
+        figures=[
+            Figure(
+                name="height at 1280 px",
+                unit="px",
+                ours=wide,
+                better="lower",
+                target=f"< {HEIGHT_PX:g} px",
+                met=wide < HEIGHT_PX,
+                note="the repository's own site; was about 8,900 px before the answer-first page",
+            ),
+            Figure(name="height at 390 px (phone)", unit="px", ours=phone, better="lower"),
+            Figure(name="height at 1280 px without JavaScript", unit="px", ours=plain, better="lower"),
+        ],
+        details={"page": HEIGHT_PAGE},
+    )
 
 
 def largest_html(site: Path) -> tuple[str, float]:
@@ -167,5 +222,6 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
                 "chromium": str(CHROMIUM),
                 "args": CHROMIUM_ARGS,
             },
-        )
+        ),
+        family_height(log),
     ]

@@ -3,8 +3,8 @@
 Every chart carries a table of the same (already rounded) numbers for readers without JavaScript.
 Published points are drawn with error bars spanning their fresh-server values; withheld points
 go in their own hollow, labelled trace and are never joined to a measured line, nor drawn on top
-of a published point: at an x a published point also has, a withheld marker sits a little to the
-right (its hover and the table keep the true x). A published point with a `flag` (a load level
+of a published point: where a withheld result shares its x with a published one, its marker sits a
+little to the right (its hover and the table keep the true x). A published point with a `flag` (a load level
 whose outputs differ from the oracle, or whose client lagged) is drawn the same way: hollow,
 labelled, in a trace of its own, never joined to its series' line. An `estimated` series (a
 projection) is a dashed line. Axes are numeric (speculative depth 0, 3, 6 is
@@ -30,6 +30,7 @@ FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 # A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
 LEGEND_WIDTH = 30
 CHART_HEIGHT = 380
+WIDE_HEIGHT = 320  # a legend in one row: the plot keeps its room at 1280 px in 320
 LEGEND_ROOM = 284  # plot area, title and tick labels above a legend (px)
 LEGEND_LINE = 20  # one legend line at 13 px type
 LEGEND_GAP = 6  # between two legend entries
@@ -87,6 +88,9 @@ class Chart:
     notes: list[str]
     # (x, y, state) of every drawn marker, with the axis titles: equal for two charts that draw the same
     drawn: tuple[object, ...] = ()
+    # the in-page anchor of a table that already holds every number this chart draws (a load sweep's
+    # per-level tables): the page links there instead of repeating them under the chart
+    numbers_at: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -207,8 +211,9 @@ def _withheld_trace(points: Sequence[Point], x: list[float], y_title: str) -> Fi
 
 
 def _height(traces: Sequence[Figure]) -> int:
-    """380 px, taller when the legend needs it: on a phone every entry takes its own row(s), and
-    Plotly shrinks the plot to fit its legend only down to a point, then clips it."""
+    """On a phone: 380 px, taller when the legend needs it (every entry takes its own row(s), and
+    Plotly shrinks the plot to fit its legend only down to a point, then clips it). assets/charts.js
+    reads it from the layout's `meta`; a wider screen, whose legend is one row, draws WIDE_HEIGHT."""
     lines = sum(str(t["name"]).count("<br>") + 1 for t in traces)
     return max(CHART_HEIGHT, LEGEND_ROOM + LEGEND_LINE * lines + LEGEND_GAP * len(traces))
 
@@ -233,7 +238,8 @@ def _figure(
     ticks = sorted({(p.x, p.x_label) for p in points}) if x_ticks else []
     layout = _sorted(
         template=NO_TEMPLATE,
-        height=_height(traces),
+        height=WIDE_HEIGHT,
+        meta={"phone_height": _height(traces)},
         margin={"l": 60, "r": 20, "t": 24, "b": 96},
         font={"family": FONT, "size": 13, "color": "#1f2937"},
         paper_bgcolor="rgba(0,0,0,0)",
@@ -324,19 +330,22 @@ def chart(
     notes = []
     left_out = [p for p in points if p.state == "withheld" and p.centre is None]
     if left_out:
+        results = "result" if len(left_out) == 1 else "results"
         notes.append(
-            f"{len(left_out)} withheld point(s) left out of the drawing: no value was recorded "
-            + "; ".join(f"{p.series} · {p.x_label}" for p in left_out)
+            f"{len(left_out)} withheld {results} with no recorded value, so nothing to draw for "
+            + "; ".join(f"{p.x_label} ({p.series})" for p in left_out)
+            + "."
         )
     withheld = [p for p in points if p.state == "withheld" and p.centre is not None]
     if withheld:
-        notes.append("Hollow amber markers are withheld results: shown for the record, not published as measured.")
+        note = "Hollow amber markers are withheld results: shown for the record, not published as measured."
         published_x = {p.x for p in points if p.drawn_as_measured}
         if any(p.x in published_x for p in withheld):
-            notes.append(
-                "A withheld marker at an x a published point also has sits just to its right, never on top of "
-                "it; its hover and the table give its true x."
+            note = note.removesuffix(".") + (
+                "; where one shares its x with a published result it sits just to the right, never on top (its hover "
+                "and the table give its true x)."
             )
+        notes.append(note)
     flagged = [p for p in points if p.flag and p.state != "withheld"]
     if flagged:
         notes.append(

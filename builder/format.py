@@ -7,7 +7,7 @@ page, its chart tables and its JSON API always agree digit for digit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
 from markupsafe import Markup, escape
@@ -95,6 +95,21 @@ def _text(value: float | int | Decimal, places: int) -> str:
     if places == 0 and type(value) is int:  # a count: already its own rounding (most cells of a page)
         return str(value)
     return str(rounded(value, places))
+
+
+def significant(value: float, digits: int = 2, unit: str = "") -> Num:
+    """`value` to `digits` significant figures (half up), as an estimate's precision allows:
+    33.02 -> 33, 68.5 -> 69, 147.8 -> 150, 0.8536 -> 0.85."""
+    number = Decimal(repr(value))
+    if number == 0:
+        return Num("0", unit)
+    step = Decimal(1).scaleb(number.adjusted() - digits + 1)
+    rounded_value = (
+        number.quantize(step, rounding=ROUND_HALF_UP)
+        if step < 1
+        else (number / step).quantize(Decimal(1), rounding=ROUND_HALF_UP) * step
+    )
+    return Num(format(rounded_value, "f"), unit)
 
 
 def opt_num(value: float | int | None, places: int = 2, unit: str = "") -> Num | None:

@@ -43,6 +43,11 @@ def family_page(slug: str) -> str:
     return f"models/{slug}/index.html"
 
 
+def family_run(slug: str, hardware_id: str) -> str:
+    """A family page's "run this" answer for one card: its command, one click from the index."""
+    return f"{family_page(slug)}#run-{hardware_id}"
+
+
 def family_folder(slug: str) -> str:
     """The family page's address as a folder (`models/<slug>/`), the form JSON-LD names."""
     return f"models/{slug}/"

@@ -201,6 +201,7 @@ def build_files(
     templates: Path = TEMPLATES,
     base_url: str = "",
     allow_unsigned: bool = False,
+    host_keys: bool = False,
     use_cache: bool = False,
     scratch: Path | None = None,
     previous: Previous | None = None,
@@ -215,7 +216,14 @@ def build_files(
     costs = PageCosts()
     step = time.perf_counter()
     catalog = load_catalog(
-        data, packets, allow_unsigned=allow_unsigned, summaries=True, use_cache=use_cache, known=known, keep_later=True
+        data,
+        packets,
+        allow_unsigned=allow_unsigned,
+        summaries=True,
+        use_cache=use_cache,
+        known=known,
+        keep_later=True,
+        host_keys=host_keys,
     )
     costs.phase("load", step)
     ctx = SiteContext(catalog, build_date(catalog), base_url, warnings=list(catalog.warnings))

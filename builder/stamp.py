@@ -218,6 +218,7 @@ def input_hash(
     known: Fingerprints,
     *,
     allow_unsigned: bool = False,
+    host_keys: tuple[str, ...] = (),
     seen: RootsSeen | None = None,
 ) -> Inputs:
     """Everything the output is a function of: inputs, templates, the code, library versions,
@@ -237,6 +238,7 @@ def input_hash(
     options = {
         "base_url": base_url,
         "allow_unsigned": allow_unsigned,  # a local site must not pass for the one a plain build refuses
+        "host_keys": list(host_keys),  # likewise a site showing this host's own, unlisted keys' packets
         "epoch": os.environ.get("SOURCE_DATE_EPOCH", "").strip(),
         "python": list(sys.version_info[:2]),
     }

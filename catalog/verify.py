@@ -10,6 +10,10 @@ from catalog.errors import exit_on_user_error
 from catalog.store.repository import load_catalog
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def run() -> int:
     parser = argparse.ArgumentParser(prog="python -m catalog.verify", description=__doc__)
     parser.add_argument("--data", type=Path, default=Path("data"), help="data folder (default: data)")
@@ -22,9 +26,10 @@ def run() -> int:
     catalog = load_catalog(options.data, options.packets, allow_unsigned=options.allow_unsigned)
     failed_strict = report(catalog.warnings, options.strict)
     print(
-        f"verified {len(catalog.packets)} packets, {len(catalog.recipes)} recipes, "
-        f"{len(catalog.hardware)} hardware entries, {len(catalog.suites)} suites: every hash re-computes, "
-        f"{sum(p.signed for p in catalog.listing.values())} signatures verify"
+        f"verified {_count(len(catalog.packets), 'packet')}, {_count(len(catalog.recipes), 'recipe')}, "
+        f"{_count(len(catalog.hardware), 'hardware entry', 'hardware entries')}, "
+        f"{_count(len(catalog.suites), 'suite')}: every hash re-computes, "
+        f"{_count(sum(p.signed for p in catalog.listing.values()), 'signature')} verify"
         + (f", {len(catalog.warnings)} warning(s)" if catalog.warnings else "")
     )
     return 1 if failed_strict else 0

@@ -43,14 +43,14 @@ LOAD_FLAGS = ("load_users", "rates", "load_requests", "slo", "load_seed")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner", description="Measure LLM serving on real vLLM servers.")
-    parser.add_argument("--data", type=Path, default=Path("data"))
-    parser.add_argument("--packets", type=Path, default=Path("packets"))
+    parser.add_argument("--data", type=Path, default=Path("data"), help="data folder: recipes, hardware, suites, keys")
+    parser.add_argument("--packets", type=Path, default=Path("packets"), help="packets folder the packet is written to")
     parser.add_argument("--runs", type=Path, default=Path("runs"), help="server logs and finished attempts")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("measure", help="measure a model from its recipe and write a packet")
     run.add_argument("--model", required=True, help="recipe slug in data/models (demo runs anywhere)")
-    run.add_argument("--variant", default="default")
+    run.add_argument("--variant", default="default", help="recipe (or overlay) variant, e.g. fp8, w4a16")
     run.add_argument("--hardware", help="hardware id in data/hardware.yaml (default for demo: cpu_generic)")
     run.add_argument("--tp", type=int, default=1, help="tensor parallel size (cards)")
     run.add_argument("--depths", type=_csv_ints, default=[0], help="speculative depths, e.g. 0,3 (0 is the oracle)")
@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--slo", help="load sweep: goodput objectives, e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")
     run.add_argument("--load-seed", type=int, help="load sweep: seed of the Poisson arrivals (default 1)")
-    run.add_argument("--max-tokens", type=int, default=512)
-    run.add_argument("--seed", type=int, default=1234)
+    run.add_argument("--max-tokens", type=int, default=512, help="completion tokens per prompt (default 512)")
+    run.add_argument("--seed", type=int, default=1234, help="sampling seed sent with every request (default 1234)")
     run.add_argument("--configuration", help="a measured configuration of the recipe's overlay (data/overlays)")
     _runtime_options(run)
 
@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     which = again.add_mutually_exclusive_group(required=True)
     which.add_argument("--packet", help="packet id")
     which.add_argument("--list", action="store_true", help="say which packets can be reproduced here, and why not")
+    again.add_argument(
+        "--allow-different-stack",
+        action="store_true",
+        help="measure even when this host cannot run the stack the packet recorded (its image, graph mode, "
+        "switches or vLLM install); the comparison is then labelled 'different stack' (ALLOW_DIFFERENT_STACK=1)",
+    )
     _runtime_options(again)
 
     ref = commands.add_parser("import-reference", help="seal a transcription of a published page into imported packets")
@@ -120,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a --save-result JSON; several (each also --save-detailed) make one load curve, a level per file",
     )
     bench.add_argument("--model", required=True)
-    bench.add_argument("--variant", default="default")
+    bench.add_argument("--variant", default="default", help="recipe (or overlay) variant the results served")
     bench.add_argument("--hardware", required=True)
     bench.add_argument("--cards", type=int, default=1)
     bench.add_argument("--source", required=True, help="who ran it, where it was published")
@@ -196,7 +202,13 @@ def run(argv: list[str] | None = None) -> int:
 
             Console().print(reproducibility(catalog))
             return 0
-        return reproduce(catalog, options.packet, _choice(options), _places(options))
+        return reproduce(
+            catalog,
+            options.packet,
+            _choice(options),
+            _places(options),
+            allow_different_stack=options.allow_different_stack,
+        )
     request = _request(options)
     with console_progress() as progress:
         measure(catalog, request, _choice(options), _places(options), progress)

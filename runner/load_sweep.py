@@ -147,8 +147,10 @@ def level_line(arm_id: str, level: LoadLevel, options: LoadSweepOptions) -> str:
         f"lag p99 {level.lag.p99_ms:.1f} ms",
     ]
     line = f"{arm_id} load {level.label}: " + ", ".join(parts)
-    if not level.usable(options.lag_bound_ms):
+    if level.lag.p99_ms > options.lag_bound_ms:
         line += f"; UNUSABLE: client lag over {options.lag_bound_ms:g} ms"
+    elif level.read_in_one_go:
+        line += f"; UNUSABLE: client lag, {level.read_in_one_go} response(s) read in one go (no decode rate)"
     return line
 
 

@@ -413,13 +413,15 @@ def load_sweep_summary(load: LoadSweepOptions) -> str:
 
 def signing_key(catalog: Catalog, progress: Progress) -> HostKey:
     """This host's key (made on first use, outside the repository); until its public half is in
-    data/keys.yaml, its packets are refused by every build but a local `--allow-unsigned` one."""
+    data/keys.yaml, `make site` on this host shows its packets labelled as such, and every other
+    build (make check, make verify, CI, anyone else's) refuses them."""
     key = host_key(role="measurer")
     if key.key_id not in catalog.keys.by_id():
         owner = f"{getpass.getuser()}@{socket.gethostname()}"
         progress(
-            f"this host's signing key {key.key_id[:12]} is not in data/keys.yaml yet: "
-            f"add these lines there so others can verify its packets:\n{key.keys_yaml_entry(owner)}"
+            f"this host's signing key {key.key_id[:12]} is not in data/keys.yaml yet: `make site` here shows its "
+            "packets labelled as signed by this host's key; add these lines there so make check, make verify and "
+            f"others accept them:\n{key.keys_yaml_entry(owner)}"
         )
     return key
 

@@ -271,13 +271,22 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
     return report
 
 
-def check_runtime(runtime_python: Path | None, docker_image: str | None) -> None:
+def check_runtime(runtime_python: Path | None, docker_image: str | None, platform: str = "cpu") -> None:
+    """The runtime is there: docker for an image, else a vLLM environment's python. On a GPU card
+    the CPU build `make vllm-env` installs cannot serve: the recipe's image is the way there."""
     if docker_image is not None:
         if shutil.which("docker") is None:
             raise UserError(
                 f"the docker runtime needs docker to run {docker_image}; install it or use RUNTIME=local",
                 field="RUNTIME",
             )
+    elif (runtime_python is None or not runtime_python.exists()) and platform != "cpu":
+        raise UserError(
+            f"no vLLM environment at {runtime_python}: on a {platform.upper()} card use the recipe's image "
+            f"(RUNTIME=docker), or VLLM_PYTHON=<python with a {platform.upper()} build of vLLM>; "
+            "`make vllm-env` installs the CPU build only",
+            field="VLLM_PYTHON",
+        )
     elif runtime_python is None or not runtime_python.exists():
         raise UserError(
             f"no vLLM environment at {runtime_python}: run `make vllm-env` (CPU build) "
@@ -290,7 +299,7 @@ def check(
     recipe: Recipe, variant: str, hardware: Hardware, tp: int, runtime_python: Path | None, docker_image: str | None
 ) -> DeviceReport:
     """Every check that needs no weights and no runtime version (those come after)."""
-    check_runtime(runtime_python, docker_image)
+    check_runtime(runtime_python, docker_image, hardware.platform)
     return check_devices(hardware, tp, recipe.variants[variant].vram_minimum_gb, variant)
 
 

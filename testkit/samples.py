@@ -138,6 +138,18 @@ def make_server(label: str, rows: list[PromptRow], *, canaries_pass: bool = True
     )
 
 
+def arm_argv(model: str, tp: int, method: str | None, depth: int, *head: str) -> list[str]:
+    """`vllm serve MODEL` with `head` (the recipe's own flags), the card count, the protocol's flags
+    and the speculative config of an arm at `depth`."""
+    argv = ["vllm", "serve", model, *head]
+    if tp > 1:
+        argv += ["--tensor-parallel-size", str(tp)]
+    argv += ["--no-enable-prefix-caching", "--max-num-seqs", "1"]
+    if depth:
+        argv += ["--speculative-config", json.dumps({"method": method, "num_speculative_tokens": depth})]
+    return argv
+
+
 def make_arm(
     arm_id: str,
     label: str,
@@ -151,7 +163,9 @@ def make_arm(
     withheld_reason: str | None = None,
     model: str = "Qwen/Qwen3.5-9B",
 ) -> ArmParts:
-    """An arm's parts serving `model`; `config` replaces fields of the default arm config (argv, env, ...)."""
+    """An arm's parts serving `model`; `config` replaces fields of the default arm config (argv, env,
+    ...). The default argv states the arm's own card count and speculative config, as a recorded
+    command does (catalog/checks/commands.py holds it to them)."""
     return ArmParts.model_validate(
         {
             "id": arm_id,
@@ -160,7 +174,7 @@ def make_arm(
                 "tensor_parallel_size": tp,
                 "spec_method": spec_method if spec_depth else None,
                 "spec_depth": spec_depth,
-                "argv": ["vllm", "serve", model, "--no-enable-prefix-caching", "--max-num-seqs", "1"],
+                "argv": arm_argv(model, tp, spec_method if spec_depth else None, spec_depth),
                 "env": {},
                 **(config or {}),
             },

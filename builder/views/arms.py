@@ -16,7 +16,7 @@ from builder.views.energy import energy_facts, window_figure
 from builder.views.results import STATE_LABELS, state_reason
 from catalog.model.metrics import decode_rate
 from catalog.model.packet import DIVERGENCE_CAUSES, Arm, GateResult, Packet, PromptRow, ServerFacts, ServerRun
-from catalog.recipes.compose import LaunchCommand
+from catalog.recipes.shown import ShownCommand, multiline
 
 TOKEN_PREVIEW = 24
 
@@ -71,6 +71,8 @@ class ArmView:
     struck: Num | None
     config: str
     command: str | None
+    docker: str | None  # the docker form, or the exact launch command beside the portable one
+    differences: list[str]  # a composed command: how it differs from what the source measured
     env: str | None
     servers: list[ServerView]
     command_label: str  # what `command` is: as the servers ran it, or composed from the recipe
@@ -223,26 +225,35 @@ def divergence_profile(arm: Arm, gate: GateResult) -> str | None:
     return text
 
 
-def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) -> ArmView:
-    """`composed`: for an arm that recorded no command (an imported result), the command the recipe
-    (and its overlay) compose for the same variant, card, TP and depth, shown labelled as such."""
+def arm_view(arm: Arm, packet: Packet, shown: ShownCommand | None = None) -> ArmView:
+    """`shown`: the command the site shows for this arm (catalog/recipes/shown.py): the recorded one,
+    or for an arm that recorded none (an imported result) the closest command this catalog
+    composes, shown with every fact in which it differs from what the source measured."""
     shows_speed = arm.state.has_speed
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
-    command = None
-    label = "Not recorded: imported results carry no launch command."
+    command, docker, differences = None, None, []
+    label = "Not published by the source, and no recipe variant to compose one from."
     if arm.config.launch_argv:
-        command = shlex.join(arm.config.launch_argv)
+        command = multiline(arm.config.launch_argv)
         label = "As the servers ran it (the port and container name are those of server A)."
         if arm.config.argv:
-            label += " Portable form: " + shlex.join(arm.config.argv)
+            docker, command = command, multiline(arm.config.argv, arm.config.env)
+            label = "As the servers ran it: the portable vllm serve form, then the exact launch command (its port "
+            label += "and container name are those of server A)."
     elif arm.config.argv:
-        command = shlex.join(arm.config.argv)
+        command = multiline(arm.config.argv, arm.config.env)
         label = "As the servers ran it."
-    elif composed is not None:
-        shown = composed.redacted()
-        command = shown.shell_multiline()
-        env = env or " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(shown.env.items()))
-        label = "Composed from the recipe for this variant, card, TP and depth; not recorded by the source."
+    elif shown is not None:
+        command, docker = shown.local, shown.docker
+        env = env or " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.env)
+        origin = f"the overlay configuration {shown.configuration}" if shown.configuration else "the recipe's defaults"
+        label = (
+            "Not published by the source: the closest command this catalog composes, from "
+            f"{origin}, for this variant, card, TP and depth."
+        )
+        differences = [f"{d.field}: {d.words('this command', 'the source')}" for d in shown.differences]
+        if not differences:
+            label += " It states every fact the source recorded for this arm as the source measured it."
     if arm.config.passed_env:
         label += f" Passed through from the host environment (values not recorded): {', '.join(arm.config.passed_env)}."
     facts = []
@@ -264,6 +275,8 @@ def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) ->
         struck=None if shows_speed else opt_num(arm.decode_tok_s or arm.published_figure),
         config=config_clause(arm),
         command=command,
+        docker=docker,
+        differences=differences,
         env=env or None,
         servers=[_server(s, packet) for s in arm.servers],
         command_label=label,

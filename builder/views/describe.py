@@ -142,11 +142,9 @@ def _depth_chips(arms: Sequence[Arm]) -> list[str]:
     depths = sorted({a.config.spec_depth for a in arms})
     if not methods:
         return ["no speculation"]
-    if len(methods) == 1:
-        return [f"{methods[0].upper()}{'/'.join(str(d) for d in depths)}"]
-    chips = []
+    chips = ["no speculation"] if 0 in depths else []
     for m in methods:
-        mine = sorted({0} | {a.config.spec_depth for a in arms if a.config.spec_method == m})
+        mine = sorted({a.config.spec_depth for a in arms if a.config.spec_method == m})
         chips.append(f"{m.upper()}{'/'.join(str(d) for d in mine)}")
     return chips
 

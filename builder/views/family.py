@@ -9,7 +9,8 @@ from itertools import product
 
 from builder import routes
 from builder.charts import Chart, distinct
-from builder.format import Num, num, opt_num, words_per_second
+from builder.format import Num, num, opt_num, tokens_label, words_per_second
+from builder.views.answer import Piece, RunThis, run_this, verdict
 from builder.views.common import Fact, SiteContext
 from builder.views.describe import card_arm, coverage_chips, methodology_sentence
 from builder.views.energy import EnergyFigure, arm_energy
@@ -27,10 +28,11 @@ from builder.views.results import (
     ladder_sources,
     representatives,
 )
-from builder.views.scorecard import Matrix, matrices
+from builder.views.scorecard import EstimateView, Matrix, estimate_views, matrices
 from catalog.checks.grade import GRADE_MEANING
 from catalog.checks.selection import Headline, lead_of
 from catalog.model.packet import Packet
+from catalog.packets.signing import HOST_KEY_NOTE
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -73,6 +75,7 @@ class Hero:
     state: str
     state_label: str
     energy: EnergyFigure | None = None
+    signature_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ class PacketCard:
     unsigned: bool
     chips: list[str]
     source: str | None
-    featured: bool  # a full card; the rest are rows of a compact list
+    featured: bool  # cited by the page's results (the rest are repeats)
+    signature_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,10 @@ class FamilyView:
     description: str
     performance_headline: str | None
     hero: Hero | None
+    # the answer a reader comes with (builder/views/answer.py): per card what to run and how, and the verdict
+    run_this: list[RunThis]
+    verdict: list[Piece]
+    synthetic: bool  # a locally made model (the CPU demo): never ranked with real models
     signals: list[Signal]
     packets: list[PacketCard]
     matrices: list[Matrix]
@@ -137,6 +145,8 @@ class FamilyView:
     projection: ProjectionView | None
     projection_gap: str | None
     fine_print: list[Fact]
+    coverage: str  # the fine print's one line: what was measured, on how many cards, which ladders
+    estimates: list[EstimateView]
     best_state: str
     grade: str | None
     hardware_ids: list[str]
@@ -196,6 +206,11 @@ def _pick(result: ArmResult) -> ResultPick:
     )
 
 
+def signature_note(packet: Packet) -> str | None:
+    """What a page says beside the grade of a packet signed by this host's own, unlisted key."""
+    return HOST_KEY_NOTE if packet.seal.host_key else None
+
+
 def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
     if lead is None:
         return None
@@ -221,6 +236,7 @@ def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
         state=arm.state.value,
         state_label=STATE_LABELS[arm.state.value],
         energy=arm_energy(packet, arm) if packet.provenance.kind == "measured" else None,
+        signature_note=signature_note(packet),
     )
 
 
@@ -274,9 +290,61 @@ def _quality_signal(lead: Headline | None, results: list[ArmResult]) -> Signal:
 
 
 def _count_signal(results: list[ArmResult]) -> Signal:
+    """Every result of the family as one sum: the total, then each state's share of it."""
     counts = {s: sum(r.state == s for r in results) for s in STATE_LABELS}
     parts = [f"{n} {s}" for s, n in counts.items() if n]
-    return Signal("Results", num(counts["measured"] + counts["imported"], 0), ", ".join(parts) or "none yet")
+    total = len(results)
+    published = counts["measured"] + counts["imported"]
+    words = f"{total} result{'s' if total != 1 else ''}"
+    detail = f"{words}: {', '.join(parts)}; {published} published" if parts else "none yet"
+    return Signal("Results", words, detail)
+
+
+def _ranges(values: list[int]) -> str:
+    """0, 3, 4, 5, 6 -> "0, 3-6"."""
+    runs: list[list[int]] = []
+    for value in sorted(set(values)):
+        if runs and value == runs[-1][-1] + 1:
+            runs[-1].append(value)
+        else:
+            runs.append([value])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
+def _card_counts(tps: list[int]) -> str:
+    words = {1: "one", 2: "two", 3: "three", 4: "four"}
+    names = [words.get(t, str(t)) for t in sorted(set(tps))]
+    joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{joined} card{'s' if sorted(set(tps)) != [1] else ''}"
+
+
+def coverage_line(results: list[ArmResult]) -> str:
+    """What the family's results cover, in one line (the seed's fine print): per quantization the
+    card counts and speculative depths, then the ladders and the context range measured."""
+    if not results:
+        return "Nothing measured or imported yet."
+    parts = []
+    for quant in sorted({r.quant_label for r in results}):
+        mine = [r for r in results if r.quant_label == quant]
+        kinds = sorted({r.packet.provenance.kind for r in mine})
+        parts.append(
+            f"{quant} ({' and '.join(kinds)}) on {_card_counts([r.tp for r in mine])}, "
+            f"speculative depths {_ranges([r.depth for r in mine])}"
+        )
+    ladders = {(r.packet.id, ladder.arm): ladder for r in results for ladder in r.packet.ladders}.values()
+    users = sorted({p.users for ladder in ladders for p in ladder.concurrency})
+    depths = sorted({p.depth_tokens for ladder in ladders for p in ladder.context})
+    load = sorted({lv.users for ladder in ladders if ladder.load for lv in ladder.load.levels if lv.users})
+    rates = sorted({lv.rate_rps for ladder in ladders if ladder.load for lv in ladder.load.levels if lv.rate_rps})
+    extra = []
+    if users:
+        extra.append(f"concurrency ladders c{users[0]}-c{users[-1]}")
+    if depths:
+        extra.append(f"context {tokens_label(depths[0])}-{tokens_label(depths[-1])} tokens")
+    if load:
+        extra.append(f"load sweeps at {_ranges(load)} users" + (f" and {len(rates)} arrival rates" if rates else ""))
+    ladder_words = "; ".join(extra) if extra else "no concurrency, context or load ladder"
+    return "; ".join(parts) + f". {ladder_words[0].upper()}{ladder_words[1:]}."
 
 
 def _card(packet: Packet, own: list[ArmResult], ctx: SiteContext, featured: bool) -> PacketCard:
@@ -299,6 +367,7 @@ def _card(packet: Packet, own: list[ArmResult], ctx: SiteContext, featured: bool
         chips=coverage_chips(packet),
         source=f"{source.name}" + (f" ({source.reference})" if source.reference else "") if source else None,
         featured=featured,
+        signature_note=signature_note(packet),
     )
 
 
@@ -373,6 +442,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     for refused in repeats.refused():
         ctx.warn(f"packets/{refused.packet.id}.json: not counted as a repeat: {refused.reason}")
     lead_run = repeats.run_of(lead_result) if lead_result else None
+    scorecards = matrices(results, recipe, _estimators(packets, recipe, results, ctx), repeats)
     dates = [str(recipe.meta.date_updated)] if recipe else []
     dates += [p.created.date().isoformat() for p in packets if p.created]
     return FamilyView(
@@ -382,9 +452,12 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         description=recipe.meta.description if recipe else "",
         performance_headline=recipe.meta.performance_headline if recipe else None,
         hero=_hero(lead, catalog.hardware),
+        run_this=run_this(results, recipe, ctx),
+        verdict=verdict(results, scorecards),
+        synthetic=bool(recipe and recipe.model.synthetic) or any(p.identity.model.synthetic for p in packets),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
         packets=_cards(packets, results, shown, ctx),
-        matrices=matrices(results, recipe, _estimators(packets, recipe, results, ctx), repeats),
+        matrices=scorecards,
         charts=charts,
         concurrency=concurrency,
         load=load,
@@ -394,6 +467,8 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         projection=projection,
         projection_gap=None if projection else PROJECTION_GAP,
         fine_print=_fine_print(recipe, packets),
+        coverage=coverage_line(results),
+        estimates=estimate_views(scorecards),
         best_state=best_state(r.state for r in results),
         grade=min((r.grade for r in results), default=None),
         hardware_ids=sorted({r.hardware_id for r in results}),

@@ -46,6 +46,12 @@ GLOSSARY: list[Term] = [
         "how many tokens the drafter guesses per step (num_speculative_tokens in --speculative-config)",
     ),
     _term("draft head", "the small layer that proposes the speculative tokens; an INT4 draft head is quantized"),
+    _term(
+        "draft INT4 head",
+        "the draft head's output layer quantized to 4-bit integers (VLLM_XPU_DRAFT_LM_HEAD_INT4=1): cheaper drafts",
+    ),
+    _term("FP8 draft head", "the draft head's output layer kept at the checkpoint's FP8 precision"),
+    _term("no spec", "no speculative decoding: the plain model, the oracle every speculative arm must match"),
     _term("oracle", "the same model served without speculation: the reference output a fast arm must match"),
     _term("arm", "one configuration inside a packet: card count, speculative depth and draft head"),
     _term("packet", "a signed evidence file holding one campaign's configurations, outputs and checks", inline=False),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from builder import routes
 from builder.format import Num
+from builder.views.answer import UsersPick
 from builder.views.energy import EnergyFigure
 from builder.views.family import PICK_SEPARATOR, RESULT_FILTERS, FamilyView, ResultPick, pick_choice, pick_key
 from builder.views.results import STATE_LABELS, STATE_RANK, label_key
@@ -31,6 +32,21 @@ class Filter:
     name: str
     label: str
     options: list[Option]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A family's answer on one card (builder/views/answer.py RunThis): the fastest verified result
+    for one user and, where a load sweep measured it, the best at each user count; the command is on
+    the family page, at `command_href`."""
+
+    hardware_id: str
+    hardware_name: str
+    value: Num
+    label: str
+    href: str
+    command_href: str
+    users: list[UsersPick]
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,8 @@ class FamilyCard:
     api_href: str
     picks: list[ResultPick]
     pick_for: dict[str, int]
+    synthetic: bool = False  # listed apart, never ranked with real models
+    runs: list[RunSummary] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,29 @@ class FilterLinks:
 
 
 @dataclass(frozen=True)
+class CardAnswer:
+    """For one card: every real family's fastest verified result for one user there (fastest first),
+    and its best at each user count measured; the synthetic families apart, never ranked with them."""
+
+    hardware_id: str
+    hardware_name: str
+    rows: list[tuple[FamilyCard, RunSummary]]
+    synthetic: list[tuple[FamilyCard, RunSummary]]
+
+
+def card_answers(cards: list[FamilyCard]) -> list[CardAnswer]:
+    found: dict[str, CardAnswer] = {}
+    for card in cards:
+        for run in card.runs:
+            answer = found.setdefault(run.hardware_id, CardAnswer(run.hardware_id, run.hardware_name, [], []))
+            (answer.synthetic if card.synthetic else answer.rows).append((card, run))
+    for answer in found.values():
+        answer.rows.sort(key=lambda row: (-row[1].value.value, row[0].title.lower()))
+        answer.synthetic.sort(key=lambda row: row[0].title.lower())
+    return sorted(found.values(), key=lambda a: (not a.rows, a.hardware_name))
+
+
+@dataclass(frozen=True)
 class IndexView:
     families: list[FamilyCard]
     filters: list[Filter]
@@ -125,6 +166,7 @@ class IndexView:
     # how site.js keys a choice of filters in a family's picks (builder/views/family.py pick_key)
     result_filters: tuple[str, ...] = RESULT_FILTERS
     pick_separator: str = PICK_SEPARATOR
+    answers: list[CardAnswer] = field(default_factory=list)
 
 
 # Filters with a pre-rendered page per value: the common ones, by card and by quantization.
@@ -159,11 +201,25 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
         api_href=view.api_href,
         picks=view.picks,
         pick_for=view.pick_for,
+        synthetic=view.synthetic,
+        runs=[
+            RunSummary(
+                r.hardware_id,
+                r.hardware_name,
+                r.value,
+                f"{r.quant_label} · {r.label}",
+                r.href,
+                routes.family_run(view.slug, r.hardware_id),
+                r.users,
+            )
+            for r in view.run_this
+        ],
     )
 
 
-def _sort_key(card: FamilyCard) -> tuple[float, str]:
-    return (-(card.headline.value if card.headline else -1.0), card.title.lower())
+def _sort_key(card: FamilyCard) -> tuple[bool, float, str]:
+    """Fastest first, every synthetic family after every real one: a demo is never ranked with them."""
+    return (card.synthetic, -(card.headline.value if card.headline else -1.0), card.title.lower())
 
 
 def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizations: list[str]) -> IndexView:
@@ -200,7 +256,7 @@ def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizat
                 by_result.append(ResultRow(card.title, card.href, card.picks[card.pick_for[key]]))
     by_result.sort(key=lambda row: (row.pick.hardware_name, row.pick.quant_label, -row.pick.value.value, row.family))
     data = {card.slug: family_data(card) for card in cards}
-    view = IndexView(cards, filters, sorts, by_result, _filter_links(filters, {}), data)
+    view = IndexView(cards, filters, sorts, by_result, _filter_links(filters, {}), data, answers=card_answers(cards))
     return replace(view, shown={c.slug: "default" for c in cards}, count=f"{len(cards)} of {len(cards)} families")
 
 
@@ -252,7 +308,8 @@ def _filtered(index: IndexView, chosen: dict[str, str], words: str) -> IndexView
     matching = sum(shown[c.slug] != "none" for c in visible)
     return replace(
         index,
-        families=sorted(index.families, key=lambda c: (-speed[c.slug], c.title.lower())),
+        families=sorted(index.families, key=lambda c: (c.synthetic, -speed[c.slug], c.title.lower())),
+        answers=[a for a in index.answers if chosen.get("hw", a.hardware_id) == a.hardware_id],
         by_result=[r for r in index.by_result if all(getattr(r.pick, n) == v for n, v in _pick_fields(chosen))],
         filter_links=_filter_links(index.filters, chosen),
         chosen=chosen,

@@ -26,6 +26,7 @@ from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
 DIFFERS = "outputs differ from the oracle"
+LOAD_TABLES = "load-tables"  # the family page's per-level tables, which hold every number the load charts draw
 LAGGED = "client lag over the bound: level unusable"
 LAGGED_COLOUR = "#6b7280"  # grey: the level says nothing about the server (amber, as withheld, is for outputs)
 
@@ -338,7 +339,10 @@ def load_sweep_section(
     if not sources:
         return None
     energy = energy_chart(sources)
+    # every number the frontier and latency charts draw is in the per-level tables under them
+    # (templates/family.html); the energy chart keeps its own numbers table
+    drawn = [replace(c, numbers_at=LOAD_TABLES) for c in (frontier_chart(sources), *latency_charts(sources))]
     return LoadSweepSection(
-        charts=[frontier_chart(sources), *([energy] if energy else []), *latency_charts(sources)],
+        charts=[drawn[0], *([energy] if energy else []), *drawn[1:]],
         sweeps=[view for _, _, view in sources],
     )

@@ -48,11 +48,25 @@ def _depth_points(results: Sequence[ArmResult], method: str | None, head_in_seri
     return points
 
 
+def _compared_quants(results: Sequence[ArmResult], hw: str) -> tuple[int, set[str]]:
+    """The card's fewest cards and the quantizations drawn there: two or more make the quantization
+    chart, whose series hold every point of each one's depth chart at that card count."""
+    on_hw = [r for r in results if r.hardware_id == hw]
+    tp = min(r.tp for r in on_hw)
+    quants = {r.quant_key for r in _drawable([r for r in on_hw if r.tp == tp])}
+    return tp, quants if len(quants) >= 2 else set()
+
+
 def depth_charts(results: Sequence[ArmResult]) -> list[Chart]:
+    """Per card and quantization, speculative depth on the fewest cards; none where the quantization
+    chart (quant_charts) already draws every one of its points."""
     method = family_method(results)
     charts = []
     for (hw, quant), group in _groups(results):
         tp = min(r.tp for r in group)
+        compared_tp, compared = _compared_quants(results, hw)
+        if quant in compared and tp == compared_tp:
+            continue
         at_tp = _drawable([r for r in group if r.tp == tp])
         if len({r.depth for r in at_tp}) < 2:
             continue

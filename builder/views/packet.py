@@ -14,10 +14,12 @@ from builder.views.glossary import defined
 from builder.views.load_sweep import LoadSweepView, load_sweep_ladders, sweep_view
 from builder.views.results import STATE_LABELS
 from catalog.checks.grade import GRADE_MEANING, evidence_grade, limitations
+from catalog.checks.stack import DIFFERENT_STACK, stack_differences
 from catalog.errors import CatalogError
 from catalog.model.packet import Arm, Packet
-from catalog.recipes.compose import LaunchCommand, compose_arm
+from catalog.packets.signing import HOST_KEY_NOTE
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.shown import ShownCommand, arm_command, measure_line_differences, measure_lines, unrunnable_image
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class PacketView:
     sentence: str
     chips: list[str]
     imported: bool
+    has_rows: bool  # its servers kept per-prompt token arrays (an imported result carries none)
     provenance: list[Fact]
     identity: list[Fact]
     weight_files: list[Fact]
@@ -46,8 +49,18 @@ class PacketView:
     family: Link
     raw_href: str
     unsigned: bool
+    signature_note: str | None
     signature: str
     signature_href: str | None
+
+
+@dataclass(frozen=True)
+class MeasureOffer:
+    """A `make measure` line, and how what it runs differs from what the packet recorded (an imported
+    packet's source ran what no one can pull, or ran it otherwise than the recipe composes)."""
+
+    text: str
+    differences: list[str]
 
 
 @dataclass(frozen=True)
@@ -55,84 +68,41 @@ class Rerun:
     """What the packet page offers to run again, and why not where it offers nothing."""
 
     reproduce: str | None  # make reproduce PACKET=<id>
-    measure: list[str]  # make measure ..., one per card count: what the packet measured, afresh
+    measure: list[MeasureOffer]  # make measure ..., one per card count: what the packet measured, afresh
     why_not: list[str]
+    different_stack: str | None = None  # ALLOW_DIFFERENT_STACK=1 make reproduce ...: labelled, on request
 
 
-def _composed(packet: Packet, arm: Arm, ctx: SiteContext) -> LaunchCommand | None:
-    """For an arm without a recorded command: what its recipe (and overlay) compose for it."""
-    if arm.config.argv or arm.config.launch_argv:
-        return None
+def _shown(packet: Packet, arm: Arm, ctx: SiteContext) -> ShownCommand | None:
+    """The command the page shows for an arm (catalog/recipes/shown.py)."""
     model = packet.identity.model
     recipe = ctx.catalog.recipes.get(model.slug)
-    if recipe is None or model.variant is None or model.variant not in recipe.variants:
-        return None
     hardware = ctx.catalog.hardware.get(packet.identity.host.hardware)
     try:
-        return compose_arm(
-            recipe,
-            model.variant,
-            hardware,
-            arm.config.tensor_parallel_size,
-            arm.config.spec_depth,
-            draft_head=arm.config.draft_head,
-            packet_id=packet.id,
-        )
+        return arm_command(packet, arm, recipe, hardware)
     except CatalogError:
         return None
 
 
 def measure_commands(packet: Packet, recipe: Recipe | None = None) -> list[str]:
-    """`make measure` lines that measure what the packet measured: its model, recipe variant, card,
-    card count, depths and ladders (and the docker runtime on XPU, as the runner serves it there).
-    Speculative arms that ran an overlay configuration (their draft head's, which lists this packet)
-    are measured with CONFIG=, one line per configuration, each with the oracle at depth 0."""
-    model = packet.identity.model
-    if model.variant is None:
-        return []
-    kinds = sorted({ladder.kind for ladder in packet.ladders})
-    commands = []
-    for tp in sorted({a.config.tensor_parallel_size for a in packet.arms}):
-        arms = [a for a in packet.arms if a.config.tensor_parallel_size == tp]
-        groups: dict[str | None, set[int]] = {}
-        for arm in arms:
-            if arm.config.spec_depth:
-                groups.setdefault(_configuration_of(packet, arm, recipe), set()).add(arm.config.spec_depth)
-        if not groups:
-            groups[None] = set()
-        for config, depths in sorted(groups.items(), key=lambda item: item[0] or ""):
-            parts = [
-                f"make measure MODEL={model.slug}",
-                f"VARIANT={model.variant}",
-                f"HW={packet.identity.host.hardware}",
-                f"TP={tp}",
-                "DEPTHS=" + ",".join(str(d) for d in sorted({0, *depths})),
-            ]
-            if kinds:
-                parts.append("LADDERS=" + ",".join(kinds))
-            if config:
-                parts.append(f"CONFIG={config}")
-            if packet.identity.runtime.platform == "xpu":
-                parts.append("RUNTIME=docker")
-            commands.append(" ".join(parts))
-    return commands
+    """`make measure` lines that measure what the packet measured (catalog.recipes.shown.measure_lines)."""
+    return [line.text for line in measure_lines(packet, recipe)]
 
 
-def _configuration_of(packet: Packet, arm: Arm, recipe: Recipe | None) -> str | None:
-    """The overlay configuration a speculative arm ran (the one `compose_arm` shows for it), if any."""
-    if recipe is None or arm.config.draft_head is None:
-        return None
-    for name, config in recipe.configurations.items():
-        if (
-            config.variant == packet.identity.model.variant
-            and config.hardware == packet.identity.host.hardware
-            and config.tp == arm.config.tensor_parallel_size
-            and config.draft_head == arm.config.draft_head
-            and config.speculative_config is not None
-            and (not config.packets or packet.id in config.packets)
-        ):
-            return name
-    return None
+def _measure_offers(packet: Packet, ctx: SiteContext) -> list[MeasureOffer]:
+    recipe = ctx.catalog.recipes.get(packet.identity.model.slug)
+    hardware = ctx.catalog.hardware.get(packet.identity.host.hardware)
+    offers = []
+    for line in measure_lines(packet, recipe):
+        found = measure_line_differences(recipe, packet, line, hardware) if recipe else []
+        words = sorted(
+            {
+                f"{d.field}: {d.words('it', 'the source' if packet.provenance.kind != 'measured' else 'the arm')}"
+                for _, d in found
+            }
+        )
+        offers.append(MeasureOffer(line.text, words))
+    return offers
 
 
 def rerun(packet: Packet, ctx: SiteContext) -> Rerun:
@@ -146,14 +116,24 @@ def rerun(packet: Packet, ctx: SiteContext) -> Rerun:
         )
         return Rerun(None, [], why_not)
     reproduce = f"make reproduce PACKET={packet.id}"
+    different = None
+    image = unrunnable_image(packet)
+    if image is not None:
+        why_not.append(
+            "`make reproduce` runs what a packet recorded, in the image it recorded; this one ran "
+            f"{packet.identity.runtime.label}, an image no registry serves by digest ({image}), so it refuses. "
+            "Asked to, it measures the closest command on the recipe's image instead, and labels the comparison "
+            f"“{DIFFERENT_STACK}” wherever it is shown:"
+        )
+        different = f"ALLOW_DIFFERENT_STACK=1 make reproduce PACKET={packet.id}"
+        reproduce = ""
     if packet.workload.suite_id not in ctx.catalog.suites:
         why_not.append(
             f"`make reproduce` replays a packet's own suite; {packet.workload.suite_id} is not in data/suites "
-            f"(the {packet.provenance.kind} source's), so only a fresh measurement with this catalog's suite "
-            "is offered."
+            f"(the {packet.provenance.kind} source's), so a reproduction measures this catalog's suite instead."
         )
         reproduce = ""
-    return Rerun(reproduce or None, measure_commands(packet, ctx.catalog.recipes.get(model.slug)), why_not)
+    return Rerun(reproduce or None, _measure_offers(packet, ctx), why_not, different)
 
 
 def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:
@@ -232,20 +212,33 @@ def _provenance(packet: Packet) -> list[Fact]:
 
 def signature_line(packet: Packet, ctx: SiteContext) -> str:
     signer = packet.seal.signed_by
+    if packet.seal.host_key:
+        return (
+            f"{HOST_KEY_NOTE} (key {packet.seal.host_key[:16]}…, read from this host's key file): this local build "
+            "shows it; make check, make verify and CI refuse it until data/keys.yaml lists the key"
+        )
     if signer is None:
         return "unsigned, local: no signature by a key in data/keys.yaml; not for publication"
     entry = ctx.catalog.keys.by_id()[signer]
     return f"signed by key {signer[:16]}… ({entry.owner}, role {entry.role})"
 
 
+def _stack_label(original: Packet, reproduction: Packet) -> str:
+    """` (different stack: ...)` when the reproduction ran another stack (catalog/checks/stack.py)."""
+    different = stack_differences(original, reproduction)
+    return f" ({DIFFERENT_STACK}: {'; '.join(different)}; its figures compare two stacks)" if different else ""
+
+
 def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     reproductions = ctx.catalog.reproductions([packet])
     grade = evidence_grade(packet, reproductions)
     arm = lead_arm(packet, reproductions)
-    related = (
-        [Link(f"reproduces {packet.reproduces}", routes.packet_page(packet.reproduces))] if packet.reproduces else []
-    )
-    related += [Link(f"reproduced by {p.id}", routes.packet_page(p.id)) for p in reproductions]
+    original = ctx.catalog.packets.get(packet.reproduces) if packet.reproduces else None
+    related = []
+    if packet.reproduces:
+        label = f"reproduces {packet.reproduces}" + (_stack_label(original, packet) if original else "")
+        related.append(Link(label, routes.packet_page(packet.reproduces)))
+    related += [Link(f"reproduced by {p.id}{_stack_label(packet, p)}", routes.packet_page(p.id)) for p in reproductions]
     slug = packet.identity.model.slug
     recipe = ctx.catalog.recipes.get(slug)
     return PacketView(
@@ -260,12 +253,13 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         sentence=methodology_sentence(packet, arm, ctx.catalog.suites, ctx.catalog.canary_sets),
         chips=coverage_chips(packet),
         imported=packet.provenance.kind != "measured",
+        has_rows=any(server.rows for arm in packet.arms for server in arm.servers),
         provenance=_provenance(packet),
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
         energy=setup_facts(packet),
         workload=_workload(packet, ctx),
-        arms=[arm_view(a, packet, _composed(packet, a, ctx)) for a in packet.arms],
+        arms=[arm_view(a, packet, _shown(packet, a, ctx)) for a in packet.arms],
         ladders=ladder_views(packet),
         load=[
             sweep_view(packet, ladder, ctx.catalog.hardware.get(packet.identity.host.hardware), recipe)
@@ -276,6 +270,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         family=Link(recipe.meta.title if recipe else slug, routes.family_page(slug)),
         raw_href=routes.packet_json(packet.id),
         unsigned=not packet.signed,
+        signature_note=HOST_KEY_NOTE if packet.seal.host_key else None,
         signature=signature_line(packet, ctx),
         signature_href=routes.packet_signature(packet.id) if packet.signed else None,
     )

@@ -27,6 +27,7 @@ from builder.views.energy import arm_energy
 from catalog.recipes.compose import FRONTEND_NOT_APPLIED, Selection, compose, compose_configuration
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.shown import arm_command, arm_configuration
 
 # Every feature subset is precomputed when the page stays small; past this many commands only the
 # default set and each single toggle away from it are (the script says so for other combinations).
@@ -94,6 +95,7 @@ class ConfigurationView:
     shell: str
     docker: str | None
     packets: list[Link]
+    differences: list[str]  # what its packets' sources measured otherwise (an image no registry serves)
 
 
 @dataclass(frozen=True)
@@ -366,6 +368,15 @@ def _configurations(recipe: Recipe, ctx: SiteContext, digests: dict[str, str]) -
         card = ctx.catalog.hardware[config.hardware]
         command = compose_configuration(recipe, name, card).redacted()
         packets = [Link(p, routes.packet_page(p)) for p in config.packets if p in ctx.catalog.packets]
+        differing: dict[str, set[str]] = {}
+        for packet in (ctx.catalog.packets[p] for p in config.packets if p in ctx.catalog.packets):
+            for arm in packet.arms:
+                shown = (
+                    arm_command(packet, arm, recipe, card) if arm_configuration(recipe, packet, arm) == name else None
+                )
+                for d in shown.differences if shown else ():
+                    differing.setdefault(f"{d.field}: {d.words('this command', 'the source')}", set()).add(packet.id)
+        differences = [f"{words} ({', '.join(sorted(ids))})" for words, ids in sorted(differing.items())]
         views.append(
             ConfigurationView(
                 name,
@@ -375,6 +386,7 @@ def _configurations(recipe: Recipe, ctx: SiteContext, digests: dict[str, str]) -
                 command.shell_multiline(),
                 command.docker_multiline(digests.get(command.docker_image or "")),
                 packets,
+                differences,
             )
         )
     return views

@@ -28,9 +28,13 @@ def label_key(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown"
 
 
+NO_SPEC = "no spec"
+
+
 def short_depth(method: str | None, depth: int) -> str:
-    """The compact axis label: MTP0, MTP3; NGRAM4; SPEC0 when no arm names a method."""
-    return f"{(method or 'spec').upper()}{depth}"
+    """The compact axis label: `no spec` at depth 0 (whatever the family's method: an n-gram arm at
+    depth 0 is no n-gram at all), then MTP3, NGRAM4; SPEC3 when no arm names a method."""
+    return NO_SPEC if depth == 0 else f"{(method or 'spec').upper()}{depth}"
 
 
 GATE_NAMES = {"G1": "G1 repeat-exactness", "G2": "G2 speculative repeat", "G3": "G3 lossless"}
@@ -68,6 +72,20 @@ def screened_reason(packet: Packet) -> str:
     if packet.provenance.tool:
         return f"speed only: {packet.provenance.tool} checks no identity"
     return f"{IDENTITY_NOT_PUBLISHED}: speed only"
+
+
+def cell_reason(packet: Packet, arm: Arm) -> str | None:
+    """`state_reason` as a scorecard cell has room for: each failed gate and its count (the arm it was
+    compared with is on the packet page), or "speed only"; the whole reason is the cell's tooltip."""
+    if arm.state == State.SCREENED:
+        return "speed only" if packet.provenance.tool else IDENTITY_NOT_PUBLISHED
+    if arm.state != State.WITHHELD:
+        return None
+    gates = [
+        f"{GATE_NAMES.get(g.gate, g.gate)}: " + (f"{g.exact}/{g.total} identical" if g.exact is not None else "failed")
+        for g in arm.failed_gates
+    ]
+    return "; ".join(gates) or "withheld"
 
 
 def state_reason(packet: Packet, arm: Arm) -> str | None:
@@ -144,9 +162,13 @@ class ArmResult:
             return None
         return arm_energy(self.packet, self.arm)
 
+    @cached_property
+    def short_reason(self) -> str | None:
+        return cell_reason(self.packet, self.arm)
+
     @property
     def series_head(self) -> str:
-        return self.draft_head or (f"{self.method} head" if self.method else "no draft head")
+        return self.draft_head or (f"{self.method.upper()} draft" if self.method else "no draft head")
 
 
 def quant_identity(packet: Packet) -> tuple[str, str]:

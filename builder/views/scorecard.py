@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from builder import routes
-from builder.format import Num, num, opt_num
+from builder.format import Num, num, opt_num, significant
 from builder.views.energy import EnergyFigure
 from builder.views.projection import Estimator
 from builder.views.repeats import FamilyRepeats
@@ -31,6 +31,27 @@ from catalog.recipes.recipe import Recipe
 
 
 @dataclass(frozen=True)
+class EstimateBasis:
+    label: str
+    href: str
+    utilisation: Num
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """An estimated cell's inputs, where its cell links: the ceiling, and the utilisation of the
+    published arms it borrows (never one arm shown as its "evidence")."""
+
+    id: str  # the anchor on the family page
+    cell: str
+    value: Num
+    ceiling: Num
+    utilisation: Num
+    rule: str
+    basis: list[EstimateBasis]
+
+
+@dataclass(frozen=True)
 class CellEntry:
     state: str
     state_label: str
@@ -45,6 +66,8 @@ class CellEntry:
     arm_id: str
     tp: int
     depth: int
+    estimate: EstimateView | None = None  # an estimated entry: its inputs, which `href` points at
+    reason_title: str | None = None  # the whole reason, where `reason` is the short form a cell has room for
     range_title: str = "the two fresh servers"
     repeats: str | None = None  # "3 repeats on 2 hosts: ..., 95% CI ..." or "measured once: no interval"
     interval: bool = False  # value, low and high are a run's centre and 95 % interval (catalog/checks/repeats.py)
@@ -117,7 +140,8 @@ def entry(result: ArmResult, repeats: FamilyRepeats | None = None) -> CellEntry:
         low=low,
         high=high,
         struck=None if shows_speed else opt_num(result.unpublished_value),
-        reason=result.reason,
+        reason=result.short_reason,
+        reason_title=result.reason,
         detail=result.draft_head or "",  # the quantization is an axis or fixed: never repeated per cell
         href=result.href,
         packet_id=result.packet.id,
@@ -131,26 +155,56 @@ def entry(result: ArmResult, repeats: FamilyRepeats | None = None) -> CellEntry:
     )
 
 
-def estimated_entry(estimate: CellEstimate | None, tp: int, depth: int) -> CellEntry | None:
-    """An untested cell's projected value: labelled estimated, linked to the closest basis arm."""
+def estimated_entry(estimate: CellEstimate | None, tp: int, depth: int, cell: str, anchor: str) -> CellEntry | None:
+    """An untested cell's projected value: labelled estimated, at the two significant figures an
+    estimate has, linked to its inputs (the ceiling and the utilisation of the arms it borrows)."""
     if estimate is None or not estimate.basis:
         return None
-    basis = estimate.basis[0]
+    view = EstimateView(
+        id=anchor,
+        cell=cell,
+        value=significant(estimate.decode_tok_s, 2, "tok/s"),
+        ceiling=num(estimate.ceiling_tok_s, 2, "tok/s"),
+        utilisation=num(estimate.utilisation * 100, 1, "%"),
+        rule=estimate.rule,
+        basis=[
+            EstimateBasis(
+                f"{b.quantization} · TP{b.tensor_parallel_size} · depth {b.spec_depth}"
+                + (f" · {b.draft_head}" if b.draft_head else ""),
+                routes.packet_page(b.packet_id, b.arm_id),
+                num(b.utilisation * 100, 1, "%"),
+            )
+            for b in estimate.basis
+        ],
+    )
     return CellEntry(
         state="estimated",
         state_label=STATE_LABELS["estimated"],
-        value=num(estimate.decode_tok_s, unit="tok/s"),
+        value=view.value,
         low=None,
         high=None,
         struck=None,
         reason=None,
-        detail=f"not measured: ceiling × utilisation of {len(estimate.basis)} published arm(s)",
-        href=routes.packet_page(basis.packet_id, basis.arm_id),
-        packet_id=basis.packet_id,
-        arm_id=basis.arm_id,
+        detail="not measured: ceiling × utilisation",
+        href="#" + anchor,
+        packet_id="",
+        arm_id="",
         tp=tp,
         depth=depth,
+        estimate=view,
     )
+
+
+def estimate_views(found: Sequence[Matrix]) -> list[EstimateView]:
+    """Every estimate the scorecards show, once (an estimated cell can sit in two scorecards)."""
+    views: dict[str, EstimateView] = {}
+    for matrix in found:
+        for row in matrix.rows:
+            for cell in row.cells:
+                for entry in cell.entries:
+                    if entry.estimate is not None:
+                        views.setdefault(entry.estimate.id, entry.estimate)
+    return list(views.values())
 
 
 def _order(result: ArmResult) -> tuple[int, str, str, str]:
@@ -163,7 +217,10 @@ def _cell(
     if not results and estimated is not None:
         return Cell(row, col, "estimated", STATE_LABELS["estimated"], [estimated])
     state = best_state(r.state for r in results)
-    shown = representatives(results)
+    # a refused repeat (a copy of another packet's servers) never stands for its cell, whatever the
+    # order packets sort in: among equals the headline rule would keep the first one found
+    refused = {r.packet.id for r in repeats.refused()} if repeats is not None else set()
+    shown = representatives([r for r in results if r.packet.id not in refused] or results)
     entries = [entry(r, repeats) for r in sorted(shown, key=_order)]
     return Cell(row, col, state, STATE_LABELS[state], entries, len(results) - len(shown))
 
@@ -183,6 +240,7 @@ def _matrix(
 ) -> Matrix:
     matrix_id, title, fixed = heading
     (row_title, row_axis), (col_title, col_axis) = rows_axis, cols_axis
+    hw_key = results[0].hardware_id if results else ""
     rows = []
     for set_row, row_label in row_axis:
         cells = []
@@ -191,7 +249,10 @@ def _matrix(
             found = _matching(results, at)
             estimate = None
             if not found and estimator is not None:
-                estimate = estimated_entry(estimator(at.quant_slug, at.tp, at.depth), at.tp, at.depth)
+                anchor = f"estimate-{hw_key}-{label_key(at.quant_slug)}-tp{at.tp}-d{at.depth}"
+                where = f"{row_label} · {col_label}"
+                projected = estimator(at.quant_slug, at.tp, at.depth)
+                estimate = estimated_entry(projected, at.tp, at.depth, where, anchor)
             cells.append(_cell(row_label, col_label, found, estimate, repeats))
         rows.append(MatrixRow(row_label, cells))
     rows = _mark_indistinct(rows)
@@ -254,13 +315,6 @@ def _depth_axis(method: str | None, depths: list[int]) -> Axis:
     return [(setter(d), short_depth(method, d)) for d in depths]
 
 
-def _tp_axis(tps: list[int]) -> Axis:
-    def setter(tp: int) -> Callable[[Coordinate], Coordinate]:
-        return lambda at: Coordinate(at.quant_key, at.quant_slug, tp, at.depth)
-
-    return [(setter(t), f"TP{t}") for t in tps]
-
-
 def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
     """Observed quantizations plus the recipe's unmeasured variants. The estimator is told a packet
     quantization slug or, for an unmeasured variant, the recipe variant name."""
@@ -280,14 +334,32 @@ def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
     return [(setter(key, slug), label) for key, (slug, label) in ordered]
 
 
+def _quant_tp_axis(on_hw: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
+    """A row per quantization and card count measured (a recipe variant never measured: one row,
+    at the fewest cards); the card count is named only when the family has more than one."""
+    fewest = min(r.tp for r in on_hw)
+    several = len({r.tp for r in on_hw}) > 1
+    rows: Axis = []
+    for set_quant, label in _quant_axis(on_hw, recipe):
+        at = set_quant(Coordinate("", "", fewest, 0))
+        for tp in sorted({r.tp for r in on_hw if r.quant_key == at.quant_key}) or [fewest]:
+
+            def setter(c: Coordinate, key: str = at.quant_key, slug: str = at.quant_slug, tp: int = tp) -> Coordinate:
+                return Coordinate(key, slug, tp, c.depth)
+
+            rows.append((setter, f"{label} · TP{tp}" if several else label))
+    return rows
+
+
 def matrices(
     results: Sequence[ArmResult],
     recipe: Recipe | None,
     estimators: dict[str, Estimator] | None = None,
     repeats: FamilyRepeats | None = None,
 ) -> list[Matrix]:
-    """Per card: speculative depth × cards for each quantization, and quantization × depth on the
-    fewest cards. Untested cells carry catalog.projection's estimate where it has one."""
+    """Per card, one scorecard: a row per quantization and card count, a column per speculative
+    depth, so every result has one cell and no figure is shown twice. Untested cells carry
+    catalog.projection's estimate where it has one."""
     method = family_method(results)
     estimators = estimators or {}
     found: list[Matrix] = []
@@ -295,39 +367,17 @@ def matrices(
         on_hw = [r for r in results if r.hardware_id == hw]
         hw_name = on_hw[0].hardware_name
         runtimes = " / ".join(sorted({r.packet.identity.runtime.label for r in on_hw}))
-        estimator = estimators.get(hw)
-        quants = sorted({(r.quant_key, r.packet.identity.model.quantization, r.quant_label) for r in on_hw})
-        for quant_key, quant_slug, quant_label in sorted(quants, key=lambda q: q[2]):
-            subset = [r for r in on_hw if r.quant_key == quant_key]
-            found.append(
-                _matrix(
-                    (
-                        f"depth-tp-{hw}-{quant_key}",
-                        f"Speculative depth × cards · {quant_label}",
-                        f"Fixed: quantization={quant_label} · hardware={hw_name} · runtime={runtimes}",
-                    ),
-                    ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in subset}))),
-                    ("cards (tensor parallel)", _tp_axis(sorted({1} | {r.tp for r in subset}))),
-                    Coordinate(quant_key, quant_slug, 1, 0),
-                    subset,
-                    estimator,
-                    repeats,
-                )
-            )
-        tp = min(r.tp for r in on_hw)
-        at_tp = [r for r in on_hw if r.tp == tp]
+        tps = sorted({r.tp for r in on_hw})
+        fixed = f"Fixed: hardware={hw_name}" + (f" · tp={tps[0]}" if len(tps) == 1 else "") + f" · runtime={runtimes}"
+        title = "Quantization" + (" and cards" if len(tps) > 1 else "") + " × speculative depth"
         found.append(
             _matrix(
-                (
-                    f"quant-depth-{hw}",
-                    "Quantization × speculative depth",
-                    f"Fixed: hardware={hw_name} · tp={tp} · runtime={runtimes}",
-                ),
-                ("quantization", _quant_axis(at_tp, recipe)),
-                ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in at_tp}))),
-                Coordinate("", "", tp, 0),
-                at_tp,
-                estimator,
+                (f"quant-depth-{hw}", title, fixed),
+                ("quantization" + (" · cards" if len(tps) > 1 else ""), _quant_tp_axis(on_hw, recipe)),
+                ("speculative depth", _depth_axis(method, sorted({0} | {r.depth for r in on_hw}))),
+                Coordinate("", "", tps[0], 0),
+                on_hw,
+                estimators.get(hw),
                 repeats,
             )
         )

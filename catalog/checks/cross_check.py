@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from catalog.checks.commands import command_problems
 from catalog.checks.consistency import Problem, reference_problems
 from catalog.checks.evidence import canary_problems
 from catalog.checks.load_sweep import load_prompt_problems
@@ -85,6 +86,7 @@ def cross_check(packet: Packet, path: Path, ref: Reference) -> list[CatalogError
         # a recipe, overlay or hardware file in error is reported once; what the packet says of its
         # model and card is checked against them once they load
         found.extend(located(reference_problems(packet, recipe, ref.hardware.get(card)), path))
+        found.extend(located(command_problems(packet, recipe, ref.hardware.get(card)), path))
     if packet.provenance.kind == "measured":
         found.extend(_workload_problems(packet, path, ref))
     return found

@@ -100,7 +100,7 @@ def canary_problems(packet: Packet, canaries: CanarySet) -> list[Problem]:
                 if (passed, detail) != (result.passed, result.detail):
                     problems.append(
                         (
-                            f"{field}.passed",
+                            f"{field}.passed" if passed != result.passed else f"{field}.detail",
                             f"recorded {result.passed} ({result.detail!r}), its answers give {passed} ({detail!r})",
                         )
                     )

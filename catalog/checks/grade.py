@@ -1,11 +1,12 @@
 """Evidence grade A-D, computed from a packet's signature, gates, canaries and reproductions by
-one rule; nobody types a grade. The methodology page prints this docstring's rule.
+one rule; nobody types a grade.
 
 Limitations a measured packet can disclose (`limitations` lists them, in words):
 - not independently reproduced: no measured packet that names it in `reproduces`, signed by
   another key listed in data/keys.yaml (the same signer vouching twice is one voice, and a local
-  unsigned packet vouches for nothing), whose token arrays equal its own and whose token times are
-  its own (a copy of the original's, shifted or scaled, is refused outright);
+  unsigned packet vouches for nothing), on the same stack (image or install, graph mode, switches:
+  catalog/checks/stack.py), whose token arrays equal its own and whose token times are its own (a
+  copy of the original's, shifted or scaled, is refused outright);
 - a published arm without two fresh servers with prompt rows, or without the gates its depth
   needs (G1 for the oracle, G2 and G3 for a speculative arm);
 - canaries missing or failed on a server;
@@ -27,6 +28,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from catalog.checks.independence import copied_from
+from catalog.checks.stack import stack_differences
 from catalog.model.packet import Arm, Packet, State
 
 Grade = Literal["A", "B", "C", "D"]
@@ -45,11 +47,13 @@ def _gates_complete(arm: Arm) -> bool:
 
 
 def independent(original: Packet, reproduction: Packet) -> bool:
-    """Signed by another listed key, the same token arrays for every arm both ran, its own times."""
+    """Signed by another listed key, the same stack, the same token arrays for every arm both ran, its own times."""
     if not (reproduction.signed and reproduction.state == State.MEASURED and reproduction.reproduces == original.id):
         return False
     if reproduction.seal.signed_by == original.seal.signed_by:
         return False  # one signer vouching twice
+    if stack_differences(original, reproduction):
+        return False
     return _same_tokens(original, reproduction) and not copied_from(reproduction, original)
 
 

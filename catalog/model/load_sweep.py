@@ -12,8 +12,9 @@ Definitions (the one home of each; docs/measuring.md explains them for readers):
 - a request's decode rate is (tokens - 1) / (last token time - first token time), its TPOT the
   inverse in milliseconds; both need two token times that differ;
 - goodput is the share of a level's *planned* requests that completed and met every SLO given;
-- a level is usable when its p99 schedule lag is within the sweep's lag bound: beyond it the
-  client, not the server, set the pace, and its figures say nothing about the server.
+- a level is usable when its p99 schedule lag is within the sweep's lag bound and the client read
+  every response as it streamed (no response of two or more tokens arrived in one read): otherwise
+  the client, not the server, set the pace, and its figures say nothing about the server.
 """
 
 from __future__ import annotations
@@ -285,8 +286,17 @@ class LoadLevel(StrictModel):
     def goodput(self, slo: Slo) -> float:
         return sum(1 for r in self.requests if slo.met_by(r)) / len(self.requests)
 
+    @property
+    def read_in_one_go(self) -> int:
+        """Completed responses of two or more tokens whose every token reached the client in one read,
+        so they have no decode rate: the client fell behind the stream (a loaded host descheduled
+        it), which the send schedule's lag does not show."""
+        return sum(1 for r in self.completed if r.output_tokens >= 2 and r.tpot_ms is None)
+
     def usable(self, lag_bound_ms: float) -> bool:
-        return self.lag.p99_ms <= lag_bound_ms
+        """The client kept up: its p99 schedule lag within the bound, and it read every response
+        as it streamed. A level it did not keep up with is flagged by its lag, never averaged in."""
+        return self.lag.p99_ms <= lag_bound_ms and self.read_in_one_go == 0
 
 
 class LoadSweep(StrictModel):

@@ -1,6 +1,6 @@
 """The protocol's arithmetic, shared by the runner (which computes) and verify (which recomputes).
 
-Definitions (also on the methodology page):
+Definitions:
 - decode rate of one completion: 99 intervals / (t[100] - t[1]), t[i] the arrival time of token i
   (0-based; token 0 is the first token, whose wait is TTFT). Tokens are counted from token ids,
   so a chunk carrying k tokens contributes k events with one arrival time.

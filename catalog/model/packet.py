@@ -732,6 +732,9 @@ class PacketSeal:
     sha256: str
     id: str
     signed_by: str | None  # key id, None for an unsigned local packet
+    # This host's own key, not listed in data/keys.yaml (a local build only): signed_by stays None,
+    # so the packet counts as unsigned everywhere (grade, publication), and pages say whose it is.
+    host_key: str | None = None
 
 
 class Packet(PacketBody):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, PrivateAttr, StringConstraints, model_validator
 from securesystemslib.signer import SSlibKey
 
 from catalog.model.base import FieldError, Sha256, StrictModel
@@ -68,6 +68,8 @@ class KeyRing(StrictModel):
         description="A catalog made by tests or benchmarks, whose throwaway keys may leave valid_from out;"
         " never set in a published catalog.",
     )
+    # Ids of this host's own keys, added by `with_host_keys` for a local build: never from the file.
+    _host_ids: frozenset[str] = PrivateAttr(default=frozenset())
 
     @model_validator(mode="after")
     def _unique_ids(self) -> KeyRing:
@@ -101,6 +103,21 @@ class KeyRing(StrictModel):
 
     def by_id(self) -> dict[str, KeyEntry]:
         return {entry.id: entry for entry in self.keys}
+
+    @property
+    def host_ids(self) -> frozenset[str]:
+        """This host's own keys that data/keys.yaml does not list (admitted by a local build only)."""
+        return self._host_ids
+
+    def with_host_keys(self, entries: list[KeyEntry]) -> KeyRing:
+        """This ring and this host's own keys that it does not list yet, marked as such: a local
+        build on a measuring host shows the packets they signed, labelled; `make check`, `make
+        verify` and CI never call this, so they refuse them."""
+        listed = {entry.id for entry in self.keys}
+        added = [entry for entry in entries if entry.id not in listed]
+        ring = KeyRing(schema_version=1, keys=[*self.keys, *added], test_catalog=self.test_catalog)
+        ring._host_ids = frozenset(entry.id for entry in added)
+        return ring
 
 
 def load_keys(path: Path = KEYS_FILE) -> KeyRing:

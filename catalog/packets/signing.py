@@ -118,6 +118,34 @@ def host_key(role: str = "measurer", config_dir: Path | None = None) -> HostKey:
     return HostKey.load(path, role)
 
 
+HOST_KEY_NOTE = "signed by this host's key, not yet listed in data/keys.yaml"
+
+
+def host_public_keys(config_dir: Path | None = None) -> list[KeyEntry]:
+    """This host's own signing keys, read from where `host_key` keeps them (never made here): the
+    PEM file CATALOG_SIGNING_KEY names (as a measurer's), else each role's file under the config
+    folder. A file that cannot be read as a key is left out: it signs nothing here."""
+    if config_dir is None and os.environ.get(ENV_KEY):
+        paths = [(Path(os.environ[ENV_KEY]), "measurer")]
+    else:
+        folder = config_dir or _config_home() / CONFIG_FOLDER
+        paths = [(folder / f"{role}.pem", role) for role in ROLES]
+    found = []
+    for path, role in paths:
+        if not path.is_file():
+            continue
+        try:
+            key = HostKey.load(path, role)
+        except CatalogError:
+            continue
+        # undated on purpose: it vouches only in this host's local build, labelled there, for what this
+        # host made with it whenever that was (a key file's date says when it was copied, not made)
+        found.append(
+            KeyEntry(id=key.key_id, public_key=key.public_hex, owner=HOST_KEY_NOTE, role=key.role, valid_from=date.min)
+        )
+    return found
+
+
 def _role(role: str) -> Role:
     if role not in ROLES:
         raise CatalogError(f"unknown key role {role!r}: expected one of {', '.join(ROLES)}", field="role")

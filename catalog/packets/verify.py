@@ -114,7 +114,8 @@ def read_packet(path: Path, keys: KeyRing | None, *, allow_unsigned: bool = Fals
             field="id",
         )
     signer = _check_signature(packet, path, digest, keys, allow_unsigned) if keys is not None else None
-    packet._seal = PacketSeal(sha256=digest, id=ident, signed_by=signer)
+    host = signer if keys is not None and signer in keys.host_ids else None
+    packet._seal = PacketSeal(sha256=digest, id=ident, signed_by=None if host else signer, host_key=host)
     return packet
 
 

@@ -53,6 +53,8 @@ class Selection:
     modes: Mapping[str, str] = field(default_factory=dict)
     extra_args: Sequence[str] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # flags (with their values) a measured configuration ran without, though the recipe adds them
+    drop_args: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,12 @@ def merge_args(args: Sequence[str]) -> list[str]:
     ]
 
 
+def without_flags(args: Sequence[str], dropped: Sequence[str]) -> list[str]:
+    """`args` without the named flags and their values."""
+    names = {flag_name(flag) for flag in dropped}
+    return [token for group in flag_groups(args) if flag_name(group[0]) not in names for token in group]
+
+
 def override_keys(hardware: Hardware | None) -> list[str]:
     if hardware is None:
         return []
@@ -273,7 +281,7 @@ def compose(recipe: Recipe, selection: Selection, *, source: str = "recipe") -> 
     layers.add(selection.extra_args, selection.extra_env)
     return LaunchCommand(
         model_id=recipe.variant_model_id(selection.variant),
-        args=merge_args(layers.args),
+        args=without_flags(merge_args(layers.args), selection.drop_args),
         env=layers.env,
         docker_image=_docker_image(recipe, selection),
         platform=selection.hardware.platform if selection.hardware else None,
@@ -367,6 +375,7 @@ def configuration_selection(config: Configuration, hardware: Hardware | None, de
         features=config.features,
         extra_args=extra,
         extra_env=config.env,
+        drop_args=config.drop_args,
     )
 
 
@@ -374,47 +383,3 @@ def compose_configuration(
     recipe: Recipe, name: str, hardware: Hardware | None, *, depth: int | None = None, source: str = "overlay"
 ) -> LaunchCommand:
     return compose(recipe, configuration_selection(recipe.configurations[name], hardware, depth), source=source)
-
-
-def _spec_feature(recipe: Recipe) -> str | None:
-    for name, feature in recipe.features.items():
-        if SPECULATIVE_CONFIG_FLAG in [*feature.args, *(a for m in feature.modes.values() for a in m.args)]:
-            return name
-    return None
-
-
-def compose_arm(
-    recipe: Recipe,
-    variant: str,
-    hardware: Hardware | None,
-    tp: int,
-    depth: int,
-    *,
-    draft_head: str | None = None,
-    packet_id: str | None = None,
-) -> LaunchCommand:
-    """The command for one arm of a packet that recorded none: the overlay configuration listing
-    the packet with the same TP, depth and draft head when there is one, else the recipe's default
-    features (plus its speculative feature at `depth` tokens when depth > 0)."""
-    for name, config in recipe.configurations.items():
-        listed = packet_id is None or not config.packets or packet_id in config.packets
-        same_depth = (depth == 0) == (config.speculative_config is None)
-        same_card = hardware is None or config.hardware == hardware.id
-        same_arm = config.variant == variant and config.tp == tp and config.draft_head == draft_head
-        if listed and same_depth and same_card and same_arm:
-            return compose_configuration(recipe, name, hardware, depth=depth or None)
-    spec = _spec_feature(recipe)
-    features = [f for f in recipe.default_features() if f != spec]
-    if depth and spec:
-        features.append(spec)
-    command = compose(recipe, Selection(variant=variant, hardware=hardware, tensor_parallel_size=tp, features=features))
-    if not depth:
-        return command
-    args: list[str] = []
-    for group in flag_groups(command.args):
-        if group[0] == SPECULATIVE_CONFIG_FLAG and len(group) == 2:
-            config_json = json.loads(group[1])
-            config_json["num_speculative_tokens"] = depth
-            group = [SPECULATIVE_CONFIG_FLAG, json.dumps(config_json, separators=(",", ":"), sort_keys=True)]
-        args.extend(group)
-    return LaunchCommand(command.model_id, args, command.env, command.docker_image, command.platform)

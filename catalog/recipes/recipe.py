@@ -300,6 +300,11 @@ class Configuration(StrictModel):
     )
     env: Env = Field(default={}, description="Environment switches it sets.")
     extra_args: Args = Field(default=[], description="vllm serve arguments it adds.")
+    drop_args: list[str] = Field(
+        default=[],
+        description="Flags the recipe or its overrides add that the measurement ran without (e.g. --enforce-eager "
+        "where the measured arm used graph capture): removed, with their values, from its command.",
+    )
     draft_head: str | None = Field(
         default=None, description="The draft head as a packet arm names it, to match arms."
     )  # as a packet arm names it ("draft INT4 head"), to match arms

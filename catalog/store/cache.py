@@ -170,12 +170,16 @@ class SummaryCache:
     context: str
 
     @classmethod
-    def for_run(cls, keys_file: Path, allow_unsigned: bool, root: Path | None = None) -> SummaryCache:
+    def for_run(
+        cls, keys_file: Path, allow_unsigned: bool, root: Path | None = None, host_keys: frozenset[str] = frozenset()
+    ) -> SummaryCache:
+        """`host_keys`: this host's own keys a local build admits (KeyRing.host_ids)."""
         try:
             keys = sha256_hex(keys_file.read_bytes())
         except OSError:
             keys = "unreadable"
-        context = hashlib.sha256(f"{verifier_digest()}\0{keys}\0{allow_unsigned}".encode()).hexdigest()
+        admitted = ",".join(sorted(host_keys))
+        context = hashlib.sha256(f"{verifier_digest()}\0{keys}\0{allow_unsigned}\0{admitted}".encode()).hexdigest()
         return cls(root or cache_root(), context)
 
     def key(self, path: Path, data: bytes | None = None, known: KnownDigest | None = None) -> str:

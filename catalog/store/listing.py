@@ -32,6 +32,7 @@ class Listed:
     image: str | None  # the docker image its servers ran, and that image's digest (recipe pages)
     image_digest: str | None
     unpaired_arms: tuple[str, ...]  # published arms without a fresh-server pair (catalog/checks/lint.py)
+    host_key: str | None = None  # signed by this host's own key, not listed in data/keys.yaml
 
     @classmethod
     def of(cls, packet: Packet) -> Listed:
@@ -50,4 +51,5 @@ class Listed:
             image=identity.runtime.image,
             image_digest=identity.runtime.image_digest,
             unpaired_arms=tuple(a.id for a in packet.arms if a.state.published and len(a.server_values) < 2),
+            host_key=packet.seal.host_key,
         )

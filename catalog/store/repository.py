@@ -19,6 +19,7 @@ from catalog.errors import CatalogError, CatalogErrors
 from catalog.model.packet import Packet
 from catalog.packets.keys import KeyRing, load_keys
 from catalog.packets.layout import SIGNATURE_SUFFIX
+from catalog.packets.signing import HOST_KEY_NOTE, host_public_keys
 from catalog.packets.verify import read_packet
 from catalog.recipes.hardware import Hardware, HardwareFile
 from catalog.recipes.overlay import load_overlay
@@ -150,6 +151,7 @@ def load_catalog(
     use_cache: bool = False,
     known: KnownDigest | None = None,
     keep_later: bool = False,
+    host_keys: bool = False,
 ) -> Catalog:
     """`allow_unsigned` admits packets without a signature (a local build; pages say so); a
     signature that is present is always checked. `summaries` holds packets as summaries
@@ -160,9 +162,11 @@ def load_catalog(
     verify`'s. `known` gives the sha256 of files the caller has already hashed (the builder's
     inputs), which the cache is keyed by. With `keep_later`, what the load would write to the cache
     for the next one (its listings: 5 MB at 20,000 packets) is left in `Catalog.to_keep`, for the
-    caller to write when it has a moment (the builder: in a forked process once the site is out)."""
+    caller to write when it has a moment (the builder: in a forked process once the site is out).
+    `host_keys` (a local build on a measuring host, `make site`) also admits packets signed by this
+    host's own key (catalog/packets/signing.py host_public_keys), labelled and warned about."""
     with collector_paused():
-        catalog = _load_catalog(data_dir, packets_dir, allow_unsigned, summaries, use_cache, known)
+        catalog = _load_catalog(data_dir, packets_dir, allow_unsigned, summaries, use_cache, known, host_keys)
     if catalog.to_keep is not None and not keep_later:
         catalog.to_keep()
         catalog = replace(catalog, to_keep=None)
@@ -187,7 +191,13 @@ def collector_paused() -> Iterator[None]:
 
 
 def _load_catalog(
-    data_dir: Path, packets_dir: Path, allow_unsigned: bool, summaries: bool, use_cache: bool, known: KnownDigest | None
+    data_dir: Path,
+    packets_dir: Path,
+    allow_unsigned: bool,
+    summaries: bool,
+    use_cache: bool,
+    known: KnownDigest | None,
+    host_keys: bool = False,
 ) -> Catalog:
     _require_inputs(data_dir, packets_dir)
     found = _Collector()
@@ -195,10 +205,16 @@ def _load_catalog(
     # keys.yaml in error (a key listed twice, an undated key) is one error: every packet's signature
     # is left unchecked rather than each refused as signed by an unknown key, and nothing is cached
     keys, signatures = (listed_keys, True) if listed_keys is not None else (KeyRing.empty(), False)
+    if host_keys and signatures:
+        keys = keys.with_host_keys(host_public_keys())
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
     use_cache = use_cache and signatures
-    cache = SummaryCache.for_run(data_dir / "keys.yaml", allow_unsigned) if summaries and use_cache else None
+    cache = (
+        SummaryCache.for_run(data_dir / "keys.yaml", allow_unsigned, host_keys=keys.host_ids)
+        if summaries and use_cache
+        else None
+    )
     recipes = _load_recipes(data_dir / "models", found, cache)
     _load_overlays(data_dir / "overlays", recipes, hardware, found)
     suites, canary_sets = _load_suites(data_dir / "suites", found)
@@ -268,11 +284,20 @@ def _load_catalog(
         packet_paths=paths,
         reproduced_by=reproduced_by,
         by_family=by_family,
-        warnings=lint(recipes, listing),
+        warnings=[*lint(recipes, listing), *_host_key_warnings(listing)],
         by_hardware=by_hardware,
         summaries=stored,
         to_keep=to_keep,
     )
+
+
+def _host_key_warnings(listing: dict[str, Listed]) -> list[str]:
+    return [
+        f"{packet_id}: {HOST_KEY_NOTE} (key {listed.host_key[:12]}): make check, make verify and CI refuse it "
+        "until you add the lines `make measure` printed to data/keys.yaml"
+        for packet_id, listed in sorted(listing.items())
+        if listed.host_key
+    ]
 
 
 def _require_inputs(data_dir: Path, packets_dir: Path) -> None:

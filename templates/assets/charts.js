@@ -34,6 +34,7 @@
     // A phone: less margin, smaller type, and withheld markers without their text label (the
     // legend names them), so no label is clipped or overlaps at 390 px.
     if (width >= 560) { return figure; }
+    if (figure.layout.meta && figure.layout.meta.phone_height) { figure.layout.height = figure.layout.meta.phone_height; }
     figure.layout.margin = { l: 48, r: 8, t: 16, b: 80 };
     figure.layout.font = Object.assign({}, figure.layout.font, { size: 11 });
     figure.data.forEach(function (trace) {

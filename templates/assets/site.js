@@ -48,12 +48,15 @@
   });
 
   /* ---- index: filters and sorting, state in the URL hash ---- */
-  var list = document.querySelector("[data-family-list]");
+  /* Real families and synthetic ones are two lists: each filtered alike, each sorted in itself, so a
+     demo is never ranked with real models. */
+  var lists = Array.prototype.slice.call(document.querySelectorAll("[data-family-list]"));
   var form = document.querySelector("[data-filters]");
-  if (list && form) {
-    var cards = Array.prototype.slice.call(list.children);
+  if (lists.length && form) {
+    var cards = lists.reduce(function (all, list) { return all.concat(Array.prototype.slice.call(list.children)); }, []);
     var selects = Array.prototype.slice.call(form.querySelectorAll("select"));
     var counter = document.querySelector("[data-count]");
+    var answers = Array.prototype.slice.call(document.querySelectorAll("[data-answer-hw]"));
     var empty = document.querySelector("[data-empty]");
     var sorters = {
       speed: function (a, b) { return speed(b) - speed(a) || byName(a, b); },
@@ -127,7 +130,13 @@
         if (visible) { shown += 1; if (matched) { matching += 1; } }
       });
       var sort = sorters[form.elements.sort.value] || sorters.speed;
-      cards.slice().sort(sort).forEach(function (card) { list.appendChild(card); });
+      lists.forEach(function (list) {
+        Array.prototype.slice.call(list.children).sort(sort).forEach(function (card) { list.appendChild(card); });
+      });
+      answers.forEach(function (answer) {
+        var hw = form.elements.hw ? form.elements.hw.value : "";
+        answer.hidden = Boolean(hw) && answer.getAttribute("data-answer-hw") !== hw;
+      });
       if (counter) {
         counter.textContent = shown + " of " + cards.length + " families" +
           (key === "||" ? "" : " · " + matching + " with a matching result");

@@ -35,7 +35,7 @@ from testkit.samples import measured_parts
 from tests.adversarial.support import REPO, Tally, snapshot
 from tests.adversarial.test_forgery import LOCAL, MODES, SIGNED, commands, refused, remove, stored
 
-DEMO = "demo-bf16-83f021f8"
+DEMO = next(p.stem for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not p.name.endswith(".dsse.json"))
 IMPORTED_9B = "qwen3.5-9b-fp8-dynamic-c48f580e"  # imported: two depth-4 arms withheld by a failing G3 (8/12)
 IMPORTED_4B = "qwen3.5-4b-w4a16-c23911f1"  # imported: TTFT figures printed
 WITHHELD_4B = "qwen3.5-4b-fp8-dynamic-aabd651f"  # imported: its oracle failed G1, so every arm is withheld

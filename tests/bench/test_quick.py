@@ -96,6 +96,8 @@ def test_quick_benchmark_writes_results_and_report(tmp_path: Path) -> None:
     assert build.details["html_pages"] > 200 and build.details["packets"] == 200
     assert "builder.scaling" in by_id
     assert by_id["browser.model-page"].figure("all charts drawn, cold cache").ours > 0  # type: ignore[operator]
+    height = by_id["browser.family-height"].figure("height at 1280 px")
+    assert height.ours and height.target == "< 5000 px" and height.met is not None
 
     report = docs_path.read_text()
     assert "# Performance" in report and "client.c64" in report and "## Targets" in report

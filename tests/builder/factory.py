@@ -14,7 +14,16 @@ from catalog.model.metrics import compare_rows
 from catalog.model.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
 from catalog.packets.seal import write_packet
 from testkit.energy_samples import with_energy, with_gap
-from testkit.samples import ORACLE_ARM, SPEC_ARM, make_arm, make_load_sweep, published_arm, published_parts, with_load
+from testkit.samples import (
+    ORACLE_ARM,
+    SPEC_ARM,
+    arm_argv,
+    make_arm,
+    make_load_sweep,
+    published_arm,
+    published_parts,
+    with_load,
+)
 from testkit.samples import measured_parts as sample_measured_parts
 from tests.catalog.factories import canary_set, keys_yaml, make_rows, make_server, seal_parts, strict_suite
 
@@ -119,29 +128,27 @@ def rows(ms_per_token: float, *, diverge: set[int] = frozenset(), ttft: float = 
     return make_rows(ms_per_token=ms_per_token, diverge=dict.fromkeys(diverge, 50), ttft_ms=ttft)
 
 
-ARM_CONFIG = {
-    "draft_head": None,
-    "graph_capture": "none (--enforce-eager)",
-    "argv": [
-        "vllm",
-        "serve",
-        "fixture/Fixture-7B-w4a16",
-        "--max-num-seqs",
-        "1",
-        "--speculative-config",
-        '{"method": "ngram"}',
-    ],
-    "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
-}
+# The fixture recipe's command on a B70 (its xpu override, its default tool-calling feature): what
+# the runner records, so every shown command's facts are the arm's (catalog/checks/commands.py).
+RECIPE_FLAGS = (
+    "--trust-remote-code", "--max-model-len", "8192", "--enforce-eager",
+    "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+)  # fmt: skip
 
 
 def arm(arm_id: str, label: str, *, tp: int, depth: int, servers: list[ServerRun], gates: list[GateResult]) -> ArmParts:
     """An n-gram arm of the fixture model; `seal` derives its state (withheld when a gate failed)."""
     failed = any(not g.passed for g in gates)
     reason = "speculative output differs from the oracle" if failed else None
+    config: dict[str, object] = {
+        "draft_head": None,
+        "graph_capture": "none (--enforce-eager)",
+        "argv": arm_argv("fixture/Fixture-7B-w4a16", tp, "ngram", depth, *RECIPE_FLAGS),
+        "env": {},
+    }
     return make_arm(
         arm_id, label, servers=servers, gates=gates, tp=tp, spec_depth=depth, spec_method="ngram",
-        config=ARM_CONFIG, withheld_reason=reason,
+        config=config, withheld_reason=reason,
     )  # fmt: skip
 
 
@@ -223,7 +230,7 @@ def measured_parts() -> PacketParts:
                     "version": "0.17.1",
                     "label": "vLLM 0.17.1 XPU",
                     "image": "vllm/vllm-openai-xpu:0.17.1",
-                    "image_digest": "sha256:feed",
+                    "image_digest": "sha256:" + "fe" * 32,
                 },
                 "host": {"hardware": "arc_pro_b70", "card_count": 2, "boot_id": "boot-1"},
             },

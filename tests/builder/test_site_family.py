@@ -75,7 +75,7 @@ def test_untested_combinations_are_listed(page):
     untested_cells = soup.select(".scorecard td.cell.state-untested")
     listed = [li.get_text() for li in soup.select(".untested li")]
     assert untested_cells and len(listed) == len(untested_cells)
-    assert "NGRAM3 · TP2" in listed
+    assert "W4A16 · TP2 · NGRAM3" in listed
 
 
 def test_withheld_points_are_hollow_and_never_on_a_measured_line(page):
@@ -156,15 +156,22 @@ def test_sections_in_reference_order(page):
     ]
 
 
+def _packet_page(page, state):  # type: ignore[no-untyped-def]
+    """The packet page of the family's first packet in `state` (its row links to it)."""
+    row = page(FAMILY).select_one(f"table.packet-list tr.state-{state}")
+    return page(row.select_one("a")["href"].removeprefix("../../"))
+
+
 def test_coverage_chips_come_from_the_packet(page):
-    card = page(FAMILY).select_one("article.packet-card.state-measured")
+    card = _packet_page(page, "measured")
     chips = [li.get_text() for li in card.select(".chips li")]
     for chip in (
         "decode",
         "TTFT",
         "TP1",
         "TP2",
-        "NGRAM0/3/5",
+        "no speculation",
+        "NGRAM3/5",
         "identity",
         "ladders c1-c8",
         "context 2K-4K",
@@ -173,7 +180,7 @@ def test_coverage_chips_come_from_the_packet(page):
         "per-prompt rows",
     ):
         assert chip in chips
-    imported = page(FAMILY).select_one("article.packet-card.state-imported")
+    imported = _packet_page(page, "imported")
     imported_chips = [li.get_text() for li in imported.select(".chips li")]
     assert "cache-zero" not in imported_chips and "per-prompt rows" not in imported_chips
 

@@ -108,10 +108,11 @@ def site(tmp_path_factory: pytest.TempPathFactory):
     return soup, made, data, packets_dir
 
 
-def _cell(soup: BeautifulSoup, row: str, col: str):
-    matrix = soup.select_one("section.matrix#matrix-depth-tp-arc_pro_b70-w4a16")
+def _cell(soup: BeautifulSoup, depth: str, cards: str):
+    """The card's one scorecard: a row per quantization and card count, a column per depth."""
+    matrix = soup.select_one("section.matrix#matrix-quant-depth-arc_pro_b70")
     assert matrix is not None
-    return matrix.select_one(f'td[data-row="{row}"][data-col="{col}"]')
+    return matrix.select_one(f'td[data-row="W4A16 · {cards}"][data-col="{depth}"]')
 
 
 def _values(packets: list[Packet], arm_id: str) -> list[float]:
@@ -120,7 +121,7 @@ def _values(packets: list[Packet], arm_id: str) -> list[float]:
 
 def test_a_cell_publishes_the_centre_of_its_repeats_with_their_interval(site) -> None:
     soup, made, _, _ = site
-    entry = _cell(soup, "NGRAM0", "TP1").select_one(".entry.state-measured")
+    entry = _cell(soup, "no spec", "TP1").select_one(".entry.state-measured")
     run_a = t_interval(_values(made["A"], "tp1-base"))  # the fastest repeat's run, as the headline rule picks
     assert run_a is not None
     assert entry.select_one(".cell-value data")["value"] == fmt(run_a.centre)
@@ -132,11 +133,11 @@ def test_a_cell_publishes_the_centre_of_its_repeats_with_their_interval(site) ->
 
 def test_overlapping_cells_are_not_distinguishable_and_one_measured_once_says_so(site) -> None:
     soup, _, _, _ = site
-    oracle = _cell(soup, "NGRAM0", "TP1").select_one(".entry.state-measured .entry-repeats").get_text(" ", strip=True)
+    oracle = _cell(soup, "no spec", "TP1").select_one(".entry.state-measured .entry-repeats").get_text(" ", strip=True)
     spec = _cell(soup, "NGRAM3", "TP1").select_one(".entry.state-measured .entry-repeats").get_text(" ", strip=True)
-    assert "not distinguishable from NGRAM3 · TP1" in oracle
-    assert "not distinguishable from NGRAM0 · TP1" in spec
-    once = _cell(soup, "NGRAM0", "TP2").select_one(".entry.state-measured .entry-repeats").get_text(" ", strip=True)
+    assert "not distinguishable from W4A16 · TP1 · NGRAM3" in oracle
+    assert "not distinguishable from W4A16 · TP1 · no spec" in spec
+    once = _cell(soup, "no spec", "TP2").select_one(".entry.state-measured .entry-repeats").get_text(" ", strip=True)
     assert once == "measured once: no interval"
 
 

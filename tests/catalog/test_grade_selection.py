@@ -9,6 +9,7 @@ import pytest
 from catalog.checks.canaries import judge
 from catalog.checks.grade import GRADE_MEANING, NOT_REPRODUCED, evidence_grade, limitations
 from catalog.checks.selection import headline, qualified
+from catalog.checks.stack import stack_differences
 from catalog.model.packet import Arm, Packet, State
 from catalog.packets.signing import HostKey
 from testkit.samples import canary_answers
@@ -43,14 +44,14 @@ def reproduction_of(
     boot_id: str = "9e1d7a2c-other-boot",
     key: HostKey | None = None,
     ms_per_token: float = 20.3,
+    identity_overrides: dict[str, Any] | None = None,
     **kw: Any,
 ) -> Packet:
     """A measured packet naming `packet`, made on another host (another boot id), at its own pace
     (its own token times) and signed by another lab's listed key: with the same token arrays, an
     independent reproduction."""
-    draft = measured_draft(
-        title="reproduction", ms_per_token=ms_per_token, identity_overrides={"host": {"boot_id": boot_id}}, **kw
-    )
+    overrides = {"host": {"boot_id": boot_id}, **(identity_overrides or {})}
+    draft = measured_draft(title="reproduction", ms_per_token=ms_per_token, identity_overrides=overrides, **kw)
     draft["reproduces"] = packet.id
     return seal(draft, key=key or other_lab_key())
 
@@ -101,6 +102,15 @@ def test_grade_a_not_from_a_copy_of_the_originals_timings() -> None:
     copy = reproduction_of(packet, ms_per_token=20.0, spec=False)
     assert copy.arms[0].servers[0].rows[0].token_times_us == packet.arms[0].servers[0].rows[0].token_times_us
     assert evidence_grade(packet, [copy]) == "B"
+
+
+def test_grade_a_not_from_a_reproduction_on_a_different_stack() -> None:
+    """Same tokens, another host, but another vLLM (ALLOW_DIFFERENT_STACK=1): labelled, never a repeat."""
+    packet = measured_packet()
+    other = reproduction_of(packet, spec=False, identity_overrides={"runtime": {"version": "0.18.0"}})
+    assert stack_differences(packet, other) == ["vLLM 0.18.0, not 0.17.1"]
+    assert evidence_grade(packet, [other]) == "B"
+    assert stack_differences(packet, reproduction_of(packet, spec=False)) == []
 
 
 def test_grade_a_not_from_a_reproduction_with_other_tokens() -> None:

@@ -107,6 +107,15 @@ def test_schedule_lag_marks_a_level_unusable() -> None:
     assert late.lag.p99_ms == pytest.approx(0.5 + (40.0 - 0.5) * 0.99)
 
 
+def test_responses_read_in_one_go_mark_a_level_unusable() -> None:
+    """A client descheduled for a whole response (a loaded host) reads its tokens in one go: no
+    decode rate, and no schedule lag to show it. The level is flagged by that lag, not trusted."""
+    behind = closed([request(), request("p2", tpot_ms=None, output_tokens=101)])
+    assert behind.read_in_one_go == 1 and behind.lag.p99_ms < 10.0
+    assert not behind.usable(10.0)
+    assert closed([request(tpot_ms=None, output_tokens=1)]).usable(10.0)  # one token: nothing to read late
+
+
 def test_divergence_names_the_first_request_that_differs() -> None:
     level = closed([request(), request("p2", identical_to_oracle=False, first_divergence=7)])
     assert level.first_diverging_request is not None and level.first_diverging_request.prompt_id == "p2"

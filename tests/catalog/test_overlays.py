@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from catalog.errors import CatalogError, CatalogErrors, UserError
-from catalog.recipes.compose import compose_arm, compose_configuration
+from catalog.recipes.compose import compose_configuration
+from catalog.recipes.shown import composed_for_arm
 from catalog.store.repository import load_catalog
 from runner.plan import CampaignRequest, flag_value, plan_arms
 
@@ -52,16 +53,26 @@ def test_a_configuration_composes_its_env_and_speculative_depth(catalog) -> None
 
 
 def test_an_imported_arm_finds_its_configuration_by_draft_head(catalog) -> None:  # type: ignore[no-untyped-def]
-    recipe = catalog.recipes["qwen3.5-9b"]
     b70 = catalog.hardware["arc_pro_b70"]
-    packet, screened = "qwen3.5-9b-fp8-dynamic-c48f580e", "qwen3.5-9b-fp8-dynamic-92dc20d8"
-    int4 = compose_arm(recipe, "fp8", b70, 1, 4, draft_head="draft INT4 head", packet_id=packet)
-    fp8 = compose_arm(recipe, "fp8", b70, 1, 3, draft_head="FP8 draft head", packet_id=screened)
-    oracle = compose_arm(recipe, "fp8", b70, 2, 0, packet_id=packet)
-    assert int4.env == {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"} and fp8.env == {}
+    recipe = catalog.recipes["qwen3.5-9b"]
+    packet, screened = (
+        catalog.packets["qwen3.5-9b-fp8-dynamic-c48f580e"],
+        catalog.packets["qwen3.5-9b-fp8-dynamic-92dc20d8"],
+    )
+    int4, int4_config = composed_for_arm(recipe, packet, packet.arm("tp1-mtp4-int4-head"), b70)
+    fp8, fp8_config = composed_for_arm(recipe, screened, screened.arm("tp1-mtp3-fp8-head"), b70)
+    oracle, oracle_config = composed_for_arm(recipe, packet, packet.arm("tp2-mtp0"), b70)
+    assert (int4_config, fp8_config, oracle_config) == (
+        "b70-fp8-mtp3-int4-head",
+        "b70-fp8-mtp3-fp8-head",
+        "2xb70-fp8-mtp3-int4-head",
+    )
+    assert int4.env == {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"} and fp8.env == {} and oracle.env == {}
     assert json.loads(flag_value(int4.args, "--speculative-config") or "")["num_speculative_tokens"] == 4
     assert flag_value(oracle.args, "--speculative-config") is None
     assert flag_value(oracle.args, "--tensor-parallel-size") == "2"
+    # measured with graph capture: none inherits the recipe's xpu --enforce-eager
+    assert not any("--enforce-eager" in c.args for c in (int4, fp8, oracle))
 
 
 def test_the_committed_overlays_list_committed_packets(catalog) -> None:  # type: ignore[no-untyped-def]

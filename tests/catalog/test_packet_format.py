@@ -597,7 +597,8 @@ def test_a_canary_detail_that_disagrees_with_its_answers_is_refused(tmp_path: Pa
     draft["arms"][0]["servers"][0]["canaries"][0]["detail"] = "looked fine to me"
     path = put(packets, sealed(draft))
     error = refusal(data, packets)
-    assert (error.file, error.field) == (str(path), "arms[0].servers[0].canaries[0].passed")
+    # the verdict stands, the words do not: the field named is the one that disagrees
+    assert (error.file, error.field) == (str(path), "arms[0].servers[0].canaries[0].detail")
 
 
 # --- migration from schema 1 ----------------------------------------------------------------
@@ -658,7 +659,9 @@ def test_reading_a_schema_1_file_says_to_migrate(schema1_packets: Path) -> None:
 
 def test_the_demo_packet_reads_verifies_and_is_small() -> None:
     [path] = [p for p in (REPO / "packets").glob("demo-bf16-*.json") if not layout.is_signature(p)]
-    assert path.stat().st_size < 300_000
+    # its arms' rows and token arrays under 300 KB; its three ladders of both arms (a load sweep's 128
+    # request rows each, concurrency c1-c8, the 2K context depth) add about 60 KB
+    assert path.stat().st_size < 400_000
     packet = read_packet(path, load_keys(REPO / "data" / "keys.yaml"))
     assert packet.signed
     assert path.name == f"{packet.id}.json"

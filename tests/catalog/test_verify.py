@@ -726,7 +726,7 @@ def test_cli_success(tree: Path) -> None:
     assert "qwen3.5-4b: no packets; the family page shows labelled gaps" in catalog.warnings
     assert result.stderr == "".join(f"warning: {w}\n" for w in catalog.warnings)  # data warnings, never errors
     assert result.stdout.startswith(
-        f"verified 1 packets, {len(catalog.recipes)} recipes, {len(catalog.hardware)} hardware entries, 1 suites"
+        f"verified 1 packet, {len(catalog.recipes)} recipes, {len(catalog.hardware)} hardware entries, 1 suite:"
     )
     assert snapshot(tree) == before
 

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 FP8_9B = "qwen3.5-9b-fp8-dynamic-c48f580e"
 SCREENED_9B = "qwen3.5-9b-fp8-dynamic-92dc20d8"
 W4A16_9B = "qwen3.5-9b-w4a16-8c08b0d2"
-DEMO = "demo-bf16-83f021f8"
+# the committed CPU demo packet (make measure MODEL=demo LADDERS=concurrency,context,load)
+DEMO = next(p.stem for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not p.name.endswith(".dsse.json"))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_every_arm_is_planned_even_two_of_one_depth(catalog: Catalog) -> None:
     draft head): nothing collapses, each keeps its id, size, switches and draft head, and G3 pairs
     each with its own TP's oracle."""
     packet = _with_fp8_head_arm(catalog.packets[FP8_9B])
-    plan = plan_reproduction(packet, catalog)
+    plan = plan_reproduction(packet, catalog, allow_different_stack=True)  # the source's R276 image: not pullable
     assert [arm.id for arm in plan.arms] == [arm.id for arm in packet.arms]
     by_id = {arm.id: arm for arm in plan.arms}
     fp8, int4 = by_id["tp1-mtp3-fp8-head"], by_id["tp1-mtp3-int4-head"]
@@ -72,7 +73,7 @@ def test_every_arm_is_planned_even_two_of_one_depth(catalog: Catalog) -> None:
 
 @pytest.mark.usefixtures("on_a_b70")
 def test_the_imported_w4a16_packet_names_its_variant_and_is_reproducible_on_a_b70(catalog: Catalog) -> None:
-    plan = plan_reproduction(catalog.packets[W4A16_9B], catalog)
+    plan = plan_reproduction(catalog.packets[W4A16_9B], catalog, allow_different_stack=True)
     assert plan.request.variant == "w4a16"
     assert [arm.id for arm in plan.arms] == ["tp1-mtp0", "tp1-mtp3-int4-head"]
     assert plan.arms[1].command.env["VLLM_XPU_DRAFT_LM_HEAD_INT4"] == "1"
@@ -83,8 +84,8 @@ def test_the_imported_w4a16_packet_names_its_variant_and_is_reproducible_on_a_b7
 def test_a_reproduction_is_a_new_campaign_every_time(catalog: Catalog) -> None:
     packet = catalog.packets[FP8_9B]
     suite = catalog.suites["strict-v1"].sha256
-    first = plan_reproduction(packet, catalog, datetime(2026, 12, 3, 9, 0, tzinfo=UTC))
-    again = plan_reproduction(packet, catalog, datetime(2026, 12, 3, 9, 1, tzinfo=UTC))
+    first = plan_reproduction(packet, catalog, datetime(2026, 12, 3, 9, 0, tzinfo=UTC), allow_different_stack=True)
+    again = plan_reproduction(packet, catalog, datetime(2026, 12, 3, 9, 1, tzinfo=UTC), allow_different_stack=True)
     plain = first.request.model_copy(update={"salt": None})
     ids = {campaign_id(r, first.arms, suite) for r in (first.request, again.request, plain)}
     assert len(ids) == 3
@@ -94,7 +95,51 @@ def test_a_reproduction_is_a_new_campaign_every_time(catalog: Catalog) -> None:
 def test_the_demo_packet_is_reproducible_here(catalog: Catalog) -> None:
     plan = plan_reproduction(catalog.packets[DEMO], catalog)
     assert [arm.id for arm in plan.arms] == ["tp1-oracle", "tp1-ngram3"]
-    assert plan.request.ladders == ["concurrency", "context"]
+    assert plan.request.ladders == ["concurrency", "context", "load"]
+    assert plan.request.load is not None and plan.request.load.users == [1, 2, 4, 8]  # the sweep's own levels
+
+
+@pytest.mark.usefixtures("on_a_b70")
+def test_a_packet_measured_on_an_image_no_registry_serves_is_refused_unless_asked(catalog: Catalog) -> None:
+    """The source's R276 image cannot be pulled: `make reproduce` refuses, saying so; asked to
+    (ALLOW_DIFFERENT_STACK=1), it runs the closest command, with the graph capture the source
+    measured (never the recipe's eager override), and says it runs a different stack."""
+    packet = catalog.packets[W4A16_9B]
+    with pytest.raises(
+        NotReproducible, match=r"vLLM XPU 0\.27\.2rc1\.dev77 \(R276 image 521eb277\).*ALLOW_DIFFERENT_STACK=1"
+    ):
+        plan_reproduction(packet, catalog)
+    plan = plan_reproduction(packet, catalog, allow_different_stack=True)
+    assert len(plan.different_stack) == 1 and "R276" in plan.different_stack[0]
+    assert all("--enforce-eager" not in arm.command.args for arm in plan.arms)
+
+
+def test_the_demo_reproduction_runs_the_command_each_arm_recorded(catalog: Catalog) -> None:
+    packet = catalog.packets[DEMO]
+    plan = plan_reproduction(packet, catalog, docker=False)
+    assert plan.different_stack == []
+    for planned, arm in zip(plan.arms, packet.arms, strict=True):
+        assert planned.command.argv() == arm.config.argv and planned.command.env == arm.config.env
+
+
+def test_another_local_install_or_runtime_is_a_different_stack(catalog: Catalog) -> None:
+    packet = catalog.packets[DEMO]
+    runtime = packet.identity.runtime
+    older = runtime.model_copy(update={"version": "0.31.0"})
+    with pytest.raises(NotReproducible, match=r"it ran vLLM 0\.32\.0; this host's install is vLLM 0\.31\.0"):
+        plan_reproduction(packet, catalog, docker=False, local_runtime=older)
+    with pytest.raises(NotReproducible, match="it ran a local vLLM install; RUNTIME=docker runs an image"):
+        plan_reproduction(packet, catalog, docker=True)
+    same = runtime.model_copy()
+    assert plan_reproduction(packet, catalog, docker=False, local_runtime=same).different_stack == []
+
+
+def test_the_comparison_of_a_different_stack_says_so(catalog: Catalog) -> None:
+    before = catalog.packets[DEMO]
+    runtime = before.identity.runtime.model_copy(update={"version": "0.31.0"})
+    after = before.model_copy(update={"identity": before.identity.model_copy(update={"runtime": runtime})})
+    assert "different stack (vLLM 0.31.0, not 0.32.0)" in str(reproduce.comparison(before, after).title)
+    assert "different stack" not in str(reproduce.comparison(before, before).title)
 
 
 def test_an_import_without_a_recipe_variant_says_why(catalog: Catalog) -> None:

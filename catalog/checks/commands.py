@@ -1,0 +1,106 @@
+"""A command shown beside a result is evidence too: its facts must be the arm's.
+
+Every command the site shows beside an arm (catalog/recipes/shown.py) is held to what the arm
+recorded (catalog/recipes/command_facts.py): graph capture or eager, the image, the environment
+switches, the speculative method and depth, the card count and the context length.
+
+- A recorded command (`launch_argv`, `argv`) must agree with its own arm in every fact.
+- An overlay configuration that lists a packet says it reproduces that packet's arms: its command
+  must agree too. The one difference allowed is an image no one can pull again (the source's
+  patched build): the page then says which image the source ran, and `make reproduce` refuses.
+- A `make measure` line measures the packet's configuration afresh: every fact but the image must
+  be the measured arm's (it pulls the recipe's image as it is now; the page says which, beside the
+  line, when that is not the image the packet ran). For an imported arm, where the page lists each
+  difference, only a configuration's line is held to it.
+
+A closest command composed for an imported arm without a configuration is not a claim: the page
+lists, line by line, how it differs from what the source measured (ShownCommand.differences).
+Runs where the packet is read against data/ (catalog/checks/cross_check.py), so `make verify` and
+every build fail naming the packet file, the arm and the field: the recorded field a composed command
+contradicts (`arms[i].config.graph_capture`, `identity.runtime` for the image), or, for a recorded
+command that contradicts its own arm, `arms[i].config` with both fields named in the message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from catalog.checks.consistency import Problem
+from catalog.model.packet import Arm, Packet
+from catalog.recipes.command_facts import Disagreement, command_facts, disagreements, recorded_facts
+from catalog.recipes.hardware import Hardware
+from catalog.recipes.recipe import Recipe
+from catalog.recipes.shown import (
+    arm_configuration,
+    composed_for_arm,
+    measure_line_differences,
+    measure_lines,
+    unrunnable_image,
+)
+
+
+def _where(index: int, found: Disagreement) -> str:
+    """The recorded field the fact lives in: the arm's config, or the packet's runtime for its image."""
+    return "identity.runtime" if found.field == "image" else f"arms[{index}].config.{found.config_field}"
+
+
+def _problem(index: int, arm: Arm, what: str, found: Disagreement) -> Problem:
+    return (_where(index, found), f"arm {arm.id}: {found.field}: {found.words(what)}")
+
+
+_COMMANDS = {"launch_argv": "launch command", "argv": "vllm serve command"}
+
+
+def _recorded_problem(index: int, arm: Arm, field: str, found: Disagreement) -> Problem:
+    """A recorded command contradicting its own arm: both sides are the arm's record, so the field
+    named is the arm's config, and the message names the two fields that disagree."""
+    where = "identity.runtime" if found.field == "image" else f"config.{found.config_field}"
+    words = (
+        f"its recorded {_COMMANDS[field]} (config.{field}) {found.shown}; the arm records {found.recorded} ({where})"
+    )
+    return (f"arms[{index}].config", f"arm {arm.id}: {found.field}: {words}")
+
+
+def command_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
+    problems: list[Problem] = []
+    for index, arm in enumerate(packet.arms):
+        recorded = recorded_facts(packet, arm)
+        label = arm.config.graph_capture
+        config = arm.config
+        if config.launch_argv:
+            env = {} if config.launch_argv[0] == "docker" else config.env
+            for found in disagreements(command_facts(config.launch_argv, env), recorded, graph_label=label):
+                problems.append(_recorded_problem(index, arm, "launch_argv", found))
+        if config.argv:
+            local = replace(recorded, image=None)  # a vllm serve command names no image
+            for found in disagreements(command_facts(config.argv, config.env), local, graph_label=label):
+                problems.append(_recorded_problem(index, arm, "argv", found))
+        if recipe is None or packet.identity.model.variant not in recipe.variants:
+            continue
+        name = arm_configuration(recipe, packet, arm) if not (config.launch_argv or config.argv) else None
+        if name is not None:
+            command, _ = composed_for_arm(recipe, packet, arm, hardware)
+            docker = command.docker_argv() if packet.identity.runtime.image else None
+            facts = command_facts(docker, command.env) if docker else command_facts(command.argv(), command.env)
+            allowed = {"image"} if unrunnable_image(packet) is not None else set()
+            for found in disagreements(facts, recorded, graph_label=label):
+                if found.field not in allowed:
+                    problems.append(_problem(index, arm, f"configuration {name}'s command", found))
+    problems.extend(_measure_line_problems(packet, recipe, hardware))
+    return problems
+
+
+def _measure_line_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
+    if recipe is None or packet.identity.model.variant not in recipe.variants:
+        return []
+    measured = packet.provenance.kind == "measured"
+    index_of = {arm.id: i for i, arm in enumerate(packet.arms)}
+    problems: list[Problem] = []
+    for line in measure_lines(packet, recipe):
+        if not measured and line.configuration is None:
+            continue  # an imported arm's page lists how the recipe's command differs from the source's
+        for arm, found in measure_line_differences(recipe, packet, line, hardware):
+            if found.field == "image":
+                continue  # a fresh measurement pulls the recipe's image now: the page says which, beside the line
+            problems.append(_problem(index_of[arm.id], arm, f"`{line.text}`", found))
+    return problems

@@ -1,0 +1,304 @@
+"""What a `vllm serve` command says about the configuration it runs, and what an arm recorded.
+
+A command the site shows beside a result must be the command that produced it. Its *facts* are the
+parts of a configuration that change what is measured: graph capture or eager mode, the image, the
+environment switches, the speculative method and depth, the tensor parallel size and the context
+length the server is sized for. `command_facts` reads them from an argv (`vllm serve MODEL ARGS`,
+the local module form the runner starts, or `docker run ... IMAGE MODEL ARGS`); `recorded_facts`
+reads them from an arm's recorded configuration (never from its argv, so a recorded command that
+contradicts its own arm is caught); `disagreements` names every field where they differ, in words
+a reader can act on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from catalog.model.packet import Arm, Packet
+from catalog.model.secrets import REDACTED
+from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG, flag_groups
+
+EAGER_FLAG = "--enforce-eager"
+TP_FLAGS = ("--tensor-parallel-size", "-tp")
+MAX_MODEL_LEN_FLAG = "--max-model-len"
+# docker run options that take the next token as their value (the runner's and the pages' docker
+# commands use only these; `--opt=value` is one token either way)
+_DOCKER_VALUED = frozenset(
+    {"--name", "--device", "-v", "--volume", "-p", "--publish", "-e", "--env", "--gpus", "--entrypoint", "--shm-size"}
+    | {"--network", "--user", "-u", "-w", "--workdir", "--ipc", "--mount", "--label", "--runtime", "--cpus"}
+)
+_DIGEST_PREFIX = "sha256:"
+
+
+@dataclass(frozen=True)
+class Image:
+    """A docker image as named: its repository, and its tag or digest (either may be absent)."""
+
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @classmethod
+    def parse(cls, reference: str) -> Image:
+        name, _, digest = reference.partition("@")
+        slash, colon = name.rfind("/"), name.rfind(":")
+        tag = None
+        if colon > slash:
+            name, tag = name[:colon], name[colon + 1 :]
+        return cls(name, tag, digest or None)
+
+    @property
+    def pullable(self) -> bool:
+        """Named by a registry digest, so `docker pull` fetches exactly these bytes."""
+        return self.digest is not None and self.digest.startswith(_DIGEST_PREFIX) and len(self.digest) == 71
+
+    def __str__(self) -> str:
+        named = self.repository + (f":{self.tag}" if self.tag else "")
+        if self.digest and not self.digest.startswith(_DIGEST_PREFIX):
+            return f"{named} (digest {self.digest})"  # a lab's own label, not a registry digest
+        return named + (f"@{self.digest}" if self.digest else "")
+
+
+@dataclass(frozen=True)
+class CommandFacts:
+    """The facts of one configuration; None: not known (an imported arm's context length, a local
+    command's image)."""
+
+    eager: bool | None
+    image: Image | None
+    env: Mapping[str, str] = field(default_factory=dict)
+    spec_method: str | None = None
+    spec_depth: int = 0
+    tp: int = 1
+    max_model_len: int | None = None
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One field where a shown command and the arm's recorded configuration differ."""
+
+    field: str  # "graph mode", "image", "env", "speculative method", "speculative depth", "TP", "max-model-len"
+    shown: str
+    recorded: str
+    config_field: str  # where in the arm's record the fact lives (arms[i].config.<this>)
+
+    def words(self, shown_is: str = "the command", measured_by: str = "the arm") -> str:
+        return f"{shown_is} {self.shown}; {measured_by} measured {self.recorded}"
+
+
+@dataclass(frozen=True)
+class DockerRun:
+    """A `docker run` argv in its parts: options, image, model, and the vLLM arguments after them."""
+
+    head: list[str]
+    options: list[str]
+    image: str
+    model: str | None
+    args: list[str]
+
+    @classmethod
+    def parse(cls, argv: Sequence[str]) -> DockerRun | None:
+        tokens = list(argv)
+        if not tokens or Path(tokens[0]).name not in ("docker", "podman") or tokens[1:2] != ["run"]:
+            return None
+        index = 2
+        while index < len(tokens) and tokens[index].startswith("-"):
+            index += 2 if tokens[index] in _DOCKER_VALUED else 1
+        if index >= len(tokens):
+            return None
+        model = tokens[index + 1] if index + 1 < len(tokens) else None
+        return cls(tokens[:2], tokens[2:index], tokens[index], model, tokens[index + 2 :])
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What `-e NAME=VALUE` sets (`-e NAME` hands a host variable through by name: no value)."""
+        found: dict[str, str] = {}
+        for group in flag_groups(self.options):
+            if group[0] in ("-e", "--env") and len(group) > 1:
+                name, eq, value = group[1].partition("=")
+                if eq:
+                    found[name] = value
+        return found
+
+
+def vllm_args(argv: Sequence[str]) -> tuple[list[str], dict[str, str], Image | None]:
+    """The vLLM arguments, the environment `-e` sets and the image of a command's argv: `vllm serve
+    MODEL ARGS`, `python -m <api server> --model M ARGS`, or `docker run OPTIONS IMAGE MODEL ARGS`."""
+    tokens = list(argv)
+    run = DockerRun.parse(tokens)
+    if run is not None:
+        return run.args, run.env, Image.parse(run.image)
+    if len(tokens) > 2 and tokens[1] == "serve":
+        return tokens[3:], {}, None
+    if "-m" in tokens:
+        rest = tokens[tokens.index("-m") + 2 :]
+        args: list[str] = []
+        for group in flag_groups(rest):
+            if group[0] not in ("--model", "--host", "--port", "--served-model-name"):
+                args.extend(group)
+        return args, {}, None
+    return tokens, {}, None
+
+
+def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> CommandFacts:
+    """The facts of a command's argv, with `env` set for it (a local command's variables)."""
+    args, docker_env, image = vllm_args(argv)
+    eager = False
+    method, depth, tp, length = None, 0, 1, None
+    for group in flag_groups(args):
+        flag, values = group[0].split("=", 1)[0], [*group[1:], *group[0].split("=", 1)[1:]]
+        if flag == EAGER_FLAG:
+            eager = not values or values[0].lower() in ("true", "1")
+        elif flag == SPECULATIVE_CONFIG_FLAG and values:
+            spec = _json(values[0])
+            method = str(spec["method"]) if "method" in spec else None
+            tokens = spec.get("num_speculative_tokens", 0)
+            depth = tokens if isinstance(tokens, int) else 0
+        elif flag in TP_FLAGS and values:
+            tp = int(values[0])
+        elif flag == MAX_MODEL_LEN_FLAG and values and values[0].isdigit():
+            length = int(values[0])
+    return CommandFacts(eager, image, {**docker_env, **(env or {})}, method, depth, tp, length)
+
+
+def _json(text: str) -> dict[str, object]:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def recorded_eager(graph_capture: str | None) -> bool | None:
+    """An arm's graph capture as recorded: eager ("off (--enforce-eager)", "eager"), graph capture
+    on ("vLLM default", "full decode-only XPU graph capture"), or None when not recorded."""
+    if graph_capture is None:
+        return None
+    words = graph_capture.lower()
+    return "eager" in words or words.startswith(("off", "none", "disabled"))
+
+
+def recorded_image(packet: Packet) -> Image | None:
+    """The image the packet's servers ran, as precisely as it was recorded (the recipe's tag, and
+    the digest it resolved to); None on a local install."""
+    runtime = packet.identity.runtime
+    if runtime.image is None and runtime.image_pinned is None:
+        return None
+    named = Image.parse(runtime.image or runtime.image_pinned or "")
+    pinned = Image.parse(runtime.image_pinned) if runtime.image_pinned else None
+    digest = (pinned.digest if pinned else None) or runtime.image_digest or named.digest
+    return Image(pinned.repository if pinned else named.repository, named.tag, digest)
+
+
+def recorded_facts(packet: Packet, arm: Arm) -> CommandFacts:
+    config = arm.config
+    return CommandFacts(
+        eager=recorded_eager(config.graph_capture),
+        image=recorded_image(packet),
+        env=dict(config.env),
+        spec_method=config.spec_method,
+        spec_depth=config.spec_depth,
+        tp=config.tensor_parallel_size,
+        max_model_len=config.max_model_len,
+    )
+
+
+def graph_words(eager: bool | None, recorded: str | None = None) -> str:
+    if eager is None:
+        return "an unrecorded graph mode"
+    if eager:
+        return f"eager mode ({EAGER_FLAG})"
+    return f"graph capture ({recorded})" if recorded and "default" not in recorded else "graph capture"
+
+
+def image_words(image: Image | None, label: str | None = None) -> str:
+    if image is None:
+        return "no image"
+    where = f"{label}: " if label and label != str(image) else ""
+    return f"the image {where}{image}"
+
+
+def same_image(shown: Image, recorded: Image, *, by_tag: bool = False) -> bool:
+    """Digests decide when both are pinned; `by_tag`: a fresh measurement pulls the tag again, so
+    its repository and tag are all a shown `make measure` line can promise."""
+    if by_tag:
+        return (shown.repository, shown.tag) == (recorded.repository, recorded.tag)
+    if shown.digest and recorded.digest:
+        return shown.repository == recorded.repository and shown.digest == recorded.digest
+    return str(shown) == str(recorded)
+
+
+def disagreements(
+    shown: CommandFacts, recorded: CommandFacts, *, graph_label: str | None = None, by_tag: bool = False
+) -> list[Disagreement]:
+    """Every fact the shown command states that the arm recorded otherwise. A fact the arm did not
+    record (None) or the command cannot state (a local command's image) is not compared."""
+    found: list[Disagreement] = []
+    if recorded.eager is not None and shown.eager is not None and shown.eager != recorded.eager:
+        found.append(
+            Disagreement(
+                "graph mode",
+                "runs " + graph_words(shown.eager),
+                graph_words(recorded.eager, graph_label),
+                "graph_capture",
+            )
+        )
+    if (
+        shown.image is not None
+        and recorded.image is not None
+        and not same_image(shown.image, recorded.image, by_tag=by_tag)
+    ):
+        unpullable = "" if recorded.image.pullable else ", which no registry serves by digest"
+        found.append(Disagreement("image", f"runs {shown.image}", f"on {recorded.image}{unpullable}", "image"))
+    found.extend(_env_disagreements(shown.env, recorded.env))
+    if shown.spec_method != recorded.spec_method:
+        found.append(
+            Disagreement(
+                "speculative method",
+                f"uses {shown.spec_method or 'no speculative decoding'}",
+                recorded.spec_method or "no speculative decoding",
+                "spec_method",
+            )
+        )
+    if shown.spec_depth != recorded.spec_depth:
+        found.append(
+            Disagreement(
+                "speculative depth",
+                f"drafts {shown.spec_depth} tokens per step",
+                f"depth {recorded.spec_depth}",
+                "spec_depth",
+            )
+        )
+    if shown.tp != recorded.tp:
+        found.append(Disagreement("TP", f"spans {shown.tp} card(s)", f"on {recorded.tp}", "tensor_parallel_size"))
+    if (
+        recorded.max_model_len is not None
+        and shown.max_model_len is not None
+        and shown.max_model_len != recorded.max_model_len
+    ):
+        found.append(
+            Disagreement(
+                "max-model-len",
+                f"sizes the server for {shown.max_model_len} tokens",
+                f"with {recorded.max_model_len}",
+                "max_model_len",
+            )
+        )
+    return found
+
+
+def _env_disagreements(shown: Mapping[str, str], recorded: Mapping[str, str]) -> list[Disagreement]:
+    found = []
+    for name in sorted(set(shown) | set(recorded)):
+        if REDACTED in (shown.get(name), recorded.get(name)):
+            continue  # a credential: recorded redacted, supplied by the host that runs it
+        if name not in shown:
+            found.append(Disagreement("env", f"does not set {name}", f"with {name}={recorded[name]}", "env"))
+        elif name not in recorded:
+            found.append(Disagreement("env", f"sets {name}={shown[name]}", f"without {name}", "env"))
+        elif shown[name] != recorded[name]:
+            found.append(Disagreement("env", f"sets {name}={shown[name]}", f"with {name}={recorded[name]}", "env"))
+    return found
