@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import Literal
 
-from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from catalog.model.arrays import UInt32Array
 from catalog.model.base import EnvName, FieldError, Sha256, Slug, StrictModel
@@ -25,21 +25,17 @@ from catalog.model.secrets import REDACTED, is_secret_env, redact_argv
 SCHEMA_VERSION = 2
 
 
-class _Additions(StrictModel):
-    """A schema-2 model that gained optional fields after packets were published: a field named in
-    ADDED is left out of the canonical form while it holds its default, so every packet written
-    before it existed keeps its exact bytes (and its digest and signature) when read and re-encoded."""
+# A field a schema-2 model gained after packets were published is left out of the canonical form
+# while it holds its default (`exclude_if=_absent` or `_empty`), so every packet written before it
+# existed keeps its exact bytes (and its digest and signature) when read and re-encoded.
 
-    ADDED: ClassVar[frozenset[str]] = frozenset()
 
-    @model_serializer(mode="wrap")
-    def _omit_unset_additions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
-        fields = type(self).model_fields
-        for name in self.ADDED:
-            if name in out and out[name] == fields[name].get_default(call_default_factory=True):
-                del out[name]
-        return out
+def _absent(value: object) -> bool:
+    return value is None
+
+
+def _empty(value: object) -> bool:
+    return value == []
 
 
 class State(StrEnum):
@@ -183,7 +179,7 @@ class ModelIdentity(StrictModel):
     synthetic_note: str | None = Field(default=None, description="What the synthetic model is and how it was made.")
 
 
-class RuntimeIdentity(_Additions):
+class RuntimeIdentity(StrictModel):
     name: str = Field(default="vLLM", description="Serving engine.")
     platform: Literal["xpu", "cuda", "cpu"] = Field(description="Accelerator platform the engine ran on.")
     version: str = Field(description="Engine version (vLLM's __version__).")
@@ -198,9 +194,8 @@ class RuntimeIdentity(_Additions):
     image_pinned: str | None = Field(
         default=None,
         description="The image as the servers were started (repo@sha256:...), so a replay pulls the same bytes.",
+        exclude_if=_absent,
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"image_pinned"})
 
 
 class HostIdentity(StrictModel):
@@ -238,7 +233,7 @@ class Workload(StrictModel):
     )
 
 
-class ArmConfig(_Additions):
+class ArmConfig(StrictModel):
     tensor_parallel_size: int = Field(ge=1, description="Cards one server spans (vLLM --tensor-parallel-size).")
     spec_method: str | None = Field(
         default=None, description="Speculative decoding method (e.g. mtp, eagle3); null without speculation."
@@ -255,22 +250,24 @@ class ArmConfig(_Additions):
     # Where max_model_len came from: "recipe" (a flag the recipe or overlay sets for this card) or
     # "runner default" (the runner's own cap, without which vLLM sizes for the model's full context).
     max_model_len_source: Literal["recipe", "runner default"] | None = Field(
-        default=None, description="Where max_model_len came from: a recipe or overlay flag, or the runner's own cap."
+        default=None,
+        description="Where max_model_len came from: a recipe or overlay flag, or the runner's own cap.",
+        exclude_if=_absent,
     )
     # The exact command the servers ran (`docker run ... image@sha256:... ARGS` or the local python),
     # with the per-server port and container name as placeholders; `argv` is the portable form.
     launch_argv: list[str] = Field(
         default=[],
         description="The exact command the servers ran, with the per-server port and container name as placeholders.",
+        exclude_if=_empty,
     )
     # Variables handed through from the host environment (HF_TOKEN, HF_HUB_OFFLINE): names only,
     # their values are never recorded.
     passed_env: list[EnvName] = Field(
         default=[],
         description="Variables handed through from the host environment: names only, values are never recorded.",
+        exclude_if=_empty,
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"max_model_len_source", "launch_argv", "passed_env"})
 
     @model_validator(mode="after")
     def _depth_needs_method(self) -> ArmConfig:
@@ -325,10 +322,6 @@ class PromptRow(StrictModel):
     @property
     def ttft_ms(self) -> float | None:
         return self.token_times_us[0] / 1000.0 if self.token_times_us else None
-
-
-def _absent(value: object) -> bool:
-    return value is None
 
 
 class CanaryResult(StrictModel):
@@ -396,7 +389,7 @@ class CacheCheck(StrictModel):
         return self
 
 
-class ServerRun(_Additions):
+class ServerRun(StrictModel):
     """One fresh server. Imported results carry only the published values; rows stay empty."""
 
     label: str = Field(description="Which of the arm's fresh servers this was (A, B).")
@@ -420,10 +413,10 @@ class ServerRun(_Additions):
     startup_s: float | None = Field(default=None, ge=0, description="Seconds from start to the server answering.")
     # What the server itself answered on GET /version (None: not asked, or an older server).
     server_version: str | None = Field(
-        default=None, description="What the server answered on GET /version (null: not asked, or an older server)."
+        default=None,
+        description="What the server answered on GET /version (null: not asked, or an older server).",
+        exclude_if=_absent,
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version"})
 
 
 class GateResult(StrictModel):
@@ -528,11 +521,9 @@ class ContextPoint(StrictModel):
     identical_to_oracle: bool | None = Field(default=None, description="Whether the output matched the oracle's.")
 
 
-class Ladder(_Additions):
+class Ladder(StrictModel):
     """One ladder of one arm, on its own fresh server: concurrency (users released together),
     context depth, or a load sweep (catalog/model/load_sweep.py)."""
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"load"})
 
     arm: Slug = Field(description="The arm the ladder ran on.")
     kind: Literal["concurrency", "context", "load"] = Field(
@@ -541,7 +532,7 @@ class Ladder(_Additions):
     concurrency: list[ConcurrencyPoint] = Field(default=[], description="Points of a concurrency ladder.")
     context: list[ContextPoint] = Field(default=[], description="Points of a context ladder.")
     load: LoadSweep | None = Field(
-        default=None, description="The levels of a load sweep (catalog/model/load_sweep.py)."
+        default=None, description="The levels of a load sweep (catalog/model/load_sweep.py).", exclude_if=_absent
     )
 
     @model_validator(mode="after")
