@@ -334,7 +334,7 @@ def _configurations(recipe: Recipe, ctx: SiteContext, digests: dict[str, str]) -
     for name, config in recipe.configurations.items():
         card = ctx.catalog.hardware[config.hardware]
         command = compose_configuration(recipe, name, card).redacted()
-        packets = [Link(p, routes.packet_page(p)) for p in config.packets if p in ctx.catalog.packets]
+        packets = [Link(p, routes.packet_page(p)) for p in config.packets if p in ctx.catalog.listing]
         views.append(
             ConfigurationView(
                 name,

@@ -51,12 +51,18 @@ class Refused:
 
 
 def verify(
-    path: Path, keys: KeyRing | None = None, *, allow_unsigned: bool = False, now: datetime | None = None
+    path: Path,
+    keys: KeyRing | None = None,
+    *,
+    allow_unsigned: bool = False,
+    now: datetime | None = None,
+    read: Staged | None = None,
 ) -> Verified | Refused:
     """Read one packet and check everything it says on its own: the costly part of loading,
-    independent of every other file."""
+    independent of every other file. `read`: its bytes and its signature's, as the caller read
+    them (the builder: from the copies it publishes); `path` still names the file."""
     try:
-        packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned)
+        packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned, read=read)
     except CatalogErrors as many:
         return Refused(many.errors)
     except CatalogError as error:
@@ -68,11 +74,21 @@ def verify(
     return Refused(problems, packet) if problems else Verified(packet)
 
 
-def read_packet(path: Path, keys: KeyRing | None, *, allow_unsigned: bool = False) -> Packet:
+@dataclass(frozen=True)
+class Staged:
+    """A packet's bytes and its signature envelope's (None: there is none), read by the caller."""
+
+    data: bytes
+    envelope: bytes | None
+
+
+def read_packet(
+    path: Path, keys: KeyRing | None, *, allow_unsigned: bool = False, read: Staged | None = None
+) -> Packet:
     """The packet a file holds, its bytes checked: schema 2, canonical bytes, the name its digest
     gives, and a signature by a known key of the right role (`keys` None checks no signature:
     migration and tests of the format only). `verify` calls it, then checks the content."""
-    data = read_bytes(path)
+    data = read.data if read is not None else read_bytes(path)
     packet = _validated(data, path)
     canonical = packet_bytes(packet)
     if canonical != data:
@@ -85,7 +101,7 @@ def read_packet(path: Path, keys: KeyRing | None, *, allow_unsigned: bool = Fals
             file=path,
             field="id",
         )
-    signer = _check_signature(packet, path, digest, keys, allow_unsigned) if keys is not None else None
+    signer = _check_signature(packet, path, digest, keys, allow_unsigned, read) if keys is not None else None
     packet._seal = PacketSeal(sha256=digest, id=ident, signed_by=signer)
     return packet
 
@@ -117,9 +133,12 @@ def _first_difference(expected: bytes, actual: bytes) -> str:
     )
 
 
-def _check_signature(packet: Packet, path: Path, digest: str, keys: KeyRing, allow_unsigned: bool) -> str | None:
+def _check_signature(
+    packet: Packet, path: Path, digest: str, keys: KeyRing, allow_unsigned: bool, read: Staged | None
+) -> str | None:
     envelope_path = signature_path(path)
-    if not envelope_path.exists() and not envelope_path.is_symlink():
+    absent = read.envelope is None if read is not None else not (envelope_path.exists() or envelope_path.is_symlink())
+    if absent:
         if allow_unsigned:
             return None
         raise CatalogError(
@@ -127,7 +146,7 @@ def _check_signature(packet: Packet, path: Path, digest: str, keys: KeyRing, all
             file=path,
             field="signature",
         )
-    envelope = read_bytes(envelope_path)
+    envelope = read.envelope if read is not None and read.envelope is not None else read_bytes(envelope_path)
     if allow_unsigned and signer_key_id(envelope, envelope_path) not in keys.by_id():
         return None  # this host's own key, not listed yet: a local packet like an unsigned one
     role = "measurer" if packet.provenance.kind == "measured" else "importer"
