@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Any, Protocol
 
 from bench.common import (
     DEMO_MODEL,
@@ -99,8 +99,14 @@ class FastServer:
         self._log.close()
 
 
+class Served(Protocol):
+    """A server a client run is sent to (bench/server_speed.py sends them to the tests' fake too)."""
+
+    base_url: str
+
+
 def _ours_request(
-    server: FastServer, label: str, level: int, prompts: int, max_tokens: int, plan: ClientPlan, paced: bool
+    server: Served, label: str, level: int, prompts: int, max_tokens: int, plan: ClientPlan, paced: bool
 ) -> dict[str, Any]:
     return {
         "base_url": server.base_url,

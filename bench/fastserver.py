@@ -4,7 +4,19 @@ Stdlib only (asyncio protocols, no HTTP framework), so it costs a few microsecon
 and the client under test is the bottleneck. Every request streams `max_tokens` tokens in the
 chunk format vLLM 0.32 writes (one HTTP chunk per SSE event, token ids in every chunk, the
 prompt's token ids in the first chunk when `return_token_ids` is set, a usage chunk when
-`stream_options.include_usage` is set, then `data: [DONE]`).
+`stream_options.include_usage` is set, then `data: [DONE]`). That format and the HTTP layer are
+the tests' fake vLLM's (testkit/fake_vllm/wire.py, http.py), written once.
+
+Why not the fake itself: it plays each request as a script, one socket write per event (so a
+test's chunks reach the socket as it wrote them), and that is too slow to keep our client the
+bottleneck. `python -m bench.server_speed --quick` (2026-12-04 14:30 UTC, 2 cores, load average
+6.0-6.8 from other work) gave, at one stream in flight, 11,274 tok/s absorbed from the fake
+against 20,866 from this server, and at 64 streams 6.9 µs of server CPU per token against 3.0
+here while our client spent 9.7-11.9: the fake would have set the pace, and taken CPU from the
+client on a two-core host. Five other runs between 14:22 and 14:31 agreed: the fake 8,200-11,800
+tok/s at one stream, this server 15,000-33,000; at 16 and 64 streams the fake's CPU per token
+2.1-3 times this server's. This server writes 64 events per socket write instead, and keeps the
+emit log below.
 
 Two pacing modes, set per run with POST /bench/mode {"ttft_s": .., "itl_s": ..}:
 - throughput (both 0): an engine loop writes BURST tokens (one event each) to every stream per
@@ -29,15 +41,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+
+from testkit.fake_vllm.http import Connection, Request, bind, listen
+from testkit.fake_vllm.wire import DONE, LAST_CHUNK, TokenEvents, http_chunk, model_list, sse, usage_chunk
 
 MODEL = "local/demo-qwen3-tiny"
 MODEL_ROOT = "models/demo"
 VOCAB = 4096
 FINGERPRINT = "vllm-0.32.0-32ef0823"
 BURST = 64
-HIGH_WATER = 64 * 1024
-LOW_WATER = 16 * 1024
 WORDS = [
     "",
     "the",
@@ -121,8 +133,8 @@ class State:
         self.records: list[Record] = []
         self.segments: list[dict[str, Any]] = [{"segment": 0, "label": "start", "at": time.perf_counter(), "seq": 0}]
         self.request_counter = 0
-        # Token texts and the JSON fragments of a token chunk, encoded once.
-        self.texts = [json.dumps((" " if i % 3 else "") + WORDS[i % len(WORDS)]) for i in range(1024)]
+        # Token texts, JSON-encoded once.
+        self.texts = [json.dumps((" " if i % 3 else "") + WORDS[i % len(WORDS)]).encode() for i in range(1024)]
 
 
 STATE = State()
@@ -132,14 +144,7 @@ def _token_id(seq: int, index: int) -> int:
     return (seq * 7919 + index * 31 + 11) % VOCAB
 
 
-def _chunk(payload: bytes) -> bytes:
-    """One HTTP/1.1 chunk holding one SSE event, as uvicorn writes it."""
-    event = b"data: " + payload + b"\n\n"
-    return b"%x\r\n%s\r\n" % (len(event), event)
-
-
-DONE_CHUNK = _chunk(b"[DONE]")
-LAST_CHUNK = b"0\r\n\r\n"
+DONE_CHUNK = http_chunk(DONE)
 
 
 class Completion:
@@ -149,39 +154,27 @@ class Completion:
         self.seq = seq
         self.prompt_ids = prompt_ids
         self.prompt_tokens = prompt_tokens
-        head = json.dumps(
-            {"id": f"cmpl-{seq:016x}", "object": "text_completion", "created": created, "model": model},
-            separators=(",", ":"),
-        )
-        self.head = head[:-1].encode() + b',"choices":[{"index":0,"text":'
+        self.request_id = f"cmpl-{seq:016x}"
+        self.model = model
+        self.created = created
+        self.events = TokenEvents(self.request_id, model, created)
 
     def token(self, index: int, last: bool) -> bytes:
-        finish = b'"length"' if last else b"null"
-        prompt_ids = b"null"
-        if index == 0 and self.prompt_ids is not None:
-            prompt_ids = json.dumps(self.prompt_ids, separators=(",", ":")).encode()
-        text = STATE.texts[index % len(STATE.texts)].encode()
-        body = (
-            b'%s%s,"logprobs":null,"finish_reason":%s,"stop_reason":null,"prompt_token_ids":%s,"token_ids":[%d]}]}'
-            % (
-                self.head,
-                text,
-                finish,
-                prompt_ids,
-                _token_id(self.seq, index),
-            )
-        )
-        return _chunk(body)
+        prompt_ids = self.prompt_ids if index == 0 else None
+        text = STATE.texts[index % len(STATE.texts)]
+        return http_chunk(self.events.event(_token_id(self.seq, index), text, last, prompt_ids))
 
     def usage(self, completion_tokens: int) -> bytes:
-        usage = {
-            "prompt_tokens": self.prompt_tokens,
-            "total_tokens": self.prompt_tokens + completion_tokens,
-            "completion_tokens": completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0},
-        }
-        tail = json.dumps({"usage": usage, "system_fingerprint": FINGERPRINT}, separators=(",", ":"))
-        return _chunk(self.head[: self.head.index(b'"choices"')] + b'"choices":[],' + tail[1:].encode())
+        chunk = usage_chunk(
+            self.prompt_tokens,
+            completion_tokens,
+            0,
+            request_id=self.request_id,
+            model=self.model,
+            created=self.created,
+            system_fingerprint=FINGERPRINT,
+        )
+        return http_chunk(sse(chunk))
 
 
 def _prompt_tokens(prompt: Any) -> tuple[int, list[int] | None, str]:
@@ -193,155 +186,75 @@ def _prompt_tokens(prompt: Any) -> tuple[int, list[int] | None, str]:
     return count, ids, text[:96]
 
 
-class HttpProtocol(asyncio.Protocol):
-    """HTTP/1.1 with keep-alive; one request at a time per connection (no pipelining)."""
+async def handle(request: Request, connection: Connection) -> None:
+    if request.method == "POST" and request.path == "/v1/completions":
+        await _completion(connection, request.json(), request.arrival)
+    elif request.method == "GET" and request.path == "/v1/models":
+        connection.json(200, model_list(MODEL, root=MODEL_ROOT, max_model_len=4096))
+    elif request.method == "GET" and request.path in ("/health", "/metrics"):
+        connection.text(200, "")
+    elif request.method == "GET" and request.path == "/emit-log":
+        since = int(request.query.get("since", ["0"])[0])
+        connection.json(200, _log(since, request.query.get("emits", ["1"])[0] != "0"))
+    elif request.method == "POST" and request.path == "/bench/mode":
+        options = request.json()
+        STATE.ttft_s = float(options.get("ttft_s", 0.0))
+        STATE.itl_s = float(options.get("itl_s", 0.0))
+        connection.json(200, {"ttft_s": STATE.ttft_s, "itl_s": STATE.itl_s})
+    elif request.method == "POST" and request.path == "/bench/mark":
+        label = str(request.json().get("label", ""))
+        segment = {"segment": len(STATE.segments), "label": label, "at": time.perf_counter()}
+        segment["seq"] = STATE.request_counter
+        STATE.segments.append(segment)
+        connection.json(200, segment)
+    else:
+        connection.json(404, {"error": {"message": f"no route {request.method} {request.path}", "code": 404}})
 
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.buffer = b""
-        self.busy = False
-        self.can_write = asyncio.Event()
-        self.can_write.set()
-        self.closed = False
-        self.read_at = 0.0
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+async def _completion(connection: Connection, request: dict[str, Any], arrival: float) -> None:
+    STATE.request_counter += 1
+    seq = STATE.request_counter
+    max_tokens = int(request.get("max_tokens") or 16)
+    prompt_tokens, prompt_ids, key = _prompt_tokens(request.get("prompt", ""))
+    record = Record(seq, len(STATE.segments) - 1, key, prompt_tokens, max_tokens, arrival)
+    STATE.records.append(record)
+    want_ids = bool(request.get("return_token_ids"))
+    usage = bool((request.get("stream_options") or {}).get("include_usage"))
+    completion = Completion(
+        seq, str(request.get("model") or MODEL), prompt_ids if want_ids else None, prompt_tokens, int(time.time())
+    )
+    if not request.get("stream"):
+        connection.json(400, {"error": {"message": "this benchmark server only streams", "code": 400}})
+        return
+    connection.start_stream()
+    job = Job(connection, record, completion, usage)
+    if STATE.ttft_s or STATE.itl_s:
+        await _paced(job, STATE.ttft_s, STATE.itl_s)
+    else:
+        await ENGINE.run_job(job)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self.can_write.set()
-        if ENGINE.wake is not None:
-            ENGINE.wake.set()
 
-    def pause_writing(self) -> None:
-        self.can_write.clear()
-
-    def resume_writing(self) -> None:
-        self.can_write.set()
-        if ENGINE.wake is not None:
-            ENGINE.wake.set()
-
-    def data_received(self, data: bytes) -> None:
-        self.read_at = time.perf_counter()  # a request's arrival: the read that completed it
-        self.buffer += data
-        if not self.busy:
-            self._try_request()
-
-    def _try_request(self) -> None:
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
+async def _paced(job: Job, ttft_s: float, itl_s: float) -> None:
+    """First token ttft_s after arrival, then one every itl_s (timers, no busy waiting)."""
+    clock = time.perf_counter
+    arrival = job.record.arrival
+    connection = job.connection
+    await asyncio.sleep(max(0.0, arrival + ttft_s - clock()))
+    first = clock()
+    for index in range(job.record.max_tokens):
+        if index:
+            await asyncio.sleep(max(0.0, first + index * itl_s - clock()))
+        await connection.drain()
+        if connection.closed:
             return
-        head = self.buffer[:end].decode("latin-1")
-        lines = head.split("\r\n")
-        method, target, _ = lines[0].split(" ", 2)
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        length = int(headers.get("content-length", "0"))
-        if len(self.buffer) < end + 4 + length:
-            return
-        body = self.buffer[end + 4 : end + 4 + length]
-        self.buffer = self.buffer[end + 4 + length :]
-        self.busy = True
-        asyncio.get_running_loop().create_task(self._handle(method, target, body, self.read_at))
-
-    async def _handle(self, method: str, target: str, body: bytes, arrival: float) -> None:
-        try:
-            url = urlsplit(target)
-            if method == "POST" and url.path == "/v1/completions":
-                await self._completion(json.loads(body or b"{}"), arrival)
-            elif method == "GET" and url.path == "/v1/models":
-                self._json(200, _models())
-            elif method == "GET" and url.path in ("/health", "/metrics"):
-                self._raw(200, b"", "text/plain; charset=utf-8")
-            elif method == "GET" and url.path == "/emit-log":
-                query = parse_qs(url.query)
-                since = int(query.get("since", ["0"])[0])
-                self._json(200, _log(since, query.get("emits", ["1"])[0] != "0"))
-            elif method == "POST" and url.path == "/bench/mode":
-                options = json.loads(body or b"{}")
-                STATE.ttft_s = float(options.get("ttft_s", 0.0))
-                STATE.itl_s = float(options.get("itl_s", 0.0))
-                self._json(200, {"ttft_s": STATE.ttft_s, "itl_s": STATE.itl_s})
-            elif method == "POST" and url.path == "/bench/mark":
-                label = str(json.loads(body or b"{}").get("label", ""))
-                segment = {"segment": len(STATE.segments), "label": label, "at": time.perf_counter()}
-                segment["seq"] = STATE.request_counter
-                STATE.segments.append(segment)
-                self._json(200, segment)
-            else:
-                self._json(404, {"error": {"message": f"no route {method} {url.path}", "code": 404}})
-        except Exception as error:  # a benchmark server reports, it does not die
-            if self.transport and not self.closed:
-                self._json(500, {"error": {"message": repr(error), "code": 500}})
-        finally:
-            self.busy = False
-            if self.buffer and not self.closed:
-                self._try_request()
-
-    def _raw(self, status: int, payload: bytes, content_type: str) -> None:
-        assert self.transport is not None
-        reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "OK")
-        head = (
-            f"HTTP/1.1 {status} {reason}\r\nserver: uvicorn\r\ncontent-length: {len(payload)}\r\n"
-            f"content-type: {content_type}\r\n\r\n"
-        )
-        self.transport.write(head.encode() + payload)
-
-    def _json(self, status: int, value: Any) -> None:
-        self._raw(status, json.dumps(value).encode(), "application/json")
-
-    async def _completion(self, request: dict[str, Any], arrival: float) -> None:
-        assert self.transport is not None
-        STATE.request_counter += 1
-        seq = STATE.request_counter
-        max_tokens = int(request.get("max_tokens") or 16)
-        prompt_tokens, prompt_ids, key = _prompt_tokens(request.get("prompt", ""))
-        record = Record(seq, len(STATE.segments) - 1, key, prompt_tokens, max_tokens, arrival)
-        STATE.records.append(record)
-        want_ids = bool(request.get("return_token_ids"))
-        usage = bool((request.get("stream_options") or {}).get("include_usage"))
-        completion = Completion(
-            seq, str(request.get("model") or MODEL), prompt_ids if want_ids else None, prompt_tokens, int(time.time())
-        )
-        if not request.get("stream"):
-            self._json(400, {"error": {"message": "this benchmark server only streams", "code": 400}})
-            return
-        self.transport.write(
-            b"HTTP/1.1 200 OK\r\nserver: uvicorn\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-            b"transfer-encoding: chunked\r\n\r\n"
-        )
-        job = Job(self, record, completion, usage)
-        if STATE.ttft_s or STATE.itl_s:
-            await self._paced(job, STATE.ttft_s, STATE.itl_s)
-        else:
-            await ENGINE.run_job(job)
-
-    async def _paced(self, job: Job, ttft_s: float, itl_s: float) -> None:
-        """First token ttft_s after arrival, then one every itl_s (timers, no busy waiting)."""
-        clock = time.perf_counter
-        arrival = job.record.arrival
-        await asyncio.sleep(max(0.0, arrival + ttft_s - clock()))
-        first = clock()
-        for index in range(job.record.max_tokens):
-            if index:
-                await asyncio.sleep(max(0.0, first + index * itl_s - clock()))
-            if not self.can_write.is_set():
-                await self.can_write.wait()
-            if self.closed:
-                return
-            job.emit()
+        job.emit()
 
 
 class Job:
     """One streamed completion: `emit` writes its next token (and the tail after the last)."""
 
-    def __init__(self, protocol: HttpProtocol, record: Record, completion: Completion, usage: bool) -> None:
-        self.protocol = protocol
+    def __init__(self, connection: Connection, record: Record, completion: Completion, usage: bool) -> None:
+        self.connection = connection
         self.record = record
         self.completion = completion
         self.usage = usage
@@ -359,11 +272,9 @@ class Job:
         chunks = [token(i, i == record.max_tokens - 1) for i in range(index, end)]
         if last:
             chunks.append((self.completion.usage(record.max_tokens) if self.usage else b"") + DONE_CHUNK + LAST_CHUNK)
-        transport = self.protocol.transport
-        assert transport is not None
         now = time.perf_counter()
         record.emits.extend([now] * (end - index))
-        transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        self.connection.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         self.index = end
         if last:
             record.finish = time.perf_counter()
@@ -402,10 +313,10 @@ class Engine:
             wrote = False
             finished = []
             for job in self.jobs:
-                protocol = job.protocol
-                if protocol.closed:
+                connection = job.connection
+                if connection.closed:
                     finished.append(job)
-                elif protocol.can_write.is_set():
+                elif connection.can_write.is_set():
                     wrote = True
                     if job.emit(BURST):
                         finished.append(job)
@@ -415,31 +326,17 @@ class Engine:
                     job.done.set_result(None)
             if wrote:
                 await asyncio.sleep(0)
-            else:  # every client is behind: wait for one to drain (resume_writing sets wake)
+            else:  # every client is behind: wait for one to drain (its connection calls nudge)
                 self.wake.clear()
                 await self.wake.wait()
 
+    def nudge(self) -> None:
+        """A connection drained or closed: a waiting engine looks at its jobs again."""
+        if self.wake is not None:
+            self.wake.set()
+
 
 ENGINE = Engine()
-
-
-def _models() -> dict[str, Any]:
-    created = int(time.time())
-    return {
-        "object": "list",
-        "data": [
-            {
-                "id": MODEL,
-                "object": "model",
-                "created": created,
-                "owned_by": "vllm",
-                "root": MODEL_ROOT,
-                "parent": None,
-                "max_model_len": 4096,
-                "permission": [],
-            }
-        ],
-    }
 
 
 def _log(since: int, emits: bool) -> dict[str, Any]:
@@ -456,9 +353,9 @@ def _log(since: int, emits: bool) -> dict[str, Any]:
 
 
 async def serve(port: int) -> None:
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(HttpProtocol, "127.0.0.1", port, backlog=512)
-    bound = server.sockets[0].getsockname()[1]
+    sock = bind("127.0.0.1", port)
+    bound = sock.getsockname()[1]
+    server, _ = await listen(sock, handle, on_writable=ENGINE.nudge)
     print(json.dumps({"port": bound, "pid": os.getpid()}), flush=True)
     async with server:
         await server.serve_forever()

@@ -17,6 +17,7 @@ from catalog.model.metrics import compare_rows
 from catalog.model.packet import (
     ArmConfig,
     ArmParts,
+    CampaignRef,
     GateResult,
     Identity,
     Ladder,
@@ -44,6 +45,7 @@ class CampaignSetup:
     run_dir: Path
     identity: Identity
     title: str
+    campaign: CampaignRef | None = None  # the fleet campaign cell this measures (runner/fleet)
 
 
 class CampaignFailed(UserError):
@@ -178,6 +180,7 @@ def assemble(
         arms=arms,
         ladders=ladders,
         reproduces=reproduces,
+        campaign=setup.campaign,
     )
     return seal(parts, key)
 

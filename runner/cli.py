@@ -1,4 +1,4 @@
-"""The runner's command line: measure, reproduce, import-reference, import-bench."""
+"""The runner's command line: measure, reproduce, import-reference, import-bench, campaign."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from catalog.errors import UserError, exit_on_user_error
 from catalog.model.load_sweep import Slo
 from catalog.store.repository import load_catalog
+from runner.fleet import cli as fleet_cli
 from runner.measure import Places, RuntimeChoice, measure
 from runner.plan import LOAD_REQUESTS_PER_LEVEL, CampaignRequest, LoadSweepOptions
 from runner.progress import console_progress
@@ -129,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--slo", help="a load curve's goodput objectives, e.g. ttft_ms=500,tpot_ms=50 (the file does not record them)"
     )
+    fleet_cli.add_parser(commands)
     return parser
 
 
@@ -154,6 +156,8 @@ def _choice(options: argparse.Namespace) -> RuntimeChoice:
 
 def run(argv: list[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
+    if options.command == "campaign":
+        return fleet_cli.run(options)
     if options.command == "import-reference":
         from catalog.packets.signing import host_key
         from runner.import_reference import import_transcription

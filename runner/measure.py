@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.errors import UserError
-from catalog.model.packet import GateResult, Identity, Ladder, ModelIdentity, Packet, RuntimeIdentity, ServerRun
+from catalog.model.packet import (
+    CampaignRef,
+    GateResult,
+    Identity,
+    Ladder,
+    ModelIdentity,
+    Packet,
+    RuntimeIdentity,
+    ServerRun,
+)
 from catalog.packets.signing import HostKey, host_key
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -79,9 +88,11 @@ def measure(
     progress: Progress,
     reproduces: str | None = None,
     planned: list[ArmPlan] | None = None,
+    campaign: CampaignRef | None = None,
 ) -> Packet:
     """The protocol's steps in order. `planned`: the arms to measure, when the caller planned them
-    (a reproduction plans one per arm of the packet it reproduces); otherwise one per requested depth."""
+    (a reproduction plans one per arm of the packet it reproduces); otherwise one per requested depth.
+    `campaign`: the fleet campaign cell this measures (runner/fleet), recorded in the packet."""
     recipe, hardware, suite, canaries, recipe_path = resolve(catalog, request, places.data)
     arms = planned or plan_arms(request, recipe, hardware, str(recipe_path))
     checked = run_preflight(recipe, hardware, request, arms, choice, places, progress)
@@ -95,7 +106,8 @@ def measure(
     progress(f"campaign {cid}: logs and finished attempts in {run_dir}")
     settings = MeasurementSettings(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
     identity = campaign_identity(recipe, hardware, request, checked, runtime_identity, progress)
-    setup = CampaignSetup(request, arms, settings, run_dir, identity, _title(recipe.meta.title, request, hardware.name))
+    title = _title(recipe.meta.title, request, hardware.name)
+    setup = CampaignSetup(request, arms, settings, run_dir, identity, title, campaign)
     try:
         results = measure_arms(setup, runtime, progress)  # the oracle and every speculative arm, fresh servers each
         ladders = run_campaign_ladders(setup, recipe, results, runtime, progress)

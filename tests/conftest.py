@@ -1,6 +1,7 @@
 """Whole-suite settings and the fixtures every folder shares (tests/README.md lists them):
 `built`, the fixture catalog of tests/builder/factory.py built once per session,
-`repository_built`, the repository's own catalog built once, and `browser`, Debian's Chromium.
+`repository_built`, the repository's own catalog built once, `browser`, Debian's Chromium, and
+`vllm_shim`, a `python` that runs the fake vLLM (testkit/fake_vllm) as the runner runs vLLM.
 Tests keep their caches and signing keys to themselves."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from catalog.model.packet import Packet
+from testkit.fake_vllm import python_for_fake
 from testkit.local_browser import chromium, ensure_chromium
 from tests import profiles  # noqa: F401 - registers the hypothesis profiles before --hypothesis-profile loads one
 
@@ -103,3 +105,10 @@ def browser() -> Iterator[object]:
         pytest.skip(message)
     with chromium() as launched:
         yield launched
+
+
+@pytest.fixture(scope="session")
+def vllm_shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A "python" whose `-m vllm.entrypoints.openai.api_server` is the fake vLLM server: what
+    runner.runtime.LocalRuntime runs, so the runner's real code path drives it."""
+    return python_for_fake(tmp_path_factory.mktemp("shim"))

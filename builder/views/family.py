@@ -15,6 +15,7 @@ from builder.views.describe import card_arm, coverage_chips, methodology_sentenc
 from builder.views.load_sweep import LoadSweepSection, load_sweep_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
 from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
+from builder.views.repeats import FamilyRepeats, RepeatsSection, repeats_section
 from builder.views.results import (
     STATE_LABELS,
     ArmResult,
@@ -145,6 +146,9 @@ class FamilyView:
     # per index filter ("hw|quant|spec", "" for any), the index of the best matching pick
     picks: list[ResultPick]
     pick_for: dict[str, int]
+    # repeats, intervals and history (builder/views/repeats.py)
+    history: RepeatsSection | None = None
+    headline_repeats: str | None = None  # the headline's run: its repeats and interval, or "measured once"
 
 
 def _picks(results: list[ArmResult]) -> tuple[list[ResultPick], dict[str, int]]:
@@ -362,6 +366,10 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
     load = load_sweep_section(ladders, catalog.hardware, recipe)
     projection = projection_view(lead_result, shown, recipe, said.warn)
     picks, pick_for = _picks(results)
+    repeats = FamilyRepeats(results)
+    for refused in repeats.refused():
+        said.warn(f"packets/{refused.packet.id}.json: not counted as a repeat: {refused.reason}")
+    lead_run = repeats.run_of(lead_result) if lead_result else None
     dates = [str(recipe.meta.date_updated)] if recipe else []
     dates += [p.created.date().isoformat() for p in packets if p.created]
     view = FamilyView(
@@ -373,7 +381,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
         hero=_hero(lead, catalog.hardware),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
         packets=_cards(packets, results, shown, ctx),
-        matrices=matrices(results, recipe, _estimators(packets, recipe, results, ctx, said)),
+        matrices=matrices(results, recipe, _estimators(packets, recipe, results, ctx, said), repeats),
         charts=charts,
         concurrency=concurrency,
         load=load,
@@ -396,5 +404,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
         api_href=routes.family_api(slug),
         picks=picks,
         pick_for=pick_for,
+        history=repeats_section(repeats),
+        headline_repeats=lead_run.combined.words() if lead_run else None,
     )
     return Said(view, tuple(said))

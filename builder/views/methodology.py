@@ -11,6 +11,8 @@ from markupsafe import Markup
 
 import catalog.checks.evidence
 import catalog.checks.grade
+import catalog.checks.history
+import catalog.checks.repeats
 import catalog.checks.selection
 import catalog.model.metrics
 import catalog.model.packet
@@ -56,6 +58,11 @@ FORMULAS = [
     ),
     Fact("server decode rate", "median over classes of (median over the class's prompts)", "class-balanced median"),
     Fact("published value (centre)", "(server A + server B) / 2", "two fresh servers; the range A–B is always shown"),
+    Fact(
+        "centre of n independent repeats",
+        "mean ± t(0.975, n − 1) · s / √n",
+        "a 95 % t-interval over the repeats' centres (one packet each); one repeat: measured once, no interval",
+    ),
     Fact("TTFT", "t[0] − t(send)", "client clock (perf_counter), per prompt; a server's TTFT is the median"),
     Fact(
         "aggregate throughput",
@@ -150,6 +157,8 @@ def methodology_view() -> MethodologyView:
             _doc("evidence", "Re-deriving every number", catalog.checks.evidence, "catalog/checks/evidence.py"),
             _doc("grade-rule", "How the evidence grade is computed", catalog.checks.grade, "catalog/checks/grade.py"),
             _doc("headline", "The headline rule", catalog.checks.selection, "catalog/checks/selection.py"),
+            _doc("repeats", "Repeats and confidence intervals", catalog.checks.repeats, "catalog/checks/repeats.py"),
+            _doc("history", "History and regressions", catalog.checks.history, "catalog/checks/history.py"),
         ],
         formulas=FORMULAS,
         gates=GATES,

@@ -8,11 +8,13 @@ catalog.projection's estimate, labelled estimated and still listed among the unt
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from itertools import combinations
 
 from builder import routes
 from builder.format import Num, num, opt_num
 from builder.views.projection import Estimator
+from builder.views.repeats import FamilyRepeats
 from builder.views.results import (
     STATE_LABELS,
     STATE_RANK,
@@ -22,6 +24,7 @@ from builder.views.results import (
     representatives,
     short_depth,
 )
+from catalog.checks.repeats import CONFIDENCE, Interval
 from catalog.projection import CellEstimate
 from catalog.recipes.recipe import Recipe
 
@@ -41,6 +44,10 @@ class CellEntry:
     arm_id: str
     tp: int
     depth: int
+    range_title: str = "the two fresh servers"
+    repeats: str | None = None  # "3 repeats on 2 hosts: ..., 95% CI ..." or "measured once: no interval"
+    interval: bool = False  # value, low and high are a run's centre and 95 % interval (catalog/checks/repeats.py)
+    indistinct: list[str] = field(default_factory=list)  # cells of the matrix whose intervals overlap this one's
 
 
 @dataclass(frozen=True)
@@ -84,16 +91,29 @@ class Coordinate:
 Axis = list[tuple[Callable[[Coordinate], Coordinate], str]]
 
 
-def entry(result: ArmResult) -> CellEntry:
+def entry(result: ArmResult, repeats: FamilyRepeats | None = None) -> CellEntry:
     # a screened arm shows its speed (labelled speed only); a withheld one never does
     shows_speed = result.arm.state.has_speed
     values = result.values
+    run = repeats.run_of(result) if repeats is not None and shows_speed else None
+    interval = run.combined.interval if run is not None else None
+    value: Num | None
+    low: Num | None
+    high: Num | None
+    if run is not None and interval is not None:  # repeats: their centre and interval are the published figure
+        value, low, high = num(interval.centre, unit="tok/s"), num(interval.low), num(interval.high)
+        range_title = f"{CONFIDENCE:.0%} confidence interval over {run.combined.n} independent repeats"
+    else:
+        value = opt_num(result.centre, unit="tok/s") if shows_speed else None
+        low = opt_num(min(values)) if shows_speed and len(values) >= 2 else None
+        high = opt_num(max(values)) if shows_speed and len(values) >= 2 else None
+        range_title = "the two fresh servers"
     return CellEntry(
         state=result.state,
         state_label=STATE_LABELS[result.state],
-        value=opt_num(result.centre, unit="tok/s") if shows_speed else None,
-        low=opt_num(min(values)) if shows_speed and len(values) >= 2 else None,
-        high=opt_num(max(values)) if shows_speed and len(values) >= 2 else None,
+        value=value,
+        low=low,
+        high=high,
         struck=None if shows_speed else opt_num(result.unpublished_value),
         reason=result.reason,
         detail=result.draft_head or "",  # the quantization is an axis or fixed: never repeated per cell
@@ -102,6 +122,9 @@ def entry(result: ArmResult) -> CellEntry:
         arm_id=result.arm.id,
         tp=result.tp,
         depth=result.depth,
+        range_title=range_title,
+        repeats=run.combined.words() if run is not None else None,
+        interval=interval is not None,
     )
 
 
@@ -131,12 +154,14 @@ def _order(result: ArmResult) -> tuple[int, str, str, str]:
     return (STATE_RANK.index(result.state), result.draft_head or "", result.packet.id, result.arm.id)
 
 
-def _cell(row: str, col: str, results: Sequence[ArmResult], estimated: CellEntry | None) -> Cell:
+def _cell(
+    row: str, col: str, results: Sequence[ArmResult], estimated: CellEntry | None, repeats: FamilyRepeats | None
+) -> Cell:
     if not results and estimated is not None:
         return Cell(row, col, "estimated", STATE_LABELS["estimated"], [estimated])
     state = best_state(r.state for r in results)
     shown = representatives(results)
-    entries = [entry(r) for r in sorted(shown, key=_order)]
+    entries = [entry(r, repeats) for r in sorted(shown, key=_order)]
     return Cell(row, col, state, STATE_LABELS[state], entries, len(results) - len(shown))
 
 
@@ -151,6 +176,7 @@ def _matrix(
     base: Coordinate,
     results: Sequence[ArmResult],
     estimator: Estimator | None,
+    repeats: FamilyRepeats | None = None,
 ) -> Matrix:
     matrix_id, title, fixed = heading
     (row_title, row_axis), (col_title, col_axis) = rows_axis, cols_axis
@@ -163,8 +189,9 @@ def _matrix(
             estimate = None
             if not found and estimator is not None:
                 estimate = estimated_entry(estimator(at.quant_slug, at.tp, at.depth), at.tp, at.depth)
-            cells.append(_cell(row_label, col_label, found, estimate))
+            cells.append(_cell(row_label, col_label, found, estimate, repeats))
         rows.append(MatrixRow(row_label, cells))
+    rows = _mark_indistinct(rows)
     untested = [
         f"{c.row} · {c.col}" + (" (estimate shown)" if c.entries else "")
         for r in rows
@@ -172,6 +199,44 @@ def _matrix(
         if all(e.state == "estimated" for e in c.entries)
     ]
     return Matrix(matrix_id, title, fixed, row_title, col_title, [label for _, label in col_axis], rows, untested)
+
+
+def _entry_name(cell: Cell, e: CellEntry) -> str:
+    return f"{cell.row} · {cell.col}" + (f" ({e.detail})" if e.detail else "")
+
+
+def _shown_interval(entry: CellEntry) -> Interval:
+    """The interval as the page shows it (rounded as every number is): cells are compared as read."""
+    assert entry.value is not None and entry.low is not None and entry.high is not None
+    return Interval(float(entry.value.value), float(entry.low.value), float(entry.high.value))
+
+
+def _mark_indistinct(rows: list[MatrixRow]) -> list[MatrixRow]:
+    """Entries whose intervals overlap are not distinguishable: each names the others it overlaps.
+    An entry measured once has no interval and is never compared (catalog/checks/repeats.py)."""
+    placed = [
+        (r, c, e, cell)
+        for r, row in enumerate(rows)
+        for c, cell in enumerate(row.cells)
+        for e, item in enumerate(cell.entries)
+        if item.interval
+    ]
+    overlapping: dict[tuple[int, int, int], list[str]] = {}
+    for (r1, c1, e1, cell1), (r2, c2, e2, cell2) in combinations(placed, 2):
+        if _shown_interval(cell1.entries[e1]).overlaps(_shown_interval(cell2.entries[e2])):
+            first, second = cell1.entries[e1], cell2.entries[e2]
+            overlapping.setdefault((r1, c1, e1), []).append(_entry_name(cell2, second))
+            overlapping.setdefault((r2, c2, e2), []).append(_entry_name(cell1, first))
+    if not overlapping:
+        return rows
+    marked = []
+    for r, row in enumerate(rows):
+        cells = []
+        for c, cell in enumerate(row.cells):
+            entries = [replace(item, indistinct=overlapping.get((r, c, e), [])) for e, item in enumerate(cell.entries)]
+            cells.append(replace(cell, entries=entries))
+        marked.append(MatrixRow(row.label, cells))
+    return marked
 
 
 def family_method(results: Sequence[ArmResult]) -> str | None:
@@ -213,7 +278,10 @@ def _quant_axis(results: Sequence[ArmResult], recipe: Recipe | None) -> Axis:
 
 
 def matrices(
-    results: Sequence[ArmResult], recipe: Recipe | None, estimators: dict[str, Estimator] | None = None
+    results: Sequence[ArmResult],
+    recipe: Recipe | None,
+    estimators: dict[str, Estimator] | None = None,
+    repeats: FamilyRepeats | None = None,
 ) -> list[Matrix]:
     """Per card: speculative depth × cards for each quantization, and quantization × depth on the
     fewest cards. Untested cells carry catalog.projection's estimate where it has one."""
@@ -240,6 +308,7 @@ def matrices(
                     Coordinate(quant_key, quant_slug, 1, 0),
                     subset,
                     estimator,
+                    repeats,
                 )
             )
         tp = min(r.tp for r in on_hw)
@@ -256,6 +325,7 @@ def matrices(
                 Coordinate("", "", tp, 0),
                 at_tp,
                 estimator,
+                repeats,
             )
         )
     return found

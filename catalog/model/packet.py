@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, StringConstraints, model_validator
 
 from catalog.model.arrays import UInt32Array
 from catalog.model.base import EnvName, FieldError, Sha256, Slug, StrictModel
@@ -542,6 +542,27 @@ class Ladder(StrictModel):
         return self
 
 
+class CampaignRef(StrictModel):
+    """The cell of a fleet campaign (runner/fleet) this packet measured: a re-run of the plan finds
+    the cells already done by it, and pages count a cell's repeats as designed to be independent."""
+
+    name: Slug = Field(description="The campaign plan's name (campaigns/<name>.yaml).")
+    round: Slug | None = Field(
+        default=None, description="Which run of the plan (e.g. a date): a new round measures every cell again."
+    )
+    cell: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{12}$")] = Field(
+        description="The cell: 12 hex digits of the hash of the configuration it measures."
+    )
+    repeat: int = Field(ge=1, description="Which independent repeat of the cell this is (1 to repeats).")
+    repeats: int = Field(ge=1, description="How many independent repeats the plan asks of the cell.")
+
+    @model_validator(mode="after")
+    def _repeat_within(self) -> CampaignRef:
+        if self.repeat > self.repeats:
+            raise FieldError(f"repeat {self.repeat} of {self.repeats}", "repeat")
+        return self
+
+
 class PacketBody(StrictModel):
     title: str = Field(description="Title pages show.")
     created: datetime | None = Field(default=None, description="When the campaign finished.")
@@ -550,6 +571,10 @@ class PacketBody(StrictModel):
     workload: Workload = Field(description="The prompts and sampling settings.")
     ladders: list[Ladder] = Field(default=[], description="Concurrency and context ladders.")
     reproduces: str | None = Field(default=None, description="Id of the packet this campaign measured again.")
+    # left out of the file when absent: packets written before it existed keep their bytes
+    campaign: CampaignRef | None = Field(
+        default=None, exclude_if=_absent, description="The fleet campaign cell measured; absent for a single run."
+    )
 
 
 class PacketParts(PacketBody):

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.adversarial.fakes import campaign  # noqa: F401 - a fixture for every module
-from tests.adversarial.support import FAKE_VLLM, HERE, REPO, REPORT_CHECK, RUN, TALLY, Tally
+from tests.adversarial.support import HERE, REPO, REPORT_CHECK, RUN, TALLY, Tally
 
 # ---- the record of this session's run of the suite ----
 
@@ -76,17 +75,6 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _, _, carried = hostile_catalog(root)
     (root / "carried").write_text(str(carried))
     return root
-
-
-@pytest.fixture(scope="session")
-def vllm_shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A "python" whose `-m vllm.entrypoints.openai.api_server` is the fake server: what
-    runner.runtime.LocalRuntime runs, so the runner's real code path drives it."""
-    folder = tmp_path_factory.mktemp("shim")
-    python = folder / "python"
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="{FAKE_VLLM}" exec "{sys.executable}" "$@"\n')
-    python.chmod(0o755)
-    return python
 
 
 @pytest.fixture

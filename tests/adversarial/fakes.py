@@ -1,4 +1,4 @@
-"""A measuring campaign against the fake vLLM (tests/adversarial/fake_vllm), run through the
+"""A measuring campaign against the fake vLLM (testkit/fake_vllm), run through the
 runner's command line in this process; the `campaign` fixture sets one up in a temporary folder."""
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-FAKE_VLLM = HERE / "fake_vllm"
 REPORT = REPO / "docs" / "reliability.md"
 REPORT_CHECK = "test_reliability_report.py"  # runs last; not one of the tests it counts
 

@@ -1,4 +1,4 @@
-"""Runner faults against a fake vLLM (tests/adversarial/fake_vllm), through the runner's real code:
+"""Runner faults against the fake vLLM (testkit/fake_vllm), through the runner's real code:
 runner.cli -> measure -> campaign -> attempt -> VllmServer -> LocalRuntime's `python -m
 vllm.entrypoints.openai.api_server`, where "python" is a shim that finds the fake.
 

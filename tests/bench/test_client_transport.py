@@ -1,5 +1,6 @@
 """runner.http11.LoopbackTransport, the transport new_http_client mounts (bench/ showed httpx's
-default one made the client the bottleneck): exact bytes on the wire, split anywhere."""
+default one made the client the bottleneck): exact bytes on the wire (vLLM's, from
+testkit/fake_vllm/wire.py), split anywhere."""
 
 from __future__ import annotations
 
@@ -7,31 +8,29 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 import pytest
 
 from runner.client import ClientError, chat_completion, new_http_client, stream_completion
 from runner.http11 import LoopbackTransport
+from testkit.fake_vllm.wire import LAST_CHUNK, STREAM_HEAD, http_chunk, sse, token_chunk, usage_chunk
 
-HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+HEAD = STREAM_HEAD
 
 
-def event(payload: dict[str, object] | str) -> bytes:
-    data = payload if isinstance(payload, str) else json.dumps(payload)
-    body = f"data: {data}\n\n".encode()
-    return b"%x\r\n%s\r\n" % (len(body), body)
+def event(payload: dict[str, Any] | str) -> bytes:
+    return http_chunk(sse(payload))
 
 
 def token(ids: list[int], finish: str | None = None) -> bytes:
-    choice = {"index": 0, "text": "x" * len(ids), "finish_reason": finish, "token_ids": ids}
-    return event({"choices": [choice]})
+    return event(token_chunk(ids, "x" * len(ids), finish))
 
 
 def stream_bytes(count: int = 3) -> bytes:
     tokens = b"".join(token([10 + i], "length" if i == count - 1 else None) for i in range(count))
-    usage = event({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": count}})
-    return HEAD + tokens + usage + event("[DONE]") + b"0\r\n\r\n"
+    return HEAD + tokens + event(usage_chunk(2, count)) + event("[DONE]") + LAST_CHUNK
 
 
 Reply = Callable[[bytes], list[bytes]]

@@ -148,6 +148,7 @@ def test_sections_in_reference_order(page):
         "packets",
         "classified",
         "measured",
+        "history",  # repeats and history (builder/views/repeats.py), beside the measured results
         "concurrency",
         "projection",
         "fine-print",

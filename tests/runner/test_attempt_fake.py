@@ -17,8 +17,9 @@ from runner.attempt import AttemptInvalid, cache_check, canary_template_kwargs, 
 from runner.client import new_http_client
 from runner.metrics_scrape import VllmCounters
 from runner.settings import MeasurementSettings
+from testkit.fake_vllm.server import FakeVllm, Script
+from testkit.fake_vllm.wire import chat_reply, sse, token_chunk, usage_chunk
 from testkit.samples import canary_set, make_rows, strict_suite
-from tests.runner.fake_server import FakeServer, Script, chat_reply, sse, token_chunk, usage_chunk
 
 TOKENS = 101  # the protocol's least completion
 METRICS = """\
@@ -31,8 +32,8 @@ vllm:external_prefix_cache_hits_total{{engine="0",model_name="demo"}} 7.0
 
 
 @pytest.fixture()
-def fake() -> Iterator[FakeServer]:
-    with FakeServer() as server:
+def fake() -> Iterator[FakeVllm]:
+    with FakeVllm() as server:
         yield server
 
 
@@ -44,7 +45,7 @@ def canary_requests() -> int:
     return sum(c.repeats or 1 for c in canary_set().canaries)
 
 
-def canaries_of(fake: FakeServer, kwargs: dict[str, object] | None) -> list[CanaryResult]:
+def canaries_of(fake: FakeVllm, kwargs: dict[str, object] | None) -> list[CanaryResult]:
     async def run() -> list[CanaryResult]:
         async with new_http_client(max_in_flight=1) as http:
             return await run_canaries(fake.base_url, "demo", settings(), http, kwargs)
@@ -52,7 +53,7 @@ def canaries_of(fake: FakeServer, kwargs: dict[str, object] | None) -> list[Cana
     return asyncio.run(run())
 
 
-def test_thinking_reply_is_a_failed_canary_with_its_reasoning(fake: FakeServer) -> None:
+def test_thinking_reply_is_a_failed_canary_with_its_reasoning(fake: FakeVllm) -> None:
     """--reasoning-parser qwen3, thinking on: content null, the text in `reasoning`. The attempt
     goes on; every canary fails saying so, and verify judges the same from the record."""
     for _ in range(canary_requests()):
@@ -68,7 +69,7 @@ def test_thinking_reply_is_a_failed_canary_with_its_reasoning(fake: FakeServer) 
         assert verdict(canary, result.outputs, result.reasoning) == (result.passed, result.detail)
 
 
-def test_empty_answers_fail_even_the_repeat_canary(fake: FakeServer) -> None:
+def test_empty_answers_fail_even_the_repeat_canary(fake: FakeVllm) -> None:
     """Eight null answers are "one output" to a naive repeat check: never a pass."""
     for _ in range(canary_requests()):
         fake.add(Script(chat_reply=chat_reply(None)))
@@ -159,7 +160,7 @@ def _completion(prompt_index: int) -> Script:
     return Script(chunks=chunks)
 
 
-def test_an_older_vllm_attempt_records_how_cache_zero_was_shown(fake: FakeServer) -> None:
+def test_an_older_vllm_attempt_records_how_cache_zero_was_shown(fake: FakeVllm) -> None:
     """No prompt_tokens_details on any row (vLLM before PR #44383): the attempt is not refused as a
     leak; /metrics before and after the suite show no hit, and the record says that is the proof."""
     for _ in range(canary_requests()):

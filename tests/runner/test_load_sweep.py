@@ -1,5 +1,5 @@
 """The load sweep's scheduler and per-request/per-level records against a scripted streaming
-server (tests/runner/fake_server.py): outputs checked against the oracle per request, open-loop
+server (testkit/fake_vllm): outputs checked against the oracle per request, open-loop
 requests sent on their Poisson schedule however slow the server, failures recorded, finished
 levels kept for a resume, /metrics folded into gauge peaks and counter deltas."""
 
@@ -22,8 +22,9 @@ from runner.client import ClientError, StreamResult
 from runner.load_sweep_metrics import MetricsSummary, read_wanted
 from runner.plan import LoadSweepOptions
 from runner.settings import MeasurementSettings
+from testkit.fake_vllm.server import FakeVllm, Script
+from testkit.fake_vllm.wire import sse, token_chunk, usage_chunk
 from testkit.samples import make_rows, strict_suite
-from tests.runner.fake_server import FakeServer, Script, sse, token_chunk, usage_chunk
 
 SUITE = strict_suite()
 TOKENS = 6  # every answer and oracle output is this long (max_tokens)
@@ -43,13 +44,13 @@ def oracle_answer(body: dict[str, Any], pause_s: float = 0.0) -> Script:
 
 
 @pytest.fixture()
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as fake:
+def server() -> Iterator[FakeVllm]:
+    with FakeVllm() as fake:
         fake.responder = oracle_answer
         yield fake
 
 
-def sweep(fake: FakeServer, tmp_path: Path, said: list[str] | None = None, **options: Any) -> Ladder:
+def sweep(fake: FakeVllm, tmp_path: Path, said: list[str] | None = None, **options: Any) -> Ladder:
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
     settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
     load = LoadSweepOptions.model_validate({"users": [1, 2], "rates_rps": [20.0], "requests_per_level": 5} | options)
@@ -67,7 +68,7 @@ def sweep(fake: FakeServer, tmp_path: Path, said: list[str] | None = None, **opt
     return asyncio.run(run)
 
 
-def test_levels_record_every_request_and_its_identity(server: FakeServer, tmp_path: Path) -> None:
+def test_levels_record_every_request_and_its_identity(server: FakeVllm, tmp_path: Path) -> None:
     said: list[str] = []
     ladder = sweep(server, tmp_path, said)
     assert ladder.kind == "load" and ladder.load is not None
@@ -92,7 +93,7 @@ def test_levels_record_every_request_and_its_identity(server: FakeServer, tmp_pa
     assert "5/5 identical" in lines[0]
 
 
-def test_a_divergent_output_names_its_first_different_token(server: FakeServer, tmp_path: Path) -> None:
+def test_a_divergent_output_names_its_first_different_token(server: FakeVllm, tmp_path: Path) -> None:
     def differs(body: dict[str, Any]) -> Script:
         ids = ORACLE[PROMPT_IDS[body["prompt"]]]
         return (
@@ -109,7 +110,7 @@ def test_a_divergent_output_names_its_first_different_token(server: FakeServer, 
     assert level.first_diverging_request is second
 
 
-def test_open_loop_sends_on_schedule_while_the_server_is_slow(server: FakeServer, tmp_path: Path) -> None:
+def test_open_loop_sends_on_schedule_while_the_server_is_slow(server: FakeVllm, tmp_path: Path) -> None:
     """Every request streams for ~0.5 s; arrivals at 40/s are ~25 ms apart: each is sent at its
     planned time, long before the requests ahead of it finish."""
     server.responder = lambda body: oracle_answer(body, pause_s=0.1)
@@ -124,7 +125,7 @@ def test_open_loop_sends_on_schedule_while_the_server_is_slow(server: FakeServer
     assert level.duration_s * 1000 >= planned[-1] - planned[0]
 
 
-def test_a_failed_request_is_recorded_not_fatal(server: FakeServer, tmp_path: Path) -> None:
+def test_a_failed_request_is_recorded_not_fatal(server: FakeVllm, tmp_path: Path) -> None:
     def fails_once(body: dict[str, Any]) -> Script:
         if PROMPT_IDS[body["prompt"]] == SUITE.prompts[2].id:
             return Script(status=500)
@@ -139,20 +140,20 @@ def test_a_failed_request_is_recorded_not_fatal(server: FakeServer, tmp_path: Pa
     assert level.goodput(Slo()) == pytest.approx(0.8)
 
 
-def test_a_level_where_every_request_fails_stops_the_sweep(server: FakeServer, tmp_path: Path) -> None:
+def test_a_level_where_every_request_fails_stops_the_sweep(server: FakeVllm, tmp_path: Path) -> None:
     server.responder = lambda body: Script(status=500)
     with pytest.raises(ClientError, match="every request at 1 user failed: HTTP 500"):
         sweep(server, tmp_path, users=[1])
 
 
-def test_levels_that_do_not_fit_are_skipped_and_said(server: FakeServer, tmp_path: Path) -> None:
+def test_levels_that_do_not_fit_are_skipped_and_said(server: FakeVllm, tmp_path: Path) -> None:
     said: list[str] = []
     ladder = sweep(server, tmp_path, said, users=[1, 8], requests_per_level=4)
     assert [level.users for level in ladder.load.levels if level.mode == "closed"] == [1]  # type: ignore[union-attr]
     assert "tp1-oracle load 8 users: skipped, more users than the 4 requests" in said
 
 
-def test_open_rates_default_to_fractions_of_the_highest_closed_level(server: FakeServer, tmp_path: Path) -> None:
+def test_open_rates_default_to_fractions_of_the_highest_closed_level(server: FakeVllm, tmp_path: Path) -> None:
     said: list[str] = []
     ladder = sweep(server, tmp_path, said, users=[1, 2], rates_rps=None, requests_per_level=4)
     sweep_ = ladder.load
@@ -164,7 +165,7 @@ def test_open_rates_default_to_fractions_of_the_highest_closed_level(server: Fak
     assert any("open-loop rates" in line and "fractions of the 2 users level" in line for line in said)
 
 
-def test_finished_levels_are_kept_and_reused(server: FakeServer, tmp_path: Path) -> None:
+def test_finished_levels_are_kept_and_reused(server: FakeVllm, tmp_path: Path) -> None:
     first = sweep(server, tmp_path)
     said: list[str] = []
     served = len(server.requests)
@@ -221,13 +222,13 @@ def test_metrics_fold_into_gauge_peaks_and_counter_deltas() -> None:
     assert MetricsSummary().metrics() is None
 
 
-def test_a_level_records_the_servers_metrics(server: FakeServer, tmp_path: Path) -> None:
+def test_a_level_records_the_servers_metrics(server: FakeVllm, tmp_path: Path) -> None:
     server.metrics_texts.extend([METRICS_BEFORE, METRICS_DURING.replace("3.0", "5.0")])  # at the start, then after
     level = sweep(server, tmp_path, users=[1], rates_rps=[50.0], requests_per_level=2).load.levels[0]  # type: ignore[union-attr]
     assert level.server is not None and level.server.preemptions == 2 and level.server.peak_running == 4.0
 
 
-def test_a_server_without_metrics_leaves_them_none(server: FakeServer, tmp_path: Path) -> None:
+def test_a_server_without_metrics_leaves_them_none(server: FakeVllm, tmp_path: Path) -> None:
     level = sweep(server, tmp_path, users=[1], rates_rps=[50.0], requests_per_level=2).load.levels[0]  # type: ignore[union-attr]
     assert level.server is None
 
@@ -248,7 +249,7 @@ class _LadderServerAt:
 
 
 def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
-    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FakeVllm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """LADDERS=load through runner.ladders: levels above the server's --max-num-seqs are skipped
     and said, the finished ladder is written beside the others and reused by a rerun."""

@@ -1,34 +1,14 @@
-"""VllmServer's lifecycle against small stand-in programs (no vLLM needed)."""
+"""VllmServer's lifecycle against the fake vLLM (testkit/fake_vllm) and small stand-in programs."""
 
 from __future__ import annotations
 
 import socket
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from runner.server import ServerError, VllmServer, find_free_port, is_port_free, live_group_members
-
-# Serves /health and /v1/models like vLLM, prints its cache env, and leaves behind a child
-# that ignores SIGTERM, so teardown must escalate to SIGKILL on the whole process group.
-FAKE_VLLM = textwrap.dedent(
-    """
-    import http.server, json, os, subprocess, sys
-    print("cache root", os.environ["VLLM_CACHE_ROOT"], flush=True)
-    subprocess.Popen([sys.executable, "-c",
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"])
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"" if self.path == "/health" else json.dumps({"data": [{"id": "fake"}]}).encode()
-            self.send_response(200)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
-    """
-)
 
 
 def python_argv(code: str, port: int) -> list[str]:
@@ -36,9 +16,16 @@ def python_argv(code: str, port: int) -> list[str]:
 
 
 @pytest.mark.slow
-def test_ready_server_reports_models_and_teardown_kills_the_whole_group(tmp_path: Path) -> None:
+def test_ready_server_reports_models_and_teardown_kills_the_whole_group(
+    tmp_path: Path, vllm_shim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake vLLM prints its cache folder and leaves behind an engine child that ignores
+    SIGTERM, so teardown must escalate to SIGKILL on the whole process group."""
+    monkeypatch.setenv("FAKE_VLLM_STUBBORN", "1")
+    monkeypatch.setenv("FAKE_VLLM_LOG_ENV", "VLLM_CACHE_ROOT")
     port = find_free_port()
-    server = VllmServer(python_argv(FAKE_VLLM, port), port=port, run_dir=tmp_path, stop_grace_s=1.0)
+    argv = [str(vllm_shim), "-m", "vllm.entrypoints.openai.api_server", "--port", str(port)]
+    server = VllmServer(argv, port=port, run_dir=tmp_path, stop_grace_s=1.0)
     with server:
         assert server.served_models == ["fake"]
         assert server.startup_s is not None and server.startup_s > 0
@@ -50,7 +37,7 @@ def test_ready_server_reports_models_and_teardown_kills_the_whole_group(tmp_path
     assert live_group_members(pgid) == []
     assert not server.is_running
     assert is_port_free(port)
-    assert f"cache root {tmp_path / 'compile-cache' / 'vllm'}" in server.log_tail()
+    assert f"environment VLLM_CACHE_ROOT={tmp_path / 'compile-cache' / 'vllm'}" in server.log_tail()
     assert server.env_overrides["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "compile-cache" / "inductor")
 
 

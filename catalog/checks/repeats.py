@@ -1,0 +1,238 @@
+"""Independent repeats of one configuration, combined into a centre with a 95 % confidence interval.
+
+A repeat is one measured packet's arm that passed every gate: its value is the centre of its two
+fresh servers, the figure the catalog publishes for that packet. Repeats of one configuration
+(same model, card, quantization, cards, speculative method, depth and draft head) measured with
+one setup (same image or vLLM install, driver, weights and workload: catalog/checks/history.py)
+are combined:
+
+- centre: the mean of the n repeats' values;
+- 95 % confidence interval: centre ± t · s / √n, where s is the sample standard deviation of the
+  n values and t Student's t quantile at 0.975 with n − 1 degrees of freedom (a t-interval over
+  repeats: each repeat is one campaign on fresh servers, the unit that is independent);
+- one repeat has no interval: the page says "measured once" and shows its two servers' values.
+
+Two results whose intervals overlap are "not distinguishable": neither is shown to be faster. A
+result measured once is never called faster or slower than another on the strength of it.
+
+A repeat counts only once: a packet whose servers repeat the per-token timings of a server
+already counted (the same gaps token by token, whatever the shift: the same servers counted
+twice, re-sealed as a new packet, by the same signer or another) is refused, as is a packet that
+claims a campaign cell and repeat another packet already holds. Repeats by one key on one host
+count (a fleet host repeats its own cells on fresh servers); the page says how many hosts and keys
+the repeats span.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from catalog.model.metrics import MIN_COMPLETION_TOKENS
+from catalog.model.packet import Arm, Packet, PromptRow, ServerRun
+from catalog.numbers import fmt
+
+CONFIDENCE = 0.95
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1.0) < eps:
+            break
+    return result
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def student_t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with `df` degrees of freedom (df may be fractional: Welch)."""
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The t with P(T <= t) = p, for 0.5 < p < 1, by bisection on the CDF (to 1e-12)."""
+    if not 0.5 < p < 1.0 or df <= 0:
+        raise ValueError("t_quantile needs 0.5 < p < 1 and df > 0")
+    low, high = 0.0, 1.0
+    while student_t_cdf(high, df) < p:
+        high *= 2.0
+    while high - low > 1e-12 * max(1.0, high):
+        middle = (low + high) / 2.0
+        if student_t_cdf(middle, df) < p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+@dataclass(frozen=True)
+class Interval:
+    centre: float
+    low: float
+    high: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2.0
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
+    """The mean of `values` with its t-interval; None for fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * sd / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half)
+
+
+@dataclass(frozen=True)
+class Repeat:
+    packet: Packet
+    arm: Arm
+
+    @property
+    def value(self) -> float:
+        value = self.arm.decode_tok_s
+        assert value is not None  # only qualified arms are repeats
+        return value
+
+
+@dataclass(frozen=True)
+class RefusedRepeat:
+    packet: Packet
+    arm: Arm
+    reason: str
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The repeats of one configuration and setup, and what they add up to."""
+
+    repeats: list[Repeat]
+    refused: list[RefusedRepeat]
+
+    @property
+    def n(self) -> int:
+        return len(self.repeats)
+
+    @property
+    def centre(self) -> float:
+        return sum(r.value for r in self.repeats) / self.n
+
+    @property
+    def interval(self) -> Interval | None:
+        return t_interval([r.value for r in self.repeats])
+
+    @property
+    def measured_once(self) -> bool:
+        return self.n == 1
+
+    @property
+    def hosts(self) -> int:
+        """Hosts the repeats ran on: their boot ids, or their packets where none was recorded."""
+        return len({r.packet.identity.host.boot_id or r.packet.id for r in self.repeats})
+
+    @property
+    def keys(self) -> int:
+        return len({r.packet.seal.signed_by for r in self.repeats})
+
+    def words(self) -> str:
+        """`3 repeats on 2 hosts: 101.20, 95% CI 99.04–103.36` or `measured once: no interval` (numbers
+        rounded as every page rounds them, catalog/numbers.py)."""
+        interval = self.interval
+        if interval is None:
+            return "measured once: no interval"
+        hosts = f"{self.hosts} host{'s' if self.hosts != 1 else ''}"
+        bounds = f"{fmt(interval.low)}–{fmt(interval.high)}"
+        return f"{self.n} repeats on {hosts}: {fmt(interval.centre)}, {CONFIDENCE:.0%} CI {bounds}"
+
+
+def timing_fingerprint(rows: Iterable[PromptRow]) -> str | None:
+    """A server's per-token gaps over the decode window (the first MIN_COMPLETION_TOKENS times of
+    each row, all a summary keeps), prompt by prompt, hashed: equal for the same server re-sealed,
+    whatever constant its times were shifted by; None for a server without rows."""
+    digest = hashlib.sha256()
+    empty = True
+    for row in rows:
+        times = list(row.token_times_us[:MIN_COMPLETION_TOKENS])
+        digest.update(
+            row.prompt_id.encode() + b"\0" + ",".join(str(b - a) for a, b in pairwise(times)).encode() + b"\n"
+        )
+        empty = False
+    return None if empty else digest.hexdigest()
+
+
+def server_timing(server: ServerRun) -> str | None:
+    """The fingerprint of a server's timings; a packet record (catalog/store/record.py), which holds
+    no rows, carries the one its summary's rows gave."""
+    held = getattr(server.rows, "timing", None)
+    if isinstance(held, str):
+        return held or None
+    return timing_fingerprint(server.rows)
+
+
+def _order(candidate: tuple[Packet, Arm]) -> tuple[str, str]:
+    packet = candidate[0]
+    return (packet.created.isoformat() if packet.created else "", packet.id)
+
+
+def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
+    """The candidates (qualified measured arms of one configuration and setup), oldest first; each
+    counted once. A forged repeat is refused, never silently merged (catalog/checks/repeats.py)."""
+    repeats: list[Repeat] = []
+    refused: list[RefusedRepeat] = []
+    seen_servers: dict[str, str] = {}
+    seen_cells: dict[tuple[str, str | None, str, int], str] = {}
+    for packet, arm in sorted(candidates, key=_order):
+        prints = [p for p in map(server_timing, arm.servers) if p is not None]
+        copied = next((seen_servers[p] for p in prints if p in seen_servers), None)
+        if copied is not None:
+            reason = f"its servers' token timings are those of {copied}: not a repeat"
+            refused.append(RefusedRepeat(packet, arm, reason))
+            continue
+        ref = packet.campaign
+        cell = (ref.name, ref.round, ref.cell, ref.repeat) if ref is not None else None
+        if cell is not None and cell in seen_cells:
+            refused.append(
+                RefusedRepeat(packet, arm, f"claims the campaign cell and repeat {seen_cells[cell]} already holds")
+            )
+            continue
+        for p in prints:
+            seen_servers[p] = packet.id
+        if cell is not None:
+            seen_cells[cell] = packet.id
+        repeats.append(Repeat(packet, arm))
+    return Combined(repeats, refused)

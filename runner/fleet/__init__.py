@@ -1,0 +1,1 @@
+"""Campaigns across a fleet of measuring hosts, dispatched on Ray (docs/fleet.md)."""

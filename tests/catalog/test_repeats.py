@@ -1,0 +1,131 @@
+"""Repeats combined into a centre with a t-interval, worked by hand; forged repeats refused.
+
+Hand-worked values (Student's t quantiles from any t table, e.g. NIST/SEMATECH e-Handbook
+1.3.6.7.2: t(0.975, 1) = 12.706, t(0.975, 2) = 4.303, t(0.975, 4) = 2.776, t(0.975, 10) = 2.228,
+t(0.975, 30) = 2.042):
+
+- repeats 100, 102, 104: mean 102; s = 2; s/√3 = 1.1547; half-width 4.303 x 1.1547 = 4.968;
+  95 % CI 97.03-106.97.
+- repeats 50, 52: mean 51; s = √2; s/√2 = 1; half-width 12.706; CI 38.29-63.71.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from catalog.checks.repeats import combine, student_t_cdf, t_interval, t_quantile
+from catalog.model.arrays import to_uint32
+from catalog.model.packet import CampaignRef, Packet, PromptRow, ServerRun
+from testkit.samples import measured_parts
+from tests.catalog.factories import seal_parts
+
+
+@pytest.mark.parametrize(
+    ("df", "quantile"), [(1, 12.7062), (2, 4.3027), (4, 2.7764), (10, 2.2281), (30, 2.0423), (1000, 1.9623)]
+)
+def test_t_quantiles_match_the_table(df: int, quantile: float) -> None:
+    assert t_quantile(0.975, df) == pytest.approx(quantile, abs=1e-4)
+    assert student_t_cdf(quantile, df) == pytest.approx(0.975, abs=1e-5)
+
+
+def test_the_t_distribution_is_symmetric_and_fractional_degrees_lie_between() -> None:
+    assert student_t_cdf(-1.5, 3) == pytest.approx(1 - student_t_cdf(1.5, 3), abs=1e-12)
+    assert t_quantile(0.975, 2) > t_quantile(0.975, 2.5) > t_quantile(0.975, 3)
+
+
+def test_a_t_interval_worked_by_hand() -> None:
+    interval = t_interval([100.0, 102.0, 104.0])
+    assert interval is not None
+    assert interval.centre == pytest.approx(102.0)
+    assert interval.low == pytest.approx(97.032, abs=1e-3)
+    assert interval.high == pytest.approx(106.968, abs=1e-3)
+    pair = t_interval([50.0, 52.0])
+    assert pair is not None
+    assert pair.low == pytest.approx(38.294, abs=1e-3) and pair.high == pytest.approx(63.706, abs=1e-3)
+    assert t_interval([100.0]) is None  # one repeat: no interval
+
+
+def repeat(
+    values: tuple[float, float],
+    *,
+    day: int = 0,
+    ms_per_token: float = 20.0,
+    shift_us: int = 0,
+    copy_of: Packet | None = None,
+    campaign: CampaignRef | None = None,
+    boot: str = "boot-1",
+) -> Packet:
+    """A measured packet of one oracle arm whose two servers publish `values` (its rows' timings
+    are real; their figures stand in so the arithmetic is by hand). `copy_of` re-seals another
+    packet's servers, every time shifted by `shift_us`: a forged repeat."""
+    parts = measured_parts(spec=False, ms_per_token=ms_per_token, identity_overrides={"host": {"boot_id": boot}})
+    arm = parts.arms[0]
+    source = copy_of.arms[0].servers if copy_of is not None else arm.servers
+    servers = [
+        ServerRun.model_validate(
+            {**server.model_dump(), "decode_tok_s": value, "rows": [_shifted(r, shift_us) for r in server.rows]}
+        )
+        for server, value in zip(source, values, strict=True)
+    ]
+    created = datetime(2026, 11, 1, tzinfo=UTC) + timedelta(days=day)
+    changed: dict[str, Any] = {"arms": [arm.model_copy(update={"servers": servers})], "created": created}
+    if campaign is not None:
+        changed["campaign"] = campaign
+    return seal_parts(parts.model_copy(update=changed)).packet
+
+
+def _shifted(row: PromptRow, shift_us: int) -> PromptRow:
+    return row.model_copy(update={"token_times_us": to_uint32([t + shift_us for t in row.token_times_us])})
+
+
+def test_repeats_combine_to_their_mean_with_the_t_interval() -> None:
+    packets = [repeat((99.0, 101.0), day=0), repeat((101.0, 103.0), day=1, ms_per_token=21.0)]
+    packets.append(repeat((103.0, 105.0), day=2, ms_per_token=22.0, boot="boot-2"))
+    combined = combine((p, p.arms[0]) for p in packets)
+    assert [r.value for r in combined.repeats] == [100.0, 102.0, 104.0]
+    assert combined.centre == pytest.approx(102.0)
+    interval = combined.interval
+    assert interval is not None and interval.low == pytest.approx(97.032, abs=1e-3)
+    assert combined.hosts == 2 and combined.keys == 1
+    assert combined.words() == "3 repeats on 2 hosts: 102.00, 95% CI 97.03–106.97"
+
+
+def test_one_repeat_says_it_was_measured_once() -> None:
+    packet = repeat((99.0, 101.0))
+    combined = combine([(packet, packet.arms[0])])
+    assert combined.measured_once and combined.interval is None
+    assert combined.words() == "measured once: no interval"
+
+
+@pytest.mark.parametrize("shift_us", [0, 1, 250_000])
+def test_the_same_servers_counted_twice_are_refused(shift_us: int) -> None:
+    """A forger re-seals an honest packet's servers (exactly, or every time shifted by a constant),
+    with the same key and new figures: not an independent repeat."""
+    honest = repeat((99.0, 101.0), day=0)
+    other = repeat((101.0, 103.0), day=1, ms_per_token=21.0)
+    forged = repeat((150.0, 150.0), day=2, copy_of=honest, shift_us=shift_us, boot="boot-9")
+    combined = combine((p, p.arms[0]) for p in (forged, other, honest))
+    assert [r.packet.id for r in combined.repeats] == [honest.id, other.id]
+    assert [(r.packet.id, r.reason) for r in combined.refused] == [
+        (forged.id, f"its servers' token timings are those of {honest.id}: not a repeat")
+    ]
+    assert combined.centre == pytest.approx(101.0)
+
+
+def test_two_packets_claiming_one_campaign_repeat_count_once() -> None:
+    ref = CampaignRef(name="nightly", cell="0123456789ab", repeat=1, repeats=2)
+    first = repeat((99.0, 101.0), day=0, campaign=ref)
+    second = repeat((101.0, 103.0), day=1, ms_per_token=21.0, campaign=ref)
+    combined = combine((p, p.arms[0]) for p in (second, first))
+    assert [r.packet.id for r in combined.repeats] == [first.id]
+    assert combined.refused[0].reason == f"claims the campaign cell and repeat {first.id} already holds"
+
+
+def test_overlapping_intervals_are_not_distinguishable() -> None:
+    a, b, c = t_interval([100.0, 102.0, 104.0]), t_interval([105.0, 106.0, 107.0]), t_interval([120.0, 121.0, 122.0])
+    assert a is not None and b is not None and c is not None
+    assert a.overlaps(b) and b.overlaps(a)  # 97.0-107.0 and 103.5-108.5
+    assert not a.overlaps(c) and not c.overlaps(b)
