@@ -49,6 +49,7 @@ from builder.output import (
 )
 from builder.pages import ANY_PACKET, Costs, Written, card_key, family_key, needed, packet_key, render, write
 from builder.render import make_environment
+from builder.search import search_files
 from builder.seo import sitemap
 from builder.site import build_date, family_pages, site_pages
 from builder.views.common import SiteContext
@@ -224,7 +225,7 @@ class PacketRead:
     problems: list[CatalogError]
     sha256: str | None  # of the packet's bytes and of its signature's, as verified
     signature_sha256: str | None
-    staged: tuple[Stat, Stat | None] | None  # the staged files' stats, checked before publishing
+    staged: tuple[Linked, Linked | None] | None  # the staged files' stats, checked before publishing
 
 
 @dataclass(frozen=True)
@@ -295,7 +296,7 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
     options = shared.options
     path = options.packets / name
     envelope = signature_path(path)
-    stats: tuple[Stat, Stat | None] | None = None
+    stats: tuple[Linked, Linked | None] | None = None
     staged: Staged | None = None
     if shared.staged and os.path.isfile(path):  # anything else is refused by verification
         try:
@@ -308,7 +309,7 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
             return PacketRead(
                 name, None, [CatalogError(f"cannot read: {error.strerror}", file=path)], None, None, None
             ), None
-        stats = (stat_of(packet_stat), stat_of(signature_stat) if signature_stat else None)
+        stats = (_linked(packet_stat), _linked(signature_stat) if signature_stat else None)
     read = read_one(path, shared.data.keys, options.allow_unsigned, shared.data.reference, staged)
     packet = read.packet if not read.problems else None
     if stats is not None and stats[1] is not None and packet is not None and not packet.signed:
@@ -495,13 +496,18 @@ def render_site(
     entries = {slug: made.models_entry for slug, made in loaded.families.items()}
     files = {routes.MODELS_API: models_api(index, stamp, entries)}
     files[routes.SITEMAP] = sitemap([p for p in every if p != routes.NOT_FOUND], ctx)
+    files |= search_files(made.card for made in loaded.families.values())
     if loaded.changed is None:  # an incremental build keeps the assets: the templates are the same
         assets = options.templates / routes.ASSETS_FOLDER
         for p in sorted(assets.rglob("*")):
             if p.is_file():
                 files[routes.asset(p.relative_to(assets).as_posix())] = p.read_bytes()
     for path, body in files.items():
-        loaded.written[path] = write(targets, path, body, "data", started)
+        sha = _sha256(body)
+        if loaded.before.get(path) == sha and loaded.changed is not None:  # kept from the site: as it is
+            loaded.written[path] = Written(path, sha, "kept", 0.0)
+        else:
+            loaded.written[path] = write(targets, path, body, "data", started)
     return every
 
 
@@ -577,7 +583,7 @@ def _assemble(
     step = time.perf_counter()
     every = render_site(loaded, options, ctx, index, pages, env)
     costs.step("render", step)
-    costs.add(w for w in loaded.written.values() if w.kind not in ("api", "data"))
+    costs.add(w for w in loaded.written.values() if w.kind not in ("api", "data", "kept"))
     said = dict.fromkeys(ctx.catalog.warnings)  # the data's warnings, then each family's, each once
     for made in loaded.families.values():
         said |= dict.fromkeys(made.warnings)
@@ -587,7 +593,7 @@ def _assemble(
 def _manifest(planned: Plan, loaded: Loaded, pages: list[str], warnings: list[str]) -> Manifest:
     """Every file of the new site with its sha256: written by this build, a packet it staged, or
     kept from the site it updates."""
-    expected = {*pages, routes.MODELS_API, routes.SITEMAP}
+    expected = {*pages, *loaded.written}  # every page, and every file this build made
     expected |= {routes.family_api(s) for s in loaded.families}
     for packet_id, listed in loaded.listing.items():
         expected.add(routes.packet_json(packet_id))
@@ -595,7 +601,6 @@ def _manifest(planned: Plan, loaded: Loaded, pages: list[str], warnings: list[st
             expected.add(routes.packet_signature(packet_id))
     kept = loaded.before
     expected |= {p for p in kept if p.startswith(routes.ASSETS_FOLDER + "/")}
-    expected |= {p for p in loaded.written if p.startswith(routes.ASSETS_FOLDER + "/")}
     verified: dict[str, str] = {}
     for read in loaded.reads.values():
         if read.listed is not None and read.sha256 is not None:
@@ -619,21 +624,21 @@ def _manifest(planned: Plan, loaded: Loaded, pages: list[str], warnings: list[st
     )
 
 
-def _keep(folder: Path, keep: Mapping[str, Stat], out: Path) -> dict[str, Stat]:
+def _keep(folder: Path, keep: Mapping[str, Stat], out: Path) -> dict[str, Linked]:
     """The staging folder made to hold the current site's files this build keeps (the very
     inodes) and nothing else; their stats there. A file that moved since it was proven: a full
     build, which keeps nothing of the site."""
     keep_only(folder, {r: (os.path.join(out, r), s[4]) for r, s in keep.items()})
     kept = {}
     for relative, proven in keep.items():
-        st = stat_of(os.lstat(folder / relative))
-        if st[:3] + st[4:] != proven[:3] + proven[4:]:  # linking it moved its ctime, nothing else may move
+        st = _linked(os.lstat(folder / relative))
+        if st[:3] + st[4:5] != proven[:3] + proven[4:]:  # linking it moved its ctime, nothing else may move
             raise Restart
         kept[relative] = st
     return kept
 
 
-def _prune(folder: Path, kept: Mapping[str, Stat], manifest: Manifest) -> None:
+def _prune(folder: Path, kept: Mapping[str, Linked], manifest: Manifest) -> None:
     """Take out of the staging folder what was kept but the new site no longer holds (a removed
     packet's files and pages, a filter page no packet feeds any more)."""
     for relative in sorted(kept.keys() - manifest.files.keys() - {routes.BUILD_MANIFEST}):
@@ -645,7 +650,25 @@ def _prune(folder: Path, kept: Mapping[str, Stat], manifest: Manifest) -> None:
             parent = parent.parent
 
 
-def _refuse_changed(options: Options, folder: Path, loaded: Loaded, kept: Mapping[str, Stat], out: Path) -> None:
+Linked = tuple[int, int, int, int, int, int]  # a Stat and the file's link count
+
+
+def _linked(st: os.stat_result) -> Linked:
+    return (*stat_of(st), st.st_nlink)
+
+
+def _moved(was: Linked, path: Path) -> bool:
+    """Whether the file at `path` changed since its stat was `was`. Linked elsewhere (another
+    build of the same packets) moves its ctime and its link count, and nothing else."""
+    try:
+        now = _linked(os.lstat(path))
+    except OSError:
+        return True
+    mode, size, mtime, _, inode, links = was
+    return now != was and not (now[:3] + now[4:5] == (mode, size, mtime, inode) and now[5] != links)
+
+
+def _refuse_changed(options: Options, folder: Path, loaded: Loaded, kept: Mapping[str, Linked], out: Path) -> None:
     """A packet staged and verified, or a file kept from the site being replaced, that changed
     while the site was built is refused: the pages were made from what was verified."""
     for read in loaded.reads.values():
@@ -653,25 +676,18 @@ def _refuse_changed(options: Options, folder: Path, loaded: Loaded, kept: Mappin
             continue
         relatives = (routes.packet_json(read.listed.id), routes.packet_signature(read.listed.id))
         for relative, was in zip(relatives, read.staged, strict=True):
-            if was is not None and _stat(folder / relative) != was:
+            if was is not None and _moved(was, folder / relative):
                 raise CatalogError(
                     "changed while the site was being built: build again", file=options.packets / read.name
                 )
     for relative, was in kept.items():
-        if relative not in loaded.written and _stat(folder / relative) not in (was, None):
+        if relative not in loaded.written and (folder / relative).exists() and _moved(was, folder / relative):
             raise CatalogError("changed while the site was being built: build again", file=out / relative)
 
 
 def _lstat(path: str) -> os.stat_result | None:
     try:
         return os.lstat(path)
-    except OSError:
-        return None
-
-
-def _stat(path: Path) -> Stat | None:
-    try:
-        return stat_of(os.lstat(path))
     except OSError:
         return None
 

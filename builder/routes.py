@@ -82,18 +82,29 @@ def is_packet_json(path: str) -> bool:
 _READABLE_VALUE = re.compile(r"[a-z0-9][a-z0-9_-]{0,23}")
 
 
-def filtered_index(name: str, value: str) -> str:
-    """The index pre-rendered with one filter set to one value (for readers without JavaScript)."""
+def filtered_index(name: str, value: str, page: int = 1) -> str:
+    """The index pre-rendered with one filter set to one value (for readers without JavaScript),
+    and its `page`th page of families when it has more than a page holds."""
     folder = value if _READABLE_VALUE.fullmatch(value) else "v-" + hashlib.sha256(value.encode()).hexdigest()[:10]
-    return f"{FILTER_FOLDER}/{name}/{folder}/index.html"
+    return f"{FILTER_FOLDER}/{name}/{folder}/{_paged(page)}"
+
+
+def index_page(page: int) -> str:
+    """The index's `page`th page of families (the first is the index itself)."""
+    return _paged(page)
+
+
+def _paged(page: int) -> str:
+    """A page of a listing, beside the first: the same folder, so a list's links are the same."""
+    return INDEX if page == 1 else f"index-{page}.html"
 
 
 def is_filtered_index(path: str) -> bool:
-    return path.startswith(f"{FILTER_FOLDER}/") and path.endswith("/index.html")
+    return path.startswith(f"{FILTER_FOLDER}/") and path.endswith(".html")
 
 
-def hardware_page(hardware_id: str) -> str:
-    return f"hardware/{hardware_id}/index.html"
+def hardware_page(hardware_id: str, page: int = 1) -> str:
+    return f"hardware/{hardware_id}/{_paged(page)}"
 
 
 def methodology_section(anchor: str) -> str:

@@ -6,17 +6,17 @@ and every family's index card. Also the build date, which every page shows."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
-from functools import partial
+from functools import cache, partial
 
 from builder import routes
 from builder.pages import ANY_PACKET, Context, Page, card_key, family_key, packet_key
 from builder.seo import family_jsonld
-from builder.views.common import SiteContext
+from builder.views.common import FAMILIES_PER_PAGE, SiteContext, page_numbers
 from builder.views.family import FamilyView
-from builder.views.hardware import hardware_cards, hardware_view
-from builder.views.index import FamilyCard, IndexView, filtered_index_views
+from builder.views.hardware import hardware_cards, hardware_pages
+from builder.views.index import FamilyCard, IndexView, filtered_index_views, index_pages
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import recipe_view
@@ -79,20 +79,23 @@ def site_pages(ctx: SiteContext, cards: Mapping[str, FamilyCard], index: IndexVi
     catalog = ctx.catalog
     every = frozenset({ANY_PACKET})
     found = [
-        Page(
-            routes.INDEX,
-            "index.html",
-            {"view": index},
-            "Choose a model",
-            "Honest LLM serving performance: every number from a sealed evidence packet.",
-            every,
-        ),
         *[
             Page(
                 path,
                 "index.html",
                 {"view": view},
-                f"Choose a model: {view.chosen_words}",
+                "Choose a model" + (f" (page {view.pager.number})" if view.pager else ""),
+                "Honest LLM serving performance: every number from a sealed evidence packet.",
+                every,
+            )
+            for path, view in index_pages(index).items()
+        ],
+        *[
+            Page(
+                path,
+                "index.html",
+                {"view": view},
+                f"Choose a model: {view.chosen_words}" + (f" (page {view.pager.number})" if view.pager else ""),
                 f"Every model family with a result for {view.chosen_words}, each with its best matching result.",
                 every,
             )
@@ -127,14 +130,21 @@ def site_pages(ctx: SiteContext, cards: Mapping[str, FamilyCard], index: IndexVi
             )
         )
     for hw_id, hw in sorted(catalog.hardware.items()):
-        found.append(
-            Page(
-                routes.hardware_page(hw_id),
-                "hardware.html",
-                partial(_view, hardware_view, hw, ctx, cards),
-                hw.name,
-                f"{hw.name}: specs and results",
-                frozenset({card_key(hw_id)}),
+        views = cache(partial(hardware_pages, hw, ctx, cards))  # made for the first of its pages rendered
+        families = len(catalog.families_on(hw_id))
+        for number in page_numbers(families):
+            found.append(
+                Page(
+                    routes.hardware_page(hw_id, number),
+                    "hardware.html",
+                    partial(_page_of, views, routes.hardware_page(hw_id, number)),
+                    hw.name + (f" (page {number})" if families > FAMILIES_PER_PAGE else ""),
+                    f"{hw.name}: specs and results",
+                    frozenset({card_key(hw_id)}),
+                )
             )
-        )
     return found
+
+
+def _page_of(views: Callable[[], Mapping[str, object]], path: str) -> Context:
+    return {"view": views()[path]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Generic, TypeVar
@@ -24,6 +25,35 @@ class Link:
 
 
 T = TypeVar("T")
+
+FAMILIES_PER_PAGE = 100
+"""A listing that grows with the catalog (the index, its filter pages, a card's page) shows at most
+this many families a page; the search (builder/search.py) finds every family from any page."""
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Where a page sits among the pages of one listing: links to each of them by number."""
+
+    number: int
+    links: list[Link]  # one per page, in order; the current one's href is ""
+
+    @staticmethod
+    def of(count: int, number: int, route: Callable[[int], str]) -> Pager | None:
+        """The pager of page `number` of a listing of `count` families; None when one page holds them."""
+        pages = max(1, -(-count // FAMILIES_PER_PAGE))
+        if pages == 1:
+            return None
+        return Pager(number, [Link(str(n), "" if n == number else route(n)) for n in range(1, pages + 1)])
+
+
+def page_of(items: list[T], number: int) -> list[T]:
+    """The `number`th page's share of a listing."""
+    return items[(number - 1) * FAMILIES_PER_PAGE : number * FAMILIES_PER_PAGE]
+
+
+def page_numbers(count: int) -> range:
+    return range(1, max(1, -(-count // FAMILIES_PER_PAGE)) + 1)
 
 
 @dataclass(frozen=True)
