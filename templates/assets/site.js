@@ -254,7 +254,9 @@
         script.src = bundle + "pagefind-ui.js";
         script.onload = function () {
           /* global PagefindUI */
-          resolve(new PagefindUI({ element: results, bundlePath: bundle, baseUrl: search.getAttribute("data-base"),
+          /* results link from the site's root as this page's address has it: under any prefix */
+          var root = new URL(search.getAttribute("data-base") || ".", location.href).pathname;
+          resolve(new PagefindUI({ element: results, bundlePath: new URL(bundle, location.href).pathname, baseUrl: root,
                                    showSubResults: false, showImages: false, autofocus: true }));
         };
         script.onerror = function () { loading = null; reject(new Error("could not load " + script.src)); };
