@@ -33,7 +33,7 @@ from catalog.packets.seal import seal, write_packet
 from catalog.packets.signing import HostKey, host_key
 from testkit.samples import measured_parts
 
-GENERATOR_VERSION = 2  # 2: schema 2 packets, sealed and signed, created in the past
+GENERATOR_VERSION = 3  # 2: schema 2 packets, sealed and signed, created in the past; 3: keys.yaml a test catalog
 TOKENS = 512
 HARDWARE = "cpu_generic"
 KEY_DIR = Path(tempfile.gettempdir()) / "llm-serving-catalog-bench" / "keys"
@@ -113,7 +113,7 @@ def _write_data(data: Path, families: int, key: HostKey) -> None:
     (data / "models").mkdir(parents=True)
     shutil.copy(REPO / "data" / "hardware.yaml", data / "hardware.yaml")
     shutil.copytree(REPO / "data" / "suites", data / "suites")
-    keys = "schema_version: 1\nkeys:\n" + key.keys_yaml_entry(
+    keys = "schema_version: 1\ntest_catalog: true\nkeys:\n" + key.keys_yaml_entry(
         "benchmark catalog generator (bench/catalog_gen.py)", dated=False
     )
     (data / "keys.yaml").write_text(keys, encoding="utf-8")

@@ -37,6 +37,7 @@ from catalog.recipes.suite import Suite, SuitePrompt
 from catalog.store.repository import load_catalog
 from runner.attempt import prompt_row
 from runner.client import new_http_client, stream_completion
+from runner.identity import local_runtime_identity
 from runner.plan import CampaignRequest, plan_arms
 from runner.runtime import LocalRuntime
 from runner.server import VllmServer, find_free_port
@@ -52,8 +53,11 @@ def _server(run_dir: Path) -> tuple[VllmServer, str, list[str]]:
     request = CampaignRequest(model="demo", hardware="cpu_generic", depths=[0])
     arm = plan_arms(request, catalog.recipes["demo"], catalog.hardware["cpu_generic"], "data/models/demo.yaml")[0]
     port = find_free_port()
-    argv = LocalRuntime(VLLM_PYTHON, DEMO_MODEL).argv(arm.command, port)
-    server = VllmServer(argv, port=port, run_dir=run_dir, env=arm.command.env, health_deadline_s=900.0)
+    _, facts = local_runtime_identity(VLLM_PYTHON, "cpu")  # the entrypoint the runner would use
+    runtime = LocalRuntime(VLLM_PYTHON, DEMO_MODEL, facts.entrypoint, offline=True)
+    argv = runtime.argv(arm.command, port)
+    env = {**arm.command.env, **runtime.server_env()}
+    server = VllmServer(argv, port=port, run_dir=run_dir, env=env, health_deadline_s=900.0)
     return server, arm.command.model_id, argv
 
 
@@ -181,12 +185,7 @@ def run(quick: bool, log: Log, meanwhile: Callable[[], object] | None = None) ->
                         pair["peer"] = _peer(peer, server.base_url, model, prompt, label, max_tokens)
                 pair["load_average"] = load_average()
                 pairs.append(pair)
-            rows = [p["ours"]["row"] for p in pairs if p["round"] == round_index]
-            peer_tpot = median(p["peer"]["tpot_ms"] for p in pairs if p["round"] == round_index)
-            log(
-                f"measurement: round {round_index + 1}/{rounds}: ours {server_decode_rate(rows):.1f} tok/s decode, "
-                f"peer 1/TPOT {1000 / peer_tpot:.1f} tok/s"
-            )
+            log(round_line(pairs, round_index, rounds))
     finally:
         server.stop()
     return [_benchmark(pairs, argv, server.startup_s, max_tokens, rounds)]
@@ -198,9 +197,32 @@ async def _warm_up(base_url: str, model: str) -> None:
         await stream_completion(base_url, model, "Warm up.", 16, SEED, http=http)
 
 
+NO_DECODE_RATE = (
+    "no decode rate: a completion under 101 tokens, or tokens 1..100 of one arrived in a single read "
+    "(catalog.model.metrics.decode_rate)"
+)
+
+
+def round_line(pairs: list[dict[str, Any]], round_index: int, rounds: int) -> str:
+    """One round's progress line; a figure that cannot be computed is said, never formatted."""
+    mine = [p for p in pairs if p["round"] == round_index]
+    ours = server_decode_rate([p["ours"]["row"] for p in mine])
+    peer_tpot = median(p["peer"]["tpot_ms"] for p in mine)
+    said = f"ours {ours:.1f} tok/s decode" if ours is not None else f"ours: {NO_DECODE_RATE}"
+    return f"measurement: round {round_index + 1}/{rounds}: {said}, peer 1/TPOT {1000 / peer_tpot:.1f} tok/s"
+
+
+def _median_or_none(values: list[float | None]) -> float | None:
+    """The median, or None (a missing figure) when any value is missing."""
+    known = [v for v in values if v is not None]
+    return float(median(known)) if known and len(known) == len(values) else None
+
+
 def _benchmark(
     pairs: list[dict[str, Any]], argv: list[str], startup_s: float | None, max_tokens: int, rounds: int
 ) -> Benchmark:
+    """The figures of the pairs. A figure that cannot be computed (a round without a decode rate)
+    is reported missing with its reason: the rest of the run stands."""
     per_round = []
     for round_index in range(rounds):
         mine = [p for p in pairs if p["round"] == round_index]
@@ -220,9 +242,13 @@ def _benchmark(
     def mid(key: str) -> float:
         return float(median(r[key] for r in per_round))
 
-    ours_decode, peer_tpot = mid("ours_decode_tok_s"), mid("peer_tpot_ms")
+    ours_decode, peer_tpot = _median_or_none([r["ours_decode_tok_s"] for r in per_round]), mid("peer_tpot_ms")
     peer_rate = 1000.0 / peer_tpot
-    paired = median(p["ours"]["decode_tok_s"] * p["peer"]["tpot_ms"] / 1000 for p in pairs)
+    rated = [p for p in pairs if p["ours"]["decode_tok_s"] is not None]
+    paired = _median_or_none([p["ours"]["decode_tok_s"] * p["peer"]["tpot_ms"] / 1000 for p in rated])
+    definitions = _median_or_none([p["ours"]["decode_tok_s"] * p["ours"]["tpot_ms"] / 1000 for p in rated])
+    unrated = len(pairs) - len(rated)
+    skipped = f"; {unrated} prompt(s) left out: {NO_DECODE_RATE}" if unrated else ""
     first_round = [p for p in pairs if p["round"] == 0]
     identical = all(
         p["ours"]["row"].token_ids == q["ours"]["row"].token_ids
@@ -245,22 +271,25 @@ def _benchmark(
                 peer=peer_rate,
                 better="closer",
                 target="within ±3 %",
-                met=abs(ours_decode / peer_rate - 1) <= 0.03,
-                note="definitions differ (window, summary); the TPOT row compares like for like",
+                met=None if ours_decode is None else abs(ours_decode / peer_rate - 1) <= 0.03,
+                note="definitions differ (window, summary); the TPOT row compares like for like"
+                if ours_decode is not None
+                else f"missing, {NO_DECODE_RATE}",
             ),
             Figure(
                 name="decode rate, prompt by prompt (median of ours / peer's 1 / TPOT)",
                 unit="ratio",
                 ours=paired,
                 better="closer",
-                note="each pair measured back to back on the same prompt",
+                note=f"each pair measured back to back on the same prompt{skipped}",
             ),
             Figure(
                 name="definitions alone: our decode rate / our 1 / TPOT, same requests",
                 unit="ratio",
-                ours=float(median(p["ours"]["decode_tok_s"] * p["ours"]["tpot_ms"] / 1000 for p in pairs)),
+                ours=definitions,
                 better="closer",
-                note="tokens 1..100 against every interval after the first, from one client's token times: no noise",
+                note="tokens 1..100 against every interval after the first, from one client's token times: no noise"
+                + skipped,
             ),
             Figure(
                 name="median TPOT, same definition both sides",

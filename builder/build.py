@@ -55,12 +55,13 @@ from builder.site import build_date, family_pages, site_pages
 from builder.views.common import SiteContext
 from builder.views.family import family_view
 from builder.views.index import IndexView, family_card, index_view
+from builder.views.recipe import energy_costs
 from catalog.errors import CatalogError
 from catalog.files import file_sha256, read_bytes
 from catalog.forked import forked_map, worker_count
 from catalog.model.packet import Packet
 from catalog.packets.layout import SIGNATURE_SUFFIX, signature_path
-from catalog.packets.verify import Staged
+from catalog.packets.verify import Staged, check_size
 from catalog.store.listing import Listed
 from catalog.store.reading import read_one
 from catalog.store.repository import (
@@ -277,7 +278,8 @@ def family(shared: Shared, job: Job) -> FamilyDone:
     said = family_view(job.slug, data.recipes[job.slug], ctx)
     view, card = said.view, family_card(said.view, data.hardware)
     api = write(targets, routes.family_api(job.slug), family_api(view, shared.date.isoformat()), "api", started)
-    made = FamilyMade(card, view.quantizations, models_entry(card), list(said.warnings), tuple(sorted(held)))
+    costs = energy_costs(ctx, job.slug)  # the recipe page's, made while the packets are held
+    made = FamilyMade(card, view.quantizations, models_entry(card), list(said.warnings), tuple(sorted(held)), costs)
     changed = job.changed
     if changed is not None:  # a packet page shows the packets reproducing it
         changed = changed | {
@@ -300,6 +302,10 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
     staged: Staged | None = None
     if shared.staged and os.path.isfile(path):  # anything else is refused by verification
         try:
+            check_size(path)  # a file larger than a packet may be is neither staged nor read
+        except CatalogError as error:
+            return PacketRead(name, None, [error], None, None, None), None
+        try:
             packet_file = targets.made(routes.packet_json(path.stem))
             packet_stat = stage(packet_file, path)
             signature_file = targets.of(routes.packet_signature(path.stem))
@@ -310,7 +316,8 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
                 name, None, [CatalogError(f"cannot read: {error.strerror}", file=path)], None, None, None
             ), None
         stats = (_linked(packet_stat), _linked(signature_stat) if signature_stat else None)
-    read = read_one(path, shared.data.keys, options.allow_unsigned, shared.data.reference, staged)
+    data = shared.data
+    read = read_one(path, data.keys, options.allow_unsigned, data.reference, staged, signatures=data.signatures)
     packet = read.packet if not read.problems else None
     if stats is not None and stats[1] is not None and packet is not None and not packet.signed:
         targets.of(routes.packet_signature(path.stem)).unlink()  # a key not listed: a local, unsigned packet
@@ -377,8 +384,8 @@ class Loaded:
 def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Environment) -> Loaded:
     require_inputs(options.data, options.packets)
     data = load_data(options.data)
-    names = packet_names(options.packets)
-    errors = [*data.errors, *signatures_without_packets(options.packets, names)]
+    names, leaving = packet_names(options.packets)
+    errors = [*data.errors, *leaving, *signatures_without_packets(options.packets, names)]
     files = [n for n in names if not n.endswith(SIGNATURE_SUFFIX)]
     slugs = sorted(data.recipes, key=len, reverse=True)
     groups: dict[str, list[str]] = {}
@@ -458,7 +465,7 @@ def _across_families(options: Options, data: Data, packet_id: str, original: str
     paths = {i: options.packets / f"{i}.json" for i in (packet_id, original)}
     held = {}
     for i, path in paths.items():
-        packet = read_one(path, data.keys, options.allow_unsigned, None).packet
+        packet = read_one(path, data.keys, options.allow_unsigned, None, signatures=data.signatures).packet
         if packet is None:
             return []  # its own problems are said already
         held[i] = packet
@@ -482,7 +489,8 @@ def render_site(
 ) -> list[str]:
     """The site's pages, those the build needs rendered; every page's path (the sitemap's)."""
     cards = {slug: made.card for slug, made in loaded.families.items()}
-    found = site_pages(ctx, cards, index)
+    costs = {slug: made.energy_costs for slug, made in loaded.families.items()}
+    found = site_pages(ctx, cards, index, costs)
     targets = Targets(pages)
     before = loaded.before
     todo = [p for p in found if needed(p, loaded.changed) or p.path not in before]  # a new page: rendered

@@ -25,9 +25,10 @@ from catalog.files import write_file
 if TYPE_CHECKING:
     from builder.manifest import Manifest
     from builder.views.index import FamilyCard
+    from builder.views.recipe import EnergyCost
     from catalog.store.listing import Listed
 
-FORMAT = 1  # bump when Proof's or Memory's fields change: an older one is then a full build
+FORMAT = 2  # bump when Proof's or Memory's fields change: an older one is then a full build
 
 Stat = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
 
@@ -48,13 +49,15 @@ class FileSeen:
 @dataclass(frozen=True)
 class FamilyMade:
     """A family as the site shows it beyond its own pages: its index card, the quantizations it
-    names, its entry of the models API, the warnings its view gave and its packets."""
+    names, its entry of the models API, the warnings its view gave, its packets, and the energy
+    cost of each of its arms with a valid figure (its recipe page's)."""
 
     card: FamilyCard
     quantizations: list[str]
     models_entry: str
     warnings: list[str]
     packets: tuple[str, ...]
+    energy_costs: list[EnergyCost]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from builder.views.hardware import hardware_cards, hardware_pages
 from builder.views.index import FamilyCard, IndexView, filtered_index_views, index_pages
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
-from builder.views.recipe import recipe_view
+from builder.views.recipe import EnergyCost, recipe_view
 from catalog.errors import CatalogError
 from catalog.model.packet import Packet
 from catalog.recipes.recipe import Recipe
@@ -72,10 +72,13 @@ def _view(make: object, *args: object) -> Context:
     return {"view": make(*args)}
 
 
-def site_pages(ctx: SiteContext, cards: Mapping[str, FamilyCard], index: IndexView) -> list[Page]:
+def site_pages(
+    ctx: SiteContext, cards: Mapping[str, FamilyCard], index: IndexView, costs: Mapping[str, list[EnergyCost]]
+) -> list[Page]:
     """Every page but the families': those that list or count packets depend on any of them, a
     recipe page on its family's (its configurations list packets, its docker command pins the
-    image a packet recorded), a card's page on the packets measured on it."""
+    image a packet recorded, its energy costs (`costs`, by family) are its packets' figures), a
+    card's page on the packets measured on it."""
     catalog = ctx.catalog
     every = frozenset({ANY_PACKET})
     found = [
@@ -123,7 +126,7 @@ def site_pages(ctx: SiteContext, cards: Mapping[str, FamilyCard], index: IndexVi
             Page(
                 routes.recipe_page(slug),
                 "recipe.html",
-                partial(_view, recipe_view, recipe, ctx),
+                partial(_view, recipe_view, recipe, ctx, costs.get(slug, [])),
                 f"{recipe.meta.title} recipe",
                 recipe.meta.description,
                 frozenset({family_key(slug)}),

@@ -10,24 +10,28 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from time import perf_counter
 
 import httpx
 
 from catalog.checks.canaries import judge
+from catalog.checks.energy import server_tokens
 from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.arrays import to_uint32
 from catalog.model.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
-from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerRun, SpecMetrics
+from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerFacts, ServerRun, SpecMetrics
 from catalog.packets.canonical import pretty_json
 from catalog.recipes.compose import flag_groups, flag_name
 from catalog.recipes.suite import Suite
 from catalog.store.documents import load_file
 from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
+from runner.energy.meter import describe
 from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
-from runner.plan import ArmPlan
+from runner.plan import ArmPlan, flag_value
 from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
+from runner.server_facts import read_server_facts
 from runner.settings import MeasurementSettings, Progress
 
 TEMPLATE_KWARGS_FLAG = "--default-chat-template-kwargs"
@@ -73,11 +77,12 @@ def run_attempt(
     if server_dir.exists():
         shutil.rmtree(server_dir)  # a retried attempt gets an empty compile cache again
     port = find_free_port()
+    runtime.prepare(server_dir)
     server = VllmServer(
-        runtime.argv(arm.command, port, attempt=f"{arm.id}-{label}"),
+        runtime.argv(arm.command, port, attempt=f"{arm.id}-{label}", server_dir=server_dir),
         port=port,
         run_dir=server_dir,
-        env=arm.command.env,
+        env={**arm.command.env, **runtime.server_env()},
         log_path=log_path,
         health_deadline_s=settings.health_deadline_s,
     )
@@ -85,9 +90,20 @@ def run_attempt(
         progress(f"{arm.id} server {label}: starting on port {port} (log {log_path})")
         with server:
             progress(f"{arm.id} server {label}: ready after {server.startup_s or 0:.0f} s")
-            run = asyncio.run(_measure(server.base_url, arm, label, settings, progress))
+            resolved = resolved_facts(server.base_url, log_path, arm)
+            run, (started, ended) = asyncio.run(_measure(server.base_url, arm, label, settings, progress))
+            energy = None
+            if settings.energy is not None:
+                energy = settings.energy.window(started, ended, arm_cards(arm), server_tokens(run))
+                progress(f"{arm.id} server {label}: {describe(energy)}")
             run = run.model_copy(
-                update={"startup_s": server.startup_s, "log": log_path.name, "server_version": server.version}
+                update={
+                    "startup_s": server.startup_s,
+                    "log": log_path.name,
+                    "server_version": server.version,
+                    "energy": energy,
+                    "resolved": resolved,
+                }
             )
     except (ServerError, ClientError, MetricsError, AttemptInvalid) as error:
         tail = getattr(error, "log_tail", "") or server.log_tail()
@@ -98,9 +114,17 @@ def run_attempt(
     return run
 
 
+def arm_cards(arm: ArmPlan) -> int:
+    """The cards one server of the arm spans (its --tensor-parallel-size; compose writes it above 1)."""
+    value = flag_value(arm.command.args, "--tensor-parallel-size")
+    return int(value) if value and value.isdigit() else 1
+
+
 async def _measure(
     base_url: str, arm: ArmPlan, label: str, settings: MeasurementSettings, progress: Progress
-) -> ServerRun:
+) -> tuple[ServerRun, tuple[float, float]]:
+    """The server's run, and the strict suite's window on the client's clock (first request sent
+    to last token received)."""
     model = arm.command.model_id
     async with new_http_client(max_in_flight=1) as http:
         canaries = await run_canaries(base_url, model, settings, http, canary_template_kwargs(arm.command.args))
@@ -110,6 +134,7 @@ async def _measure(
         before = scrape_counters(base_url)
         rows: list[PromptRow] = []
         class_of = settings.suite.class_of()
+        started = perf_counter()
         for index, prompt in enumerate(settings.suite.prompts, start=1):
             result = await stream_completion(
                 base_url, model, prompt.prompt, settings.max_tokens, settings.seed, http=http
@@ -122,11 +147,12 @@ async def _measure(
                 f"{arm.id} server {label}: prompt {index}/{len(settings.suite.prompts)}, "
                 f"{row.completion_tokens} tokens, {rate}"
             )
+        ended = perf_counter()
         after = scrape_counters(base_url)
     delta = after.minus(before)
     _check_rows(rows, settings.suite)
     cache = cache_check(rows, delta)
-    return ServerRun(
+    run = ServerRun(
         label=label,
         decode_tok_s=server_decode_rate(rows),
         ttft_ms=server_ttft_ms(rows),
@@ -136,6 +162,7 @@ async def _measure(
         cache_check=cache,
         spec_metrics=spec_metrics(delta),
     )
+    return run, (started, ended)
 
 
 def prompt_row(prompt_id: str, class_id: str, result: StreamResult) -> PromptRow:
@@ -151,6 +178,18 @@ def prompt_row(prompt_id: str, class_id: str, result: StreamResult) -> PromptRow
     )
 
 
+def resolved_facts(base_url: str, log_path: Path, arm: ArmPlan) -> ServerFacts | None:
+    """What vLLM resolved for this server (runner/server_facts.py); an arm switch the server said
+    it does not know makes the attempt invalid: the arm would be recorded as what it did not run."""
+    facts = read_server_facts(base_url, log_path, arm.command.env)
+    ignored = [name for name in (facts.unknown_env if facts else []) if name in arm.command.env]
+    if ignored:
+        raise AttemptInvalid(
+            f'the server ignored {", ".join(ignored)}: it logged "Unknown vLLM environment variable detected"'
+        )
+    return facts
+
+
 def _check_rows(rows: list[PromptRow], suite: Suite) -> None:
     short = [r.prompt_id for r in rows if r.completion_tokens < MIN_COMPLETION_TOKENS]
     if short:
@@ -163,8 +202,8 @@ def _check_rows(rows: list[PromptRow], suite: Suite) -> None:
 def cache_check(rows: list[PromptRow], suite_delta: VllmCounters) -> CacheCheck:
     """Show that no prompt token of the suite came from the prefix cache, or refuse the attempt.
 
-    Every row's usage.prompt_tokens_details.cached_tokens is the first witness. vLLM before PR
-    #44383 left prompt_tokens_details out when nothing was cached, so a row without it says
+    Every row's usage.prompt_tokens_details.cached_tokens is the first witness. vLLM before the
+    fix for issue #44377 left prompt_tokens_details out when nothing was cached, so a row without it says
     "unknown", not "leaked": there the vllm:prefix_cache_hits counter, over the suite, must not
     have moved."""
     cached = [r.prompt_id for r in rows if r.cached_tokens]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import UserError
+from catalog.model.energy import EnergySetup
 from catalog.model.metrics import compare_rows
 from catalog.model.packet import (
     ArmConfig,
@@ -28,7 +29,8 @@ from catalog.model.packet import (
 )
 from catalog.packets.seal import Sealed, seal, write_packet
 from catalog.packets.signing import HostKey
-from runner.attempt import finished_attempt, run_attempt
+from runner.attempt import arm_cards, finished_attempt, run_attempt
+from runner.energy.packet import judged
 from runner.identity import scrub_argv, scrub_env
 from runner.plan import ArmPlan, CampaignRequest, flag_value
 from runner.runtime import PORT_PLACEHOLDER, Runtime
@@ -77,8 +79,7 @@ def measure_arms(setup: CampaignSetup, runtime: Any, progress: Progress) -> dict
 def arm_tp(arm: ArmPlan) -> int:
     """The arm's tensor parallel size, as its command says (compose writes the flag above 1;
     a reproduction plans arms of several sizes in one campaign)."""
-    value = flag_value(arm.command.args, "--tensor-parallel-size")
-    return int(value) if value and value.isdigit() else 1
+    return arm_cards(arm)
 
 
 def oracle_of(arm: ArmPlan, arms: list[ArmPlan]) -> ArmPlan:
@@ -89,10 +90,14 @@ def oracle_of(arm: ArmPlan, arms: list[ArmPlan]) -> ArmPlan:
 
 def gates_for(arm: ArmPlan, runs: list[ServerRun], oracle: ArmPlan, oracle_runs: list[ServerRun]) -> list[GateResult]:
     """G1 for the oracle (its servers agree); G2 and per-server G3 for a speculative arm."""
+    second = "the arm's second fresh server"
     if arm.spec_depth == 0:
-        return [compare_rows("G1", "the arm's second fresh server", runs[0].rows, runs[1].rows)]
-    gates = [compare_rows("G2", "the arm's second fresh server", runs[0].rows, runs[1].rows)]
-    gates += [compare_rows("G3", oracle.id, run.rows, oracle_runs[0].rows, server=run.label) for run in runs]
+        return [compare_rows("G1", second, runs[0].rows, runs[1].rows, cause="repeat")]
+    gates = [compare_rows("G2", second, runs[0].rows, runs[1].rows, cause="repeat")]
+    gates += [
+        compare_rows("G3", oracle.id, run.rows, oracle_runs[0].rows, server=run.label, cause="speculative")
+        for run in runs
+    ]
     return gates
 
 
@@ -105,10 +110,12 @@ def arm_parts(
 ) -> ArmParts:
     launch: list[str] = []
     passed: list[str] = []
+    entrypoint = None
     if runtime is not None:
         # The command the servers ran, as server A ran it; each server has its own free port.
         launch = scrub_argv(runtime.argv(arm.command, PORT_PLACEHOLDER, attempt=f"{arm.id}-A"))
         passed = runtime.passed_env(dict(os.environ))
+        entrypoint = runtime.entrypoint_name
     return ArmParts(
         id=arm.id,
         label=_label(arm, request),
@@ -125,6 +132,7 @@ def arm_parts(
             max_model_len_source=arm.max_model_len_source,
             launch_argv=launch,
             passed_env=passed,
+            entrypoint=entrypoint,
         ),
         servers=runs,
         gates=gates,
@@ -162,6 +170,10 @@ def assemble(
     runtime: Runtime | None = None,
 ) -> Sealed:
     arms = [arm_parts(arm, results[arm.id], gates[arm.id], setup.request, runtime) for arm in setup.arms]
+    energy: EnergySetup | None = None
+    if setup.settings.energy is not None:
+        energy = setup.settings.energy.setup()
+        arms, ladders = judged(arms, ladders, energy)
     parts = PacketParts(
         title=setup.title,
         created=datetime.now(UTC).replace(microsecond=0),
@@ -181,6 +193,7 @@ def assemble(
         ladders=ladders,
         reproduces=reproduces,
         campaign=setup.campaign,
+        energy=energy,
     )
     return seal(parts, key)
 

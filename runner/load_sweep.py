@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -24,12 +23,15 @@ from time import perf_counter
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
+from catalog.checks.energy import level_tokens
 from catalog.files import write_file
 from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
-from catalog.model.metrics import first_divergence
+from catalog.model.metrics import arrival_gaps, first_divergence
 from catalog.model.packet import Ladder, PromptRow
 from catalog.packets.canonical import pretty_json
+from runner.attempt import arm_cards
 from runner.client import ClientError, StreamResult, new_http_client, stream_completion
+from runner.energy.meter import describe
 from runner.load_sweep_metrics import MetricsSampler
 from runner.plan import LOAD_RATE_FRACTIONS, ArmPlan, LoadSweepOptions
 from runner.settings import MeasurementSettings, Progress
@@ -66,6 +68,7 @@ async def run_load_sweep(
     kept = read_finished_levels(kept_path) if kept_path.exists() else []
     levels: list[LoadLevel] = []
     oracle = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
+    prompt_tokens = {row.prompt_id: row.prompt_tokens for row in oracle_rows}
     runner = LevelRunner(base_url, arm.command.model_id, oracle, settings, options)
 
     async def level_of(mode: str, users: int | None, rate: float | None) -> LoadLevel:
@@ -74,7 +77,12 @@ async def run_load_sweep(
             progress(f"{arm.id} load {match.label}: finished earlier, reusing")
             return match
         level = await (runner.closed(users) if users is not None else runner.open(rate or 0.0))
-        progress(level_line(arm.id, level, options))
+        if settings.energy is not None:
+            start, end = runner.span
+            served = level_tokens(level, prompt_tokens)
+            energy = await asyncio.to_thread(settings.energy.window, start, end, arm_cards(arm), served)
+            level = level.model_copy(update={"energy": energy})
+        progress(level_line(arm.id, level, options) + (f"; {describe(level.energy)}" if settings.energy else ""))
         if not level.completed:
             raise ClientError(f"every request at {level.label} failed: {level.requests[0].error}")
         return level
@@ -166,6 +174,7 @@ class LevelRunner:
         self.settings = settings
         self.options = options
         self.started = 0.0  # perf_counter() when the running level's clock started
+        self.span = (0.0, 0.0)  # the last level's window: first planned send to last request finished
 
     async def closed(self, users: int) -> LoadLevel:
         count = self.options.requests_per_level
@@ -243,6 +252,7 @@ class LevelRunner:
             server = await sampler.stop()
         first_due = min(row.planned_ms for row in rows if row is not None) / 1000.0
         duration = max(finished) - self.started - first_due
+        self.span = (self.started + first_due, max(finished))
         return LoadLevel(
             duration_s=max(duration, 1e-6),
             client_cpu_s=cpu_s,
@@ -278,8 +288,9 @@ def request_row(
 
 
 def _gaps_ms(times: Sequence[float]) -> list[float]:
-    """Every gap between consecutive tokens (tokens of one read share a time: a gap of 0)."""
-    return [(later - earlier) * 1000.0 for earlier, later in itertools.pairwise(times)]
+    """The stream's ITL samples in milliseconds: gaps between distinct arrivals
+    (catalog.model.metrics.arrival_gaps), never the zero gaps inside a chunk."""
+    return [gap * 1000.0 for gap in arrival_gaps(times)]
 
 
 async def _open_connections(http: httpx.AsyncClient, base_url: str, count: int) -> None:

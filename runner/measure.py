@@ -7,7 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from catalog.errors import UserError
@@ -22,15 +22,18 @@ from catalog.model.packet import (
     ServerRun,
 )
 from catalog.packets.signing import HostKey, host_key
+from catalog.recipes.compose import LaunchCommand, merge_args
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.suite import CanarySet, Suite
 from catalog.store.repository import Catalog
 from runner import docker, preflight
-from runner.campaign import CampaignSetup, assemble, judge_gates, measure_arms, publish
+from runner.campaign import CampaignSetup, arm_tp, assemble, judge_gates, measure_arms, publish
+from runner.cards import CardSelection
 from runner.docker import PinnedImage
+from runner.energy.meter import CardAddress, Meter, energy_meter
 from runner.identity import config_facts, host_identity, local_runtime_identity, model_files, weight_bytes
-from runner.ladders import run_ladders
+from runner.ladders import ConcurrencyOutputs, concurrency_outputs_path, load_concurrency_outputs, run_ladders
 from runner.plan import (
     LOAD_RATE_FRACTIONS,
     ArmPlan,
@@ -41,6 +44,7 @@ from runner.plan import (
     plan_arms,
 )
 from runner.runtime import PASSED_ENV, DockerRuntime, LocalRuntime, Runtime
+from runner.runtime_probe import RuntimeFacts
 from runner.settings import MeasurementSettings, Progress
 
 DEMO_SLUG = "demo"
@@ -74,6 +78,12 @@ class Checked:
     model_dir: Path | None
     snapshot: preflight.HubSnapshot | None
     image: str | None
+    cards: CardSelection | None = None  # the cards checked: the ones every server is given
+
+    @property
+    def offline(self) -> bool:
+        """The weights were found on this machine: servers load them and never reach the hub."""
+        return self.model_dir is not None or self.snapshot is not None
 
     @property
     def weights_dir(self) -> Path | None:
@@ -96,26 +106,48 @@ def measure(
     recipe, hardware, suite, canaries, recipe_path = resolve(catalog, request, places.data)
     arms = planned or plan_arms(request, recipe, hardware, str(recipe_path))
     checked = run_preflight(recipe, hardware, request, arms, choice, places, progress)
-    pinned, runtime_identity = pin_runtime(recipe, hardware, request, checked, choice, progress)
+    if checked.snapshot is not None:
+        arms = [with_revision(arm, checked.snapshot.revision) for arm in arms]
+    pinned, runtime_identity, facts = pin_runtime(recipe, hardware, request, checked, choice, progress)
+    unchecked = preflight.check_env_known(
+        {arm.id: arm.command.env for arm in arms}, facts, f"vLLM {runtime_identity.version}", config_facts_of(checked)
+    )
+    if unchecked:
+        progress(
+            f"cannot read which variables this vLLM knows: {', '.join(unchecked)} will be checked in each server's log"
+        )
     key = signing_key(catalog, progress)
     cid = campaign_id(request, arms, suite.sha256, _runtime_key(runtime_identity))
-    runtime = _runtime(choice, checked, pinned, cid)
+    runtime = _runtime(choice, checked, pinned, cid, facts)
     for arm in arms:
         progress(f"{arm.id}: {arm.command.redacted().shell()}")
     run_dir = places.runs / cid
     progress(f"campaign {cid}: logs and finished attempts in {run_dir}")
-    settings = MeasurementSettings(suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s)
+    meter = campaign_meter(hardware, checked, arms, progress)
+    settings = MeasurementSettings(
+        suite, canaries, request.max_tokens, request.seed, choice.health_deadline_s, energy=meter
+    )
     identity = campaign_identity(recipe, hardware, request, checked, runtime_identity, progress)
     title = _title(recipe.meta.title, request, hardware.name)
     setup = CampaignSetup(request, arms, settings, run_dir, identity, title, campaign)
     try:
-        results = measure_arms(setup, runtime, progress)  # the oracle and every speculative arm, fresh servers each
-        ladders = run_campaign_ladders(setup, recipe, results, runtime, progress)
+        with meter:
+            meter.take_idle_baseline()  # before the first server starts
+            results = measure_arms(setup, runtime, progress)  # the oracle and every speculative arm, fresh servers each
+            ladders = run_campaign_ladders(setup, recipe, results, runtime, progress)
     except KeyboardInterrupt:
         progress(f"interrupted: no packet written; finished attempts and server logs stay in {run_dir}")
         raise
     gates = judge_gates(setup.arms, results)
     return seal_and_write(setup, results, gates, ladders, reproduces, key, runtime, places.packets, progress)
+
+
+def campaign_meter(hardware: Hardware, checked: Checked, arms: list[ArmPlan], progress: Progress) -> Meter:
+    """The energy meter of every card the campaign's largest arm uses (runner/energy/): a CPU
+    host has none, and its packet says so."""
+    cards = max(arm_tp(arm) for arm in arms)
+    used = [CardAddress(d.index, d.bus_id) for d in checked.devices.devices[:cards]]
+    return energy_meter(hardware.platform, used, progress)
 
 
 def run_preflight(
@@ -143,7 +175,8 @@ def run_preflight(
     model_id = arms[0].command.model_id
     preflight.check_weights(model_id, model_dir)
     snapshot = preflight.hub_snapshot(model_id) if model_dir is None else None
-    checked = Checked(devices, model_id, model_dir, snapshot, image)
+    cards = preflight.card_selection(devices, request.tp, container=image is not None)
+    checked = Checked(devices, model_id, model_dir, snapshot, image, cards)
     weights_dir = checked.weights_dir
     preflight.check_tensor_parallel(request.tp, preflight.read_config(weights_dir), str(weights_dir or model_id))
     if image:
@@ -177,18 +210,20 @@ def pin_runtime(
     checked: Checked,
     choice: RuntimeChoice,
     progress: Progress,
-) -> tuple[PinnedImage | None, RuntimeIdentity]:
-    """The image pinned by digest (docker) or the local vLLM, identified, and new enough for the recipe."""
+) -> tuple[PinnedImage | None, RuntimeIdentity, RuntimeFacts]:
+    """The image pinned by digest (docker) or the local vLLM, identified, and new enough for the
+    recipe; and what the install holds (runner/runtime_probe.py)."""
     pinned: PinnedImage | None = None
     if checked.image:
         progress(f"pulling {checked.image} to pin it by digest")
         pinned = docker.pin_image(checked.image)
         progress(f"image {pinned.pinned} (vLLM {pinned.vllm_version})")
         runtime_identity = _docker_identity(pinned, hardware.platform)
+        facts = pinned.facts or RuntimeFacts(version=pinned.vllm_version)
     else:
-        runtime_identity = local_runtime_identity(choice.vllm_python or Path("python"), hardware.platform)
+        runtime_identity, facts = local_runtime_identity(choice.vllm_python or Path("python"), hardware.platform)
     preflight.check_vllm_version(recipe, request.variant, runtime_identity.version)
-    return pinned, runtime_identity
+    return pinned, runtime_identity, facts
 
 
 def _runtime_key(runtime_identity: RuntimeIdentity) -> str:
@@ -198,11 +233,34 @@ def _runtime_key(runtime_identity: RuntimeIdentity) -> str:
     )
 
 
-def _runtime(choice: RuntimeChoice, checked: Checked, pinned: PinnedImage | None, cid: str) -> Runtime:
+def _runtime(
+    choice: RuntimeChoice, checked: Checked, pinned: PinnedImage | None, cid: str, facts: RuntimeFacts
+) -> Runtime:
+    """The runtime every server of the campaign starts from: the cards preflight checked, the
+    weights it found (offline), and for a local install the entrypoint it can run."""
     environ = tuple(name for name in PASSED_ENV if name in os.environ)
     if pinned:
-        return DockerRuntime(hf_cache_root(), cid, pinned.pinned, checked.model_dir, environ)
-    return LocalRuntime(choice.vllm_python or Path("python"), checked.model_dir)
+        hub = preflight.hub_cache_root()
+        return DockerRuntime(hub, cid, pinned.pinned, checked.model_dir, environ, checked.cards, checked.offline)
+    python = choice.vllm_python or Path("python")
+    return LocalRuntime(python, checked.model_dir, facts.entrypoint, checked.cards, checked.offline)
+
+
+def with_revision(arm: ArmPlan, revision: str) -> ArmPlan:
+    """Serve the commit preflight hashed (`--revision`, and `--tokenizer-revision` for the
+    tokenizer from the same repository): vLLM would otherwise resolve `main` on its own."""
+    args = [*arm.command.args, "--revision", revision]
+    if flag_value(arm.command.args, "--tokenizer") is None:
+        args += ["--tokenizer-revision", revision]
+    command = arm.command
+    return replace(
+        arm,
+        command=LaunchCommand(command.model_id, merge_args(args), command.env, command.docker_image, command.platform),
+    )
+
+
+def config_facts_of(checked: Checked) -> dict[str, object] | None:
+    return preflight.read_config(checked.weights_dir)
 
 
 def campaign_identity(
@@ -250,6 +308,7 @@ def run_campaign_ladders(
     ladders: list[Ladder] = []
     max_model_len = int(flag_value(arms[0].command.args, "--max-model-len") or recipe.model.context_length)
     oracle_context: dict[tuple[int, str], list[int]] = {}
+    oracle_concurrency: ConcurrencyOutputs = {}
     for arm in arms:
         arm_ladders, outputs = run_ladders(
             request.ladders,
@@ -263,9 +322,11 @@ def run_campaign_ladders(
             progress,
             request.concurrency_levels,
             request.load,
+            oracle_concurrency,
         )
         if arm.spec_depth == 0:
             oracle_context = outputs
+            oracle_concurrency = load_concurrency_outputs(concurrency_outputs_path(setup.run_dir, arm.id))
         ladders.extend(arm_ladders)
     return ladders
 
@@ -378,11 +439,6 @@ def _docker_identity(pinned: PinnedImage, platform: str) -> RuntimeIdentity:
         image_digest=pinned.digest,
         image_pinned=pinned.pinned,
     )
-
-
-def hf_cache_root() -> Path:
-    """The Hugging Face home a container mounts at /root/.cache/huggingface."""
-    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
 
 
 def ensure_demo_model(vllm_python: Path | None, out_dir: Path, progress: Progress) -> Path:

@@ -120,7 +120,10 @@ def counters_from_samples(samples: list[Sample]) -> VllmCounters:
         else:
             totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
     if GENERATION_TOKENS not in totals:
-        raise MetricsError(f"/metrics has no {GENERATION_TOKENS}; is this a vLLM server?")
+        raise MetricsError(
+            f"/metrics has no {GENERATION_TOKENS}: the server keeps no engine statistics (started with "
+            "--disable-log-stats?) or is not a vLLM server"
+        )
     return VllmCounters(
         generation_tokens=totals[GENERATION_TOKENS],
         prompt_tokens=totals.get(PROMPT_TOKENS, 0.0),

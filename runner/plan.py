@@ -23,8 +23,15 @@ from catalog.recipes.recipe import Recipe
 SPEC_FLAG = "--speculative-config"
 LadderKind = Literal["concurrency", "context", "load"]
 
-# Fixed by the protocol, appended last so they win over anything a recipe says.
-PROTOCOL_ARGS = ["--no-enable-prefix-caching", "--enable-prompt-tokens-details"]
+# Fixed by the protocol, appended last so they win over anything a recipe says. `--stream-interval 1`:
+# a chunk per token as it is decoded (vLLM 0.32's default, pinned: a larger interval buffers that
+# many tokens per chunk, vllm/v1/engine/output_processor.py, and token times would say so).
+PROTOCOL_ARGS = ["--no-enable-prefix-caching", "--enable-prompt-tokens-details", "--stream-interval", "1"]
+# Flags a measured arm may not carry, and why (the runner reads what they remove).
+REFUSED_ARGS = {
+    "--disable-log-stats": "it removes the /metrics counters the runner reads (vLLM creates no Prometheus "
+    "logger without engine statistics: vllm/v1/engine/async_llm.py)",
+}
 STRICT_ARGS = ["--max-num-seqs", "1"]
 LADDER_MAX_SEQS = "64"
 MAX_MODEL_LEN_FLAG = "--max-model-len"
@@ -135,6 +142,19 @@ class ArmPlan:
     draft_head: str | None = None  # an overlay configuration's, recorded in the packet's arm
 
 
+def refuse_unmeasurable(command: LaunchCommand, arm_id: str, source: str) -> None:
+    """A flag that would leave the runner without what it measures is refused before anything starts."""
+    for group in flag_groups(command.args):
+        name = group[0].split("=", 1)[0]
+        if name in REFUSED_ARGS:
+            raise UserError(
+                f"arm {arm_id} would run with {name}: {REFUSED_ARGS[name]}; remove it from the recipe, overlay or "
+                "configuration",
+                file=source,
+                field="CONFIG",
+            )
+
+
 def flag_value(args: list[str], flag: str) -> str | None:
     """The value after `flag` in an argv, or None."""
     for group in flag_groups(args):
@@ -188,6 +208,7 @@ def plan_arms(request: CampaignRequest, recipe: Recipe, hardware: Hardware, sour
         if depth:
             command, method = _with_depth(command, depth)
         arm_id = f"tp{request.tp}-{method or 'spec'}{depth}" if depth else f"tp{request.tp}-oracle"
+        refuse_unmeasurable(command, arm_id, source)
         arms.append(ArmPlan(arm_id, depth, method, command, length_source))
     return arms
 
@@ -219,6 +240,7 @@ def _configuration_arms(request: CampaignRequest, recipe: Recipe, hardware: Hard
         command, length_source = with_max_model_len(command, recipe.model.context_length)
         method = str((config.speculative_config or {}).get("method", "spec")) if depth else None
         arm_id = f"tp{request.tp}-{method}{depth}" if depth else f"tp{request.tp}-oracle"
+        refuse_unmeasurable(command, arm_id, source)
         arms.append(ArmPlan(arm_id, depth, method, command, length_source, config.draft_head if depth else None))
     return arms
 

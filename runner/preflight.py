@@ -1,16 +1,11 @@
 """Checks before anything starts: each failure says what is wrong and what to do instead.
 
-The card is read from the vendor tool, never from the datasheet: `xpu-smi` (Intel XPU Manager)
-or `nvidia-smi` give each device's name, its memory in use and its health; the processes holding
-it come from `nvidia-smi --query-compute-apps` or, on Intel, from the open file descriptors of
-its render node. docs/measuring.md lists every message below with its fix.
-
-Formats parsed (recorded outputs in tests/runner/smi/ replay them):
-- `xpu-smi discovery` / `discovery -d N` / `stats -d N` / `health -d N`: the bordered tables of
-  intel/xpumanager doc/smi_user_guide.md ("Device Name: ...", "PCI BDF Address: ...", "Memory
-  Physical Size: 32768.00 MiB", "GPU Memory Used (MiB) | 24", "Status: Ok").
-- `nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,memory.used,driver_version
-  --format=csv,noheader,nounits` and `--query-compute-apps=gpu_bus_id,pid,process_name,used_memory`.
+The card is read from the vendor tool, never from the datasheet: `xpu-smi` (Intel XPU Manager,
+runner/xpu_smi.py) or `nvidia-smi` (runner/nvidia_smi.py) give each device's name, its memory
+in use and its health; the processes holding it come from `nvidia-smi --query-compute-apps` or,
+on Intel, from the open file descriptors of its render node. The cards checked are the cards the
+servers get (`card_selection`, runner/cards.py). docs/measuring.md lists every message below
+with its fix; tests/runner/smi/ holds the recorded outputs the tests replay.
 """
 
 from __future__ import annotations
@@ -20,9 +15,8 @@ import json
 import os
 import re
 import shutil
-import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -30,43 +24,19 @@ from packaging.version import InvalidVersion, Version
 from catalog.errors import UserError
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from runner import nvidia_smi, xpu_smi
+from runner.cards import MIB, CardNodes, CardSelection, Device, DeviceReport
 from runner.identity import cpu_name
+from runner.runtime_probe import RuntimeFacts
+
+__all__ = ["Device", "DeviceReport"]
 
 DEMO_HINT = "on a machine without that device, try MODEL=demo (a tiny model generated locally, served on the CPU)"
 DRI = Path("/dev/dri")
 PROC = Path("/proc")
-SMI_TIMEOUT_S = 30
-MIB = 1024 * 1024
 # Memory in use on a card with no process this user can see: another user's or container's job.
 BUSY_UNSEEN_MIB = 1024
-NVIDIA_QUERY = "index,name,pci.bus_id,memory.total,memory.used,driver_version"
 _TRADEMARKS = re.compile(r"\((?:R|TM|C)\)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Device:
-    index: int
-    name: str
-    bus_id: str | None = None
-    memory_total_mib: float | None = None
-    memory_used_mib: float | None = None
-    health: str | None = None  # None: healthy, or not reported; else what is wrong
-    processes: tuple[str, ...] = ()  # "pid name" of processes holding the card
-
-    @property
-    def free_gb(self) -> float | None:
-        if self.memory_total_mib is None or self.memory_used_mib is None:
-            return None
-        return (self.memory_total_mib - self.memory_used_mib) * MIB / 1e9
-
-
-@dataclass(frozen=True)
-class DeviceReport:
-    platform: str
-    count: int
-    name: str | None
-    driver: str | None
-    devices: list[Device] = field(default_factory=list)
 
 
 def plain_name(name: str) -> str:
@@ -82,95 +52,6 @@ def name_matches(hardware: Hardware, device_name: str) -> bool:
 
 
 # ---- reading the cards ----
-
-
-def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(list(argv), capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise UserError(
-            f"`{' '.join(argv)}` did not answer within {SMI_TIMEOUT_S} s: the driver may be hung; reboot the host",
-            field="HW",
-        ) from None
-
-
-def _table_values(text: str) -> dict[str, str]:
-    """`| Key: value |` and `| Key | value |` rows of an xpu-smi table, first occurrence wins."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        for cell in cells:
-            key, colon, value = cell.partition(": ")
-            if colon and key and key not in values:
-                values[key] = value.strip()
-        if len(cells) == 2 and cells[0] and ":" not in cells[0] and cells[0] not in values:
-            values[cells[0]] = cells[1]
-    return values
-
-
-def _xpu_devices() -> list[Device]:
-    out = _run(["xpu-smi", "discovery"])
-    if out.returncode != 0:
-        raise UserError(
-            f"`xpu-smi discovery` failed: {(out.stderr or out.stdout).strip()[-200:]}; " + missing_xpu_hint(),
-            field="HW",
-        )
-    devices = []
-    current: dict[str, str] = {}
-    blocks: list[dict[str, str]] = []
-    for line in out.stdout.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 2 and cells[0].isdigit():
-            current = {"index": cells[0]}
-            blocks.append(current)
-        if len(cells) == 2 and current:
-            key, colon, value = cells[1].partition(": ")
-            if colon:
-                current.setdefault(key.strip(), value.strip())
-    for block in blocks:
-        index = int(block["index"])
-        detail = _table_values(_run(["xpu-smi", "discovery", "-d", str(index)]).stdout)
-        stats = _table_values(_run(["xpu-smi", "stats", "-d", str(index)]).stdout)
-        health = _run(["xpu-smi", "health", "-d", str(index)])
-        bus = block.get("PCI BDF Address") or detail.get("PCI BDF Address")
-        devices.append(
-            Device(
-                index=index,
-                name=block.get("Device Name") or detail.get("Device Name") or "unknown device",
-                bus_id=bus,
-                memory_total_mib=_mib(detail.get("Memory Physical Size")),
-                memory_used_mib=_mib(stats.get("GPU Memory Used (MiB)")),
-                health=_xpu_health(health.stdout) if health.returncode == 0 else None,
-                processes=tuple(render_node_holders(bus)),
-            )
-        )
-    return devices
-
-
-def _mib(value: str | None) -> float | None:
-    if not value:
-        return None
-    match = re.match(r"([\d.]+)\s*(MiB|GiB)?", value)
-    if not match:
-        return None
-    number = float(match.group(1))
-    return number * 1024 if match.group(2) == "GiB" else number
-
-
-def _xpu_health(text: str) -> str | None:
-    """The components `xpu-smi health` does not call Ok (Unknown: not monitored on this card)."""
-    bad = []
-    component = ""
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 2:
-            continue
-        if cells[0]:
-            component = re.sub(r"^\d+\.\s*", "", cells[0])
-        status = re.match(r"Status:\s*(\S+)", cells[1])
-        if status and status.group(1).lower() not in ("ok", "unknown"):
-            bad.append(f"{component}: {status.group(1)}")
-    return "; ".join(bad) or None
 
 
 def render_node_holders(bus_id: str | None) -> list[str]:
@@ -203,68 +84,6 @@ def render_node_holders(bus_id: str | None) -> list[str]:
     return holders
 
 
-def _nvidia_devices() -> tuple[list[Device], str | None]:
-    out = _run(["nvidia-smi", f"--query-gpu={NVIDIA_QUERY}", "--format=csv,noheader,nounits"])
-    if out.returncode != 0:
-        raise UserError(
-            f"nvidia-smi failed: {(out.stdout or out.stderr).strip().splitlines()[-1:] or ['no output']}; "
-            "the NVIDIA driver is not loaded or does not match the kernel: check `lsmod | grep nvidia`, "
-            "reinstall the driver and reboot",
-            field="HW",
-        )
-    apps = _run(
-        ["nvidia-smi", "--query-compute-apps=gpu_bus_id,pid,process_name,used_memory", "--format=csv,noheader,nounits"]
-    )
-    by_bus: dict[str, list[str]] = {}
-    for line in apps.stdout.splitlines() if apps.returncode == 0 else []:
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 3 and parts[1].isdigit():
-            by_bus.setdefault(parts[0].lower(), []).append(f"{parts[1]} {parts[2]}")
-    devices = []
-    driver = None
-    for line in out.stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 6 or not parts[0].isdigit():
-            continue
-        broken = [p for p in parts if p.startswith("[") or p in ("ERR!", "Unknown Error")]
-        driver = parts[5]
-        devices.append(
-            Device(
-                index=int(parts[0]),
-                name=parts[1],
-                bus_id=parts[2],
-                memory_total_mib=_float(parts[3]),
-                memory_used_mib=_float(parts[4]),
-                health=f"nvidia-smi reports {', '.join(broken)}" if broken else None,
-                processes=tuple(by_bus.get(parts[2].lower(), [])),
-            )
-        )
-    return devices, driver
-
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _visible(devices: list[Device], variable: str) -> list[Device]:
-    """The devices vLLM will see, in its order: ZE_AFFINITY_MASK / CUDA_VISIBLE_DEVICES honoured."""
-    mask = os.environ.get(variable)
-    if not mask:
-        return devices
-    by_index = {str(d.index): d for d in devices}
-    by_bus = {(d.bus_id or "").lower(): d for d in devices}
-    chosen = []
-    for token in mask.split(","):
-        token = token.strip().split(".")[0]  # ZE_AFFINITY_MASK may name a tile: 0.0
-        device = by_index.get(token) or by_bus.get(token.lower())
-        if device is not None:
-            chosen.append(device)
-    return chosen
-
-
 def missing_xpu_hint() -> str:
     """What to check when no Intel card can be read, in the order a lab would check it."""
     if not DRI.exists():
@@ -295,23 +114,81 @@ def missing_xpu_hint() -> str:
 
 
 def detect_devices(platform: str) -> DeviceReport:
+    """The cards vLLM will see, in its order (ZE_AFFINITY_MASK / CUDA_VISIBLE_DEVICES honoured)."""
     if platform == "cuda":
         if shutil.which("nvidia-smi") is None:
             raise UserError(
                 "nvidia-smi is not installed: install the NVIDIA driver (and the container toolkit for RUNTIME=docker)",
                 field="HW",
             )
-        devices, driver = _nvidia_devices()
-        devices = _visible(devices, "CUDA_VISIBLE_DEVICES")
+        try:
+            devices, driver, slices = nvidia_smi.read_devices()
+        except nvidia_smi.NvidiaSmiFailed as failed:
+            raise UserError(
+                f"nvidia-smi failed: {failed}; the NVIDIA driver is not loaded or does not match the kernel: "
+                "check `lsmod | grep nvidia`, reinstall the driver and reboot",
+                field="HW",
+            ) from None
+        devices = nvidia_smi.visible(devices, slices, os.environ.get("CUDA_VISIBLE_DEVICES"))
         return DeviceReport("cuda", len(devices), devices[0].name if devices else None, driver, devices)
     if platform == "xpu":
         if shutil.which("xpu-smi") is None or not DRI.exists():
             raise UserError(f"no Intel GPU can be read: {missing_xpu_hint()}", field="HW")
-        devices = _visible(_xpu_devices(), "ZE_AFFINITY_MASK")
+        try:
+            devices = xpu_smi.read_devices(render_node_holders)
+        except xpu_smi.XpuSmiFailed as failed:
+            raise UserError(f"`xpu-smi discovery` failed: {failed}; {missing_xpu_hint()}", field="HW") from None
+        devices = _affinity(devices, os.environ.get("ZE_AFFINITY_MASK"))
         if not devices:
             raise UserError(f"xpu-smi lists no Intel GPU: {missing_xpu_hint()}", field="HW")
         return DeviceReport("xpu", len(devices), devices[0].name, None, devices)
     return DeviceReport("cpu", 1, cpu_name(), None)
+
+
+def _affinity(devices: list[Device], mask: str | None) -> list[Device]:
+    """The cards ZE_AFFINITY_MASK leaves, in its order: card indices (xpu-smi numbers them as
+    Level Zero does in PCI order), a card's tile (`0.0`) standing for its card."""
+    if not mask:
+        return devices
+    by_index = {str(d.index): d for d in devices}
+    chosen = []
+    for token in mask.split(","):
+        device = by_index.get(token.strip().split(".")[0])
+        if device is not None and device not in chosen:
+            chosen.append(device)
+    return chosen
+
+
+def card_selection(report: DeviceReport, tp: int, container: bool) -> CardSelection | None:
+    """The cards preflight checked, as the servers will get them. A container needs each Intel
+    card's device nodes, found through /dev/dri/by-path from the PCI address xpu-smi read."""
+    if report.platform not in ("xpu", "cuda"):
+        return None
+    used = tuple(report.devices[:tp])
+    variable = "ZE_AFFINITY_MASK" if report.platform == "xpu" else "CUDA_VISIBLE_DEVICES"
+    mask = os.environ.get(variable) or None
+    nodes: list[CardNodes] = []
+    if report.platform == "xpu" and container:
+        nodes = [card_nodes(device) for device in used]
+    return CardSelection("xpu" if report.platform == "xpu" else "cuda", used, tuple(nodes), mask)
+
+
+def card_nodes(device: Device) -> CardNodes:
+    """`/dev/dri/by-path/pci-<BDF>-card` and `-render`, resolved to the nodes a container is given
+    (docker cannot take the by-path name itself: its colons read as host:container:mode)."""
+    bus = (device.bus_id or "").lower()
+    found = []
+    for kind in ("card", "render"):
+        link = DRI / "by-path" / f"pci-{bus}-{kind}"
+        try:
+            found.append(str(link.resolve(strict=True)))
+        except OSError:
+            raise UserError(
+                f"device {device.index} ({bus or 'no PCI address'}) has no {link}: the container could not be "
+                "given only this card; check `ls -l /dev/dri/by-path` lists it (udev creates those links)",
+                field="HW",
+            ) from None
+    return CardNodes(bus, found[0], found[1])
 
 
 # ---- the checks ----
@@ -366,7 +243,7 @@ def check_devices(hardware: Hardware, tp: int, need_gb: float, variant: str) -> 
                 "(a measurement needs the card to itself)",
                 field="HW",
             )
-    free = [d.free_gb for d in used]
+    free = [d.memory_total_mib * MIB / 1e9 if d.mig_profile and d.memory_total_mib else d.free_gb for d in used]
     if any(f is None for f in free):
         raise UserError(
             f"cannot read the free memory of device(s) {', '.join(str(d.index) for d in used)} "
@@ -415,6 +292,51 @@ def check(
     """Every check that needs no weights and no runtime version (those come after)."""
     check_runtime(runtime_python, docker_image)
     return check_devices(hardware, tp, recipe.variants[variant].vram_minimum_gb, variant)
+
+
+def check_env_known(
+    envs: Mapping[str, Mapping[str, str]], facts: RuntimeFacts, runtime: str, config: Mapping[str, object] | None
+) -> list[str]:
+    """Every VLLM_* switch an arm sets is one the runtime's vLLM knows: vLLM only logs an unknown
+    one ("Unknown vLLM environment variable detected", vllm/platforms/interface.py), so an arm
+    recorded as "draft INT4 head" would have run without it. Returns the switches that could not
+    be checked (the runtime's envs.py was not readable); the server log is checked for them."""
+    for arm, env in envs.items():
+        unknown = facts.unknown(sorted(env))
+        if unknown:
+            raise UserError(
+                f"{unknown[0]} (set for arm {arm}) is not a variable {runtime} knows: the server would ignore it and "
+                "the arm would be recorded as something it did not run; drop it from the configuration, or measure "
+                "on a vLLM that reads it",
+                field="CONFIG",
+            )
+        if _truthy(env.get("VLLM_BATCH_INVARIANT")) and _gated_delta_net(config) and _at_most(facts.version, (0, 32)):
+            raise UserError(
+                f"VLLM_BATCH_INVARIANT=1 (arm {arm}) is not supported for the model's gated delta-net (linear "
+                f'attention) layers in vLLM {facts.version}: the server would stop at startup ("VLLM batch_invariant '
+                'mode is not supported for GDN_ATTN", vllm/v1/attention/selector.py); measure without it',
+                field="CONFIG",
+            )
+    if facts.known_envs is not None:
+        return []
+    return sorted({name for env in envs.values() for name in env if name.startswith("VLLM_")})
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _gated_delta_net(config: Mapping[str, object] | None) -> bool:
+    text = (config or {}).get("text_config", config)
+    layer_types = text.get("layer_types") if isinstance(text, dict) else None
+    return isinstance(layer_types, list) and "linear_attention" in layer_types
+
+
+def _at_most(version: str, release: tuple[int, int]) -> bool:
+    try:
+        return Version(version).release[:2] <= release
+    except InvalidVersion:
+        return True  # an unknown version is treated as the one whose source was read
 
 
 def required_vllm(recipe: Recipe, variant: str) -> str | None:
@@ -469,12 +391,17 @@ def available_memory_gb() -> float:
 # ---- weights ----
 
 
+def hub_cache_root() -> Path:
+    """The hub cache huggingface_hub uses: HF_HUB_CACHE (or the older HUGGINGFACE_HUB_CACHE),
+    else $HF_HOME/hub (huggingface_hub constants.py); it may lie outside HF_HOME."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+
+
 def hub_cache_dir(model_id: str) -> Path:
-    root = Path(
-        os.environ.get("HF_HUB_CACHE")
-        or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
-    )
-    return root / ("models--" + model_id.replace("/", "--"))
+    return hub_cache_root() / ("models--" + model_id.replace("/", "--"))
 
 
 @dataclass(frozen=True)

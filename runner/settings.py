@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from catalog.recipes.suite import CanarySet, Suite
+
+if TYPE_CHECKING:
+    from runner.energy.meter import Meter
 
 Progress = Callable[[str], None]
 """Where a step reports what it is doing: one line per call (runner/progress.py prints them)."""
@@ -20,3 +24,4 @@ class MeasurementSettings:
     max_tokens: int  # completion length of every suite request
     seed: int  # sampling seed of every request
     health_deadline_s: float  # how long a fresh server may take to answer /health
+    energy: Meter | None = None  # samples the cards beside every measured window (runner/energy/)

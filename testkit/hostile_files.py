@@ -10,7 +10,7 @@ from pathlib import Path
 
 RECIPE = "data/models/qwen3.5-9b.yaml"
 HARDWARE = "data/hardware.yaml"
-PACKET = "packets/qwen3.5-9b-fp8-dynamic-c4b87b99.json"  # compact canonical JSON, one line
+PACKET = "packets/qwen3.5-9b-fp8-dynamic-c48f580e.json"  # compact canonical JSON, one line
 
 LAUGHS = ['lol0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
 LAUGHS += [f"lol{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 10)]

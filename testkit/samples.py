@@ -51,6 +51,15 @@ def token_ids(prompt_index: int, n: int = N_TOKENS) -> list[int]:
     return [(prompt_index * 7919 + i * 31) % 151_000 for i in range(n)]
 
 
+def _jitter_us(ms_per_token: float, prompt_index: int, step: int) -> int:
+    """0 to 199 µs of lateness per chunk, fixed by the server's pace, the prompt and the step: real
+    token times are never exact multiples of one step (catalog/checks/independence.py refuses two
+    servers whose times are one line apart), and a test's rows stay the same on every run."""
+    x = ((round(ms_per_token * 1000) * 1_000_003 + prompt_index) * 1_000_033 + step) & 0xFFFFFFFF
+    x = ((x ^ (x >> 13)) * 0x5BD1E995) & 0xFFFFFFFF  # a murmur-style mix: no two paces share a pattern
+    return (x ^ (x >> 15)) % 200
+
+
 def make_row(
     prompt_index: int,
     *,
@@ -64,7 +73,11 @@ def make_row(
     decoding): tokens of one chunk share an arrival time, as they do on the wire."""
     prompt = strict_suite().prompts[prompt_index]
     tokens = list(ids) if ids is not None else token_ids(prompt_index)
-    times = [round((ttft_ms + ((i + chunk - 1) // chunk) * chunk * ms_per_token) * 1000) for i in range(len(tokens))]
+    steps = [(i + chunk - 1) // chunk for i in range(len(tokens))]
+    times = [
+        round((ttft_ms + step * chunk * ms_per_token) * 1000) + _jitter_us(ms_per_token, prompt_index, step)
+        for step in steps
+    ]
     return PromptRow(
         prompt_id=prompt.id,
         class_id=prompt.class_,
@@ -136,8 +149,9 @@ def make_arm(
     spec_method: str = "mtp",
     config: Mapping[str, Any] | None = None,
     withheld_reason: str | None = None,
+    model: str = "Qwen/Qwen3.5-9B",
 ) -> ArmParts:
-    """An arm's parts; `config` replaces fields of the default arm config (argv, env, ...)."""
+    """An arm's parts serving `model`; `config` replaces fields of the default arm config (argv, env, ...)."""
     return ArmParts.model_validate(
         {
             "id": arm_id,
@@ -146,7 +160,7 @@ def make_arm(
                 "tensor_parallel_size": tp,
                 "spec_method": spec_method if spec_depth else None,
                 "spec_depth": spec_depth,
-                "argv": ["vllm", "serve", "Qwen/Qwen3.5-9B", "--no-enable-prefix-caching", "--max-num-seqs", "1"],
+                "argv": ["vllm", "serve", model, "--no-enable-prefix-caching", "--max-num-seqs", "1"],
                 "env": {},
                 **(config or {}),
             },
@@ -199,6 +213,10 @@ def measured_parts(
     """A measured campaign: an oracle arm (two fresh servers, G1) and, with `spec`, an MTP arm
     (two servers, G2 between them and G3 of each against the oracle). With `g3_diverges`, the
     speculative server A drifts on one prompt: G2 and G3-A fail and that arm is withheld."""
+    ident = identity(**identity_kw)
+    for part, values in (identity_overrides or {}).items():
+        ident[part] = {**ident[part], **values}
+    model = ident["model"]["repo"]
     oracle_a = make_rows(ms_per_token=ms_per_token, n_tokens=n_tokens)
     oracle_b = make_rows(ms_per_token=ms_per_token + 0.05, n_tokens=n_tokens)
     arms = [
@@ -207,6 +225,7 @@ def measured_parts(
             "1 card, no speculative decoding",
             servers=[make_server("A", oracle_a), make_server("B", oracle_b)],
             gates=[compare_rows("G1", SAME_SERVER, oracle_a, oracle_b)],
+            model=model,
         )
     ]
     if spec:
@@ -219,10 +238,7 @@ def measured_parts(
             compare_rows("G3", ORACLE_ARM, spec_b, oracle_a, server="B"),
         ]
         servers = [make_server("A", spec_a), make_server("B", spec_b)]
-        arms.append(make_arm(SPEC_ARM, "1 card, MTP depth 2", servers=servers, gates=gates, spec_depth=2))
-    ident = identity(**identity_kw)
-    for part, values in (identity_overrides or {}).items():
-        ident[part] = {**ident[part], **values}
+        arms.append(make_arm(SPEC_ARM, "1 card, MTP depth 2", servers=servers, gates=gates, spec_depth=2, model=model))
     return PacketParts.model_validate(
         {
             "title": title,
@@ -267,7 +283,15 @@ def published_parts(
     return PacketParts.model_validate(
         {
             "title": title,
-            "provenance": {"kind": provenance, "source": {"name": "reference catalog", "url": "https://example.org/r"}},
+            "provenance": {
+                "kind": provenance,
+                "source": {
+                    "name": "reference catalog",
+                    "url": "https://example.org/r",
+                    "published": "2026-11-20",
+                    "retrieved": "2026-11-21",
+                },
+            },
             "identity": identity(),
             "workload": {"suite_id": "strict-v1", "max_tokens": 512},
             "arms": arms,

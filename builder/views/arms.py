@@ -12,9 +12,10 @@ from markupsafe import Markup, escape
 from builder.format import Num, num, num_markup, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
+from builder.views.energy import energy_facts, window_figure
 from builder.views.results import STATE_LABELS, state_reason
 from catalog.model.metrics import decode_rate
-from catalog.model.packet import Arm, GateResult, Packet, PromptRow, ServerRun
+from catalog.model.packet import DIVERGENCE_CAUSES, Arm, GateResult, Packet, PromptRow, ServerFacts, ServerRun
 from catalog.recipes.compose import LaunchCommand
 
 TOKEN_PREVIEW = 24
@@ -55,6 +56,8 @@ class GateView:
     phrase: str
     divergence_summary: str
     note: str | None
+    server: str | None = None
+    profile: str | None = None  # where and why the outputs part, when they do
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def _text(text: str) -> Markup:
     return escape(text)
 
 
-def _server(server: ServerRun) -> ServerView:
+def _server(server: ServerRun, packet: Packet) -> ServerView:
     facts = [Fact("cache zero", {True: "yes", False: "NO", None: "not recorded"}[server.cache_zero])]
     if server.server_version:
         facts.append(Fact("vLLM version", server.server_version, "as the server answered GET /version"))
@@ -132,8 +135,12 @@ def _server(server: ServerRun) -> ServerView:
             facts.append(Fact("acceptance rate", num(sm.acceptance_rate)))
         if sm.mean_acceptance_length is not None:
             facts.append(Fact("mean acceptance length", num(sm.mean_acceptance_length)))
+    if server.resolved is not None:
+        facts += resolved_facts(server.resolved)
     if server.log:
         facts.append(Fact("log", server.log))
+    if server.rows and packet.provenance.kind == "measured":
+        facts += energy_facts(server.energy, packet)
     return ServerView(
         label=server.label,
         status=server.status,
@@ -146,18 +153,74 @@ def _server(server: ServerRun) -> ServerView:
     )
 
 
+def resolved_facts(resolved: ServerFacts) -> list[Fact]:
+    """What vLLM resolved for a server, as the server reported it: what changes numbers or bits."""
+    source = "as the server reported it (GET /server_info)" if resolved.source == "server_info" else "from its log"
+    on_off = {True: "on", False: "off", None: None}
+    shown = [
+        ("async scheduling", on_off[resolved.async_scheduling]),
+        ("eager (no compile, no graphs)", {True: "yes", False: "no", None: None}[resolved.enforce_eager]),
+        ("compilation mode", resolved.compilation_mode),
+        ("graph capture", resolved.cudagraph_mode),
+        ("batch-invariant kernels", on_off[resolved.batch_invariant]),
+        ("stream interval", None if resolved.stream_interval is None else f"{resolved.stream_interval} token(s)"),
+    ]
+    facts = [Fact(name, value, source) for name, value in shown if value is not None]
+    facts += [Fact("switch as vLLM read it", f"{name}={value}", source) for name, value in sorted(resolved.env.items())]
+    if resolved.unknown_env:
+        facts.append(Fact("ignored by vLLM", ", ".join(resolved.unknown_env), "unknown to this vLLM"))
+    return facts
+
+
+def _prompt_names(arm: Arm, gate: GateResult, count: int) -> list[str]:
+    """The prompts of a gate, in its order: the rows of the server it compared."""
+    server = next((s for s in arm.servers if s.label == gate.server), arm.servers[0] if arm.servers else None)
+    return [r.prompt_id for r in server.rows] if server and len(server.rows) == count else []
+
+
 def divergence_summary(arm: Arm, gate: GateResult) -> str:
-    """Which prompts diverged and at which token: `prompt-id @ index`, named through the rows of
-    the server the gate compared (their order is the gate's order)."""
+    """Which prompts diverged and at which token: `prompt-id @ index`, with the token on each side
+    (`this ≠ other`) where the gate recorded them, named through the rows of the server the gate
+    compared (their order is the gate's order)."""
     found = gate.first_divergence
     if not found:
         return ""
-    server = next((s for s in arm.servers if s.label == gate.server), arm.servers[0] if arm.servers else None)
-    names = [r.prompt_id for r in server.rows] if server and len(server.rows) == len(found) else []
-    diverged = [f"{names[i] if names else f'#{i}'} @ {d}" for i, d in enumerate(found) if d is not None]
+    names = _prompt_names(arm, gate, len(found))
+    tokens = gate.divergences if len(gate.divergences) == len(found) else [None] * len(found)
+    diverged = []
+    for i, index in enumerate(found):
+        if index is None:
+            continue
+        pair = tokens[i]
+        sides = f" ({_token(pair.token)} ≠ {_token(pair.other)})" if pair is not None else ""
+        diverged.append(f"{names[i] if names else f'#{i}'} @ {index}{sides}")
     if not diverged:
         return f"identical on all {len(found)}"
     return "; ".join(diverged) + f" ({len(found) - len(diverged)} identical)"
+
+
+def _token(token: int | None) -> str:
+    return "end" if token is None else str(token)
+
+
+def divergence_profile(arm: Arm, gate: GateResult) -> str | None:
+    """How a failed gate's outputs part, in a sentence: how many prompts, where the first
+    differing tokens fall, what the comparison isolates (repeat, speculative, batch shape), and the
+    determinism mode the servers ran with."""
+    indices = sorted(d for d in gate.first_divergence if d is not None)
+    if gate.passed or not indices:
+        return None
+    middle = indices[len(indices) // 2]
+    spread = f"at token {indices[0]}" if len(indices) == 1 else f"first at token {indices[0]}, median {middle}"
+    text = f"{len(indices)} of {gate.total} prompts part, {spread}."
+    if gate.cause:
+        text += f" Cause isolated: {gate.cause}: {DIVERGENCE_CAUSES[gate.cause]}."
+    modes = {s.resolved.batch_invariant for s in arm.servers if s.resolved is not None}
+    if modes == {False}:
+        text += " Batch-invariant kernels were off on every server (as vLLM read VLLM_BATCH_INVARIANT)."
+    elif modes == {True}:
+        text += " Batch-invariant kernels were on on every server."
+    return text
 
 
 def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) -> ArmView:
@@ -183,6 +246,8 @@ def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) ->
     if arm.config.passed_env:
         label += f" Passed through from the host environment (values not recorded): {', '.join(arm.config.passed_env)}."
     facts = []
+    if arm.config.entrypoint:
+        facts.append(Fact("started with", arm.config.entrypoint))
     if arm.oracle_decode_tok_s:
         facts.append(Fact("oracle values", " / ".join(num(v).text for v in arm.oracle_decode_tok_s), "tok/s"))
     if arm.published_figure is not None:
@@ -200,7 +265,7 @@ def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) ->
         config=config_clause(arm),
         command=command,
         env=env or None,
-        servers=[_server(s) for s in arm.servers],
+        servers=[_server(s, packet) for s in arm.servers],
         command_label=label,
         gates=[
             GateView(
@@ -209,6 +274,8 @@ def arm_view(arm: Arm, packet: Packet, composed: LaunchCommand | None = None) ->
                 gate_phrase(g, arm, packet),
                 divergence_summary(arm, g),
                 g.note,
+                g.server,
+                divergence_profile(arm, g),
             )
             for g in arm.gates
         ],
@@ -224,7 +291,8 @@ def ladder_views(packet: Packet) -> list[LadderView]:
         if ladder.kind == "load":
             continue  # its own table: builder/views/load_sweep.py
         if ladder.kind == "concurrency":
-            cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle"]
+            cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle", "energy"]
+            told = any(p.divergence for p in ladder.concurrency)
             rows: list[list[str | Num | None]] = [
                 [
                     num(p.users, 0),
@@ -232,9 +300,13 @@ def ladder_views(packet: Packet) -> list[LadderView]:
                     num(p.wall_s),
                     num(p.aggregate_tok_s),
                     _yes_no(p.identical_to_oracle),
+                    window_figure(p.energy, packet).text,
+                    *([p.divergence] if told else []),
                 ]
                 for p in ladder.concurrency
             ]
+            if told:
+                cols.append("why it differs")
         else:
             cols = ["prompt tokens", "content class", "decode tok/s", "TTFT ms", "identical to oracle"]
             rows = [

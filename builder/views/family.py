@@ -12,6 +12,7 @@ from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, words_per_second
 from builder.views.common import Fact, Said, SiteContext, Warnings
 from builder.views.describe import card_arm, coverage_chips, methodology_sentence
+from builder.views.energy import EnergyFigure, arm_energy
 from builder.views.load_sweep import LoadSweepSection, load_sweep_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
 from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
@@ -71,6 +72,7 @@ class Hero:
     unsigned: bool
     state: str
     state_label: str
+    energy: EnergyFigure | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class ResultPick:
     href: str
     state: str
     state_label: str
+    energy: EnergyFigure | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,7 @@ def _pick(result: ArmResult) -> ResultPick:
         href=result.href,
         state=result.state,
         state_label=STATE_LABELS[result.state],
+        energy=result.energy,
     )
 
 
@@ -216,6 +220,7 @@ def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
         unsigned=not packet.signed,
         state=arm.state.value,
         state_label=STATE_LABELS[arm.state.value],
+        energy=arm_energy(packet, arm) if packet.provenance.kind == "measured" else None,
     )
 
 

@@ -60,7 +60,11 @@ GLOSSARY: list[Term] = [
     _term("INT4", "4-bit integer weights"),
     _term("ceiling", "the physical limit: memory bandwidth divided by the bytes read per token"),
     _term("TPOT", "time per output token: a request's mean gap between tokens after the first, in milliseconds"),
-    _term("ITL", "inter-token latency: the gap between two consecutive tokens, over every token of a load level"),
+    _term(
+        "ITL",
+        "inter-token latency: the gap between two consecutive arrivals of tokens, over a load level; tokens that "
+        "arrive in one chunk count once (TPOT is per token)",
+    ),
     _term("p50", "the median: half the requests (or token gaps) were faster"),
     _term("p90", "90th percentile: nine in ten were at least this fast"),
     _term("p99", "99th percentile: the slow tail, 99 in 100 were at least this fast"),

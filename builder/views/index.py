@@ -16,6 +16,7 @@ from functools import partial
 from builder import routes
 from builder.format import Num
 from builder.views.common import Pager, page_numbers, page_of
+from builder.views.energy import EnergyFigure
 from builder.views.family import PICK_SEPARATOR, RESULT_FILTERS, FamilyView, ResultPick, pick_choice, pick_key
 from builder.views.results import STATE_LABELS, STATE_RANK, label_key
 from catalog.recipes.hardware import Hardware
@@ -44,6 +45,7 @@ class FamilyCard:
     headline: Num | None
     words: Num | None
     headline_detail: str
+    energy: EnergyFigure | None
     fit: str
     grade: str
     state: str
@@ -146,6 +148,7 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
         headline_detail=f"{hero.arm_label} · {hero.quant_label} · {hero.hardware_name}"
         if hero
         else "no qualified result yet",
+        energy=hero.energy if hero else None,
         fit=str(fit.value) if fit else "unknown",
         grade=view.grade or "none",
         state=view.best_state,

@@ -11,11 +11,12 @@ recorded, so its series says so and its lag reads "not recorded", never a number
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from builder import routes
 from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
 from builder.format import Num, num, opt_num
+from builder.views.energy import EnergyFigure, window_figure
 from catalog.errors import CatalogError
 from catalog.model.load_sweep import LoadLevel, LoadSweep, Slo
 from catalog.model.packet import Arm, Ladder, Packet
@@ -64,6 +65,7 @@ class LoadLevelRow:
     projected_per_user_tok_s: Num | None
     measured_over_projected: Num | None
     flag: str | None
+    energy: EnergyFigure | None = None  # None: the sweep is not this runner's (imported), so no energy
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,11 @@ def _flag(level: LoadLevel, sweep: LoadSweep, own_client: bool) -> str | None:
     return None if level.usable(sweep.lag_bound_ms) or not own_client else LAGGED
 
 
-def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, own_client: bool) -> LoadLevelRow:
-    """`own_client`: the runner's client sent the load, so its schedule lag and CPU were recorded."""
+def _row(
+    level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, own_client: bool, packet: Packet
+) -> LoadLevelRow:
+    """`own_client`: the runner's client sent the load, so its schedule lag and CPU (and the cards'
+    energy) were recorded."""
     ttft, e2e, itl, server = level.ttft, level.e2e, level.itl_ms, level.server
     first = level.first_diverging_request
     return LoadLevelRow(
@@ -141,6 +146,7 @@ def _row(level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, ow
         projected_per_user_tok_s=num(projected.per_user_tok_s, unit="tok/s") if projected else None,
         measured_over_projected=num(projected.measured_over_projected) if projected else None,
         flag=_flag(level, sweep, own_client),
+        energy=window_figure(level.energy, packet) if own_client else None,
     )
 
 
@@ -184,7 +190,7 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         seed=sweep.seed,
         own_client=own_client,
         requests_per_level=num(sweep.requests_per_level, 0),
-        rows=[_row(level, sweep, projected.get(level.label), own_client) for level in sweep.levels],
+        rows=[_row(level, sweep, projected.get(level.label), own_client, packet) for level in sweep.levels],
         projection_note=note,
     )
 
@@ -252,6 +258,34 @@ def frontier_chart(sources: Sequence[tuple[Packet, Ladder, LoadSweepView]]) -> C
     )
 
 
+def energy_chart(sources: Sequence[tuple[Packet, Ladder, LoadSweepView]]) -> Chart | None:
+    """Joules per output token against aggregate throughput, a point per level with a valid energy
+    window; None when no level has one (the tables say why for each level)."""
+    points = []
+    for packet, ladder, view in sources:
+        arm = packet.arm(ladder.arm)
+        for level, row in zip(ladder.load.levels if ladder.load else [], view.rows, strict=True):
+            figure = row.energy
+            if figure is None or not figure.valid or figure.j_per_token is None:
+                continue
+            loop = "" if level.mode == "closed" else " (open loop)"
+            label = f"{level.label} · {row.aggregate_tok_s.text} tok/s aggregate"
+            point = _level_point(packet, arm, view.series + loop, row.aggregate_tok_s.value, label, 0.0, row)
+            points.append(replace(point, centre=figure.j_per_token.value, values=[figure.j_per_token.value]))
+    if not points:
+        return None
+    return chart(
+        "load-energy",
+        "Energy per token against throughput",
+        "A point per load level with a valid energy window: joules per output token of the card(s) against "
+        "aggregate output tok/s; the whole card's energy over the level, idle power included",
+        points,
+        x_title="aggregate tok/s",
+        y_title="J per output token",
+        x_ticks=False,
+    )
+
+
 def latency_charts(sources: Sequence[tuple[Packet, Ladder, LoadSweepView]]) -> list[Chart]:
     charts = []
     for mode, x_title, chart_id in (("closed", "concurrent users", "users"), ("open", "request rate (req/s)", "rate")):
@@ -303,7 +337,8 @@ def load_sweep_section(
     ]
     if not sources:
         return None
+    energy = energy_chart(sources)
     return LoadSweepSection(
-        charts=[frontier_chart(sources), *latency_charts(sources)],
+        charts=[frontier_chart(sources), *([energy] if energy else []), *latency_charts(sources)],
         sweeps=[view for _, _, view in sources],
     )

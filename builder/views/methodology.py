@@ -14,6 +14,7 @@ import catalog.checks.grade
 import catalog.checks.history
 import catalog.checks.repeats
 import catalog.checks.selection
+import catalog.model.energy
 import catalog.model.metrics
 import catalog.model.packet
 import catalog.packets.seal
@@ -82,7 +83,8 @@ FORMULAS = [
     Fact(
         "p50 / p90 / p99",
         "linear interpolation between the closest ranks",
-        "TTFT and end-to-end per request; ITL over every token gap of the level",
+        "TTFT and end-to-end per request; ITL over the gaps between distinct arrivals (per chunk, as vLLM's "
+        "benchmark counts it), TPOT per token",
     ),
     Fact("goodput", "requests completed within every objective / requests planned", "objectives recorded per sweep"),
     Fact(
@@ -159,6 +161,12 @@ def methodology_view() -> MethodologyView:
             _doc("headline", "The headline rule", catalog.checks.selection, "catalog/checks/selection.py"),
             _doc("repeats", "Repeats and confidence intervals", catalog.checks.repeats, "catalog/checks/repeats.py"),
             _doc("history", "History and regressions", catalog.checks.history, "catalog/checks/history.py"),
+            _doc(
+                "energy",
+                "Energy per token: power integrated, checked against a counter",
+                catalog.model.energy,
+                "catalog/model/energy.py",
+            ),
         ],
         formulas=FORMULAS,
         gates=GATES,

@@ -9,6 +9,7 @@ from builder.format import num
 from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.energy import setup_facts
 from builder.views.glossary import defined
 from builder.views.load_sweep import LoadSweepView, load_sweep_ladders, sweep_view
 from builder.views.results import STATE_LABELS
@@ -36,6 +37,7 @@ class PacketView:
     identity: list[Fact]
     weight_files: list[Fact]
     workload: list[Fact]
+    energy: list[Fact]
     arms: list[ArmView]
     ladders: list[LadderView]
     load: list[LoadSweepView]
@@ -261,6 +263,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         provenance=_provenance(packet),
         identity=_identity(packet, ctx),
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
+        energy=setup_facts(packet),
         workload=_workload(packet, ctx),
         arms=[arm_view(a, packet, _composed(packet, a, ctx)) for a in packet.arms],
         ladders=ladder_views(packet),

@@ -23,7 +23,8 @@ from builder import routes
 from builder.format import Num, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
-from catalog.recipes.compose import Selection, compose, compose_configuration
+from builder.views.energy import arm_energy
+from catalog.recipes.compose import FRONTEND_NOT_APPLIED, Selection, compose, compose_configuration
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -96,6 +97,15 @@ class ConfigurationView:
 
 
 @dataclass(frozen=True)
+class EnergyCost:
+    """A measured result's J per output token, for the builder's cost per million tokens (site.js)."""
+
+    label: str
+    href: str
+    j_per_token: Num
+
+
+@dataclass(frozen=True)
 class RecipeView:
     slug: str
     title: str
@@ -115,6 +125,26 @@ class RecipeView:
     depths: list[int]
     default_depth: int | None
     configurations: list[ConfigurationView]
+    energy_costs: list[EnergyCost]
+
+
+def energy_costs(ctx: SiteContext, slug: str) -> list[EnergyCost]:
+    """Every arm of this model with a valid energy figure: its card, configuration and J/token.
+    Reads the family's packets whole: made where they are held (builder/build.py), for the recipe
+    page made beside the site's others from listings."""
+    found = []
+    for packet_id in ctx.catalog.family_ids(slug):
+        packet = ctx.catalog.packets[packet_id]
+        if packet.provenance.kind != "measured":
+            continue
+        hardware = ctx.catalog.hardware.get(packet.identity.host.hardware)
+        for arm in packet.arms:
+            figure = arm_energy(packet, arm)
+            if arm.state.has_speed and figure.valid and figure.j_per_token is not None:
+                card = hardware.name if hardware else packet.identity.host.hardware
+                label = f"{packet.identity.model.quantization_label} · {arm.label} · {card}"
+                found.append(EnergyCost(label, routes.packet_page(packet.id, arm.id), figure.j_per_token))
+    return found
 
 
 def _hardware_options(recipe: Recipe, known: dict[str, Hardware]) -> tuple[list[HardwareOption], list[Fact]]:
@@ -238,7 +268,7 @@ def _with(recipe: Recipe, feature: str) -> list[str]:
     return [n for n in recipe.features if n in recipe.default_features() or n == feature]
 
 
-def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
+def recipe_view(recipe: Recipe, ctx: SiteContext, costs: list[EnergyCost]) -> RecipeView:
     known = ctx.catalog.hardware
     hardware, unknown = _hardware_options(recipe, known)
     digests = image_digests(ctx, recipe.meta.slug)
@@ -277,7 +307,10 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         Fact("difficulty", recipe.meta.difficulty),
         Fact("updated", recipe.meta.date_updated.isoformat()),
     ]
+    if model.default_frontend:
+        facts.append(Fact("default frontend", model.default_frontend, FRONTEND_NOT_APPLIED))
     return RecipeView(
+        energy_costs=costs,
         slug=recipe.meta.slug,
         title=recipe.meta.title,
         provider=recipe.meta.provider,

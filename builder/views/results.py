@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 
 from builder import routes
+from builder.views.energy import EnergyFigure, arm_energy
 from catalog.checks.grade import Grade, evidence_grade
 from catalog.checks.selection import Headline, headline_order, lead_of, qualified
 from catalog.model.packet import IDENTITY_NOT_PUBLISHED, Arm, GateResult, Ladder, Packet, State
@@ -135,6 +136,13 @@ class ArmResult:
     @cached_property
     def reason(self) -> str | None:
         return state_reason(self.packet, self.arm)
+
+    @cached_property
+    def energy(self) -> EnergyFigure | None:
+        """J per token and tok/s per W beside a speed this runner measured (None: no speed, or imported)."""
+        if not self.arm.state.has_speed or self.packet.provenance.kind != "measured":
+            return None
+        return arm_energy(self.packet, self.arm)
 
     @property
     def series_head(self) -> str:

@@ -13,6 +13,7 @@ from itertools import combinations
 
 from builder import routes
 from builder.format import Num, num, opt_num
+from builder.views.energy import EnergyFigure
 from builder.views.projection import Estimator
 from builder.views.repeats import FamilyRepeats
 from builder.views.results import (
@@ -48,6 +49,7 @@ class CellEntry:
     repeats: str | None = None  # "3 repeats on 2 hosts: ..., 95% CI ..." or "measured once: no interval"
     interval: bool = False  # value, low and high are a run's centre and 95 % interval (catalog/checks/repeats.py)
     indistinct: list[str] = field(default_factory=list)  # cells of the matrix whose intervals overlap this one's
+    energy: EnergyFigure | None = None  # beside a measured speed: its J/token, or why there is none
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ def entry(result: ArmResult, repeats: FamilyRepeats | None = None) -> CellEntry:
         range_title=range_title,
         repeats=run.combined.words() if run is not None else None,
         interval=interval is not None,
+        energy=result.energy,
     )
 
 

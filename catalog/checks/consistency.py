@@ -3,9 +3,12 @@
 The seal proves a file was not edited after it was written and `catalog.checks.evidence` that its
 published figures follow from its rows; neither can tell whether the rows themselves are
 plausible. These checks refuse what no honest campaign can produce: a speculative result
-without the gates that make it publishable, a model or platform other than the recipe's and
-the card's, a negative or physically impossible figure, token arrays that contradict their
-own timings, and a "reproduction" that is a copy of the original.
+without the gates that make it publishable, a negative figure, token arrays that contradict
+their own timings, and a "reproduction" that is a copy of the original. What a packet claims
+about the world has a module per class, run from here (docs/packets.md lists them): its model's
+facts (facts.py), physics both ways (physics.py), its servers' independence (independence.py),
+its workload (workload.py, load_sweep.py), its identity (identity.py), its dates (dates.py) and
+its size (bounds.py).
 
 Each check returns `(field, message)` problems, like `catalog.checks.evidence`; the loader turns them
 into `CatalogError`s naming the file. API:
@@ -13,6 +16,7 @@ into `CatalogError`s naming the file. API:
   it is `packet_problems(packet, now)` (the packet alone: run where the file is read, on every
   core) plus `reference_problems(packet, recipe, hardware)` (against data/).
 - `reproduction_problems(packet, original)`: a reproduction against the packet it names.
+Energy windows are checked by catalog/checks/energy.py, run from here too.
 Load sweeps' own checks live in catalog/checks/load_sweep.py; they run from here (and their
 prompt order against the suite from catalog.store.repository).
 """
@@ -21,33 +25,24 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from datetime import datetime
 
-from catalog.checks.load_sweep import load_problems, per_user_rates
+from catalog.checks.bounds import text_bound_problems
+from catalog.checks.dates import date_problems, model_date_problems
+from catalog.checks.energy import board_power_problems, energy_problems
+from catalog.checks.facts import facts_problems, file_facts_problems
+from catalog.checks.identity import identity_problems
+from catalog.checks.independence import copied_from, copy_problems
+from catalog.checks.load_sweep import load_problems
+from catalog.checks.physics import physics_problems
+from catalog.checks.workload import workload_problems
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
-from catalog.projection.cells import cell_for_arm
-from catalog.projection.precision import DRAFT_INT4_ENV, W4A16, packet_scheme
-from catalog.projection.project import project_cell
+from catalog.projection.precision import DRAFT_INT4_ENV
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
 Problem = tuple[str, str]
-
-CLOCK_SKEW = timedelta(minutes=10)
-"""How far in the future `created` may be: the measuring host's clock may run ahead of this one."""
-
-CEILING_MARGIN = 1.5
-"""How far a decode rate may exceed the projection's physical ceiling before it is refused.
-
-The ceiling (catalog.projection: nominal bandwidth × cards / bytes read per token) is already an
-upper bound: the real measured arms in packets/ reach 0.75-0.88 of it. The margin covers what the
-byte count assumes rather than knows, each of which can only make the ceiling too low: a KV cache
-counted at 16 bits that may be FP8, the draft head's grouping, a bandwidth figure that is assumed
-rather than published (cpu_generic), on-chip caches holding part of a small model. Together these
-stay well under 50 %. A rate 1.5 times the ceiling is not a fast machine but a wrong number: a
-unit slip (ms for s), a rate timed over the wrong window, a figure from another model or card.
-(The test factories' synthetic timings sit at 1.21 times a B70's BF16 9B ceiling.)"""
 
 # Configuration that belongs to the draft, not to the target model G3 compares against.
 _DRAFT_ENV = frozenset({DRAFT_INT4_ENV})
@@ -85,13 +80,24 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *spec_metric_problems(packet),
         *ladder_problems(packet),
         *load_problems(packet),
-        *created_problems(packet, now),
+        *energy_problems(packet),
+        *date_problems(packet, now),
+        *file_facts_problems(packet),
+        *copy_problems(packet),
+        *workload_problems(packet),
+        *text_bound_problems(packet),
     ]
 
 
 def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
     """The checks against the packet's recipe and hardware entry."""
-    return [*identity_problems(packet, recipe, hardware), *ceiling_problems(packet, recipe, hardware)]
+    return [
+        *facts_problems(packet, recipe),
+        *model_date_problems(packet, recipe),
+        *identity_problems(packet, recipe, hardware),
+        *physics_problems(packet, recipe, hardware),
+        *board_power_problems(packet, hardware),
+    ]
 
 
 # --- gates and servers ----------------------------------------------------------------------
@@ -100,8 +106,9 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
 def gate_problems(packet: Packet) -> list[Problem]:
     """A measured arm carries the gates its state rests on: G1 at depth 0; G2 and one G3 per
     server above it, each G3 against a depth-0 arm of this packet serving the same target.
-    An imported arm carries what its source published, so only its G3s that name an arm of the
-    packet are checked: never the arm itself, always a depth-0 one."""
+    An imported arm carries what its source published: a G1 at depth 0, a G3 above it (the
+    importer seals an arm whose outcome the source did not print into a screened packet), and
+    its G3s that name an arm of the packet never name the arm itself, always a depth-0 one."""
     if packet.provenance.kind != "measured":
         return _imported_g3_problems(packet)
     problems: list[Problem] = []
@@ -134,8 +141,22 @@ def gate_problems(packet: Packet) -> list[Problem]:
 
 
 def _imported_g3_problems(packet: Packet) -> list[Problem]:
+    if packet.provenance.kind == "screened":
+        return []  # speed only: a screened arm carries no gate
     problems: list[Problem] = []
     for index, arm in enumerate(packet.arms):
+        # an import keeps its gates: what its source printed, never fewer (a failing G3 deleted would
+        # publish a withheld arm); an arm whose identity outcome the source did not print is screened
+        needed = "G1" if arm.config.spec_depth == 0 else "G3"
+        if not any(gate.gate == needed for gate in arm.gates):
+            depth = f"depth {arm.config.spec_depth}"
+            problems.append(
+                (
+                    f"arms[{index}].gates",
+                    f"imported arm {arm.id!r} ({depth}) carries no {needed} gate: an imported arm carries the"
+                    " gate outcome its source printed, or it is a screened result (speed only) in a screened packet",
+                )
+            )
         for gate_index, gate in enumerate(arm.gates):
             oracle = next((a for a in packet.arms if a.id == gate.against), None)
             if gate.gate != "G3" or oracle is None:
@@ -278,168 +299,18 @@ def figure_problems(packet: Packet) -> list[Problem]:
     return problems
 
 
-def ceiling_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
-    """No decode rate exceeds what the card's memory bandwidth allows (catalog.projection's
-    ceiling for the arm without speculation), times the tokens a speculative step may yield,
-    times CEILING_MARGIN. Skipped where the projection knows too little of the model to compute
-    a ceiling, except for a measured packet, which must always be checkable."""
-    if hardware is None:
-        return []
-    problems: list[Problem] = []
-    for index, arm in enumerate(packet.arms):
-        ceiling = _ceiling(packet, arm, hardware, recipe)
-        if ceiling is None:
-            if packet.provenance.kind == "measured" and hardware.memory_bandwidth_gb_s.value > 0:
-                problems.append(
-                    (
-                        f"arms[{index}]",
-                        f"arm {arm.id!r}: the projection cannot compute a physical ceiling (no architecture facts,"
-                        " weight_bytes or parameter count for the model), so its rates cannot be checked",
-                    )
-                )
-            continue
-        plain, factor, why = ceiling
-        depth = arm.config.spec_depth
-        where = f"arms[{index}]"
-        # (field, rate, tokens per target step allowed, how that is written)
-        rates: list[tuple[str, float | None, float, str]] = [
-            (f"{where}.servers[{j}].decode_tok_s", server.decode_tok_s, factor, why)
-            for j, server in enumerate(arm.servers)
-        ]
-        rates.append((f"{where}.published_figure", arm.published_figure, factor, why))
-        # the oracle's rates, quoted beside a speculative arm: no speculation
-        rates += [(f"{where}.oracle_decode_tok_s[{k}]", v, 1.0, "") for k, v in enumerate(arm.oracle_decode_tok_s)]
-        # context ladders: acceptance differs from the suite's, so only depth + 1 bounds it
-        rates += [
-            (f"ladders[{i}].context[{k}].decode_tok_s", point.decode_tok_s, depth + 1.0, _depth_text(depth))
-            for i, ladder in enumerate(packet.ladders)
-            if ladder.arm == arm.id
-            for k, point in enumerate(ladder.context)
-        ]
-        # load sweeps: each user's decode rate under batching is at most the single-stream one
-        rates += [(field, rate, depth + 1.0, _depth_text(depth)) for field, rate in per_user_rates(packet, arm.id)]
-        for field, rate, tokens, text in rates:
-            allowed = plain * tokens * CEILING_MARGIN
-            if rate is not None and rate > allowed:
-                problems.append(
-                    (
-                        field,
-                        f"decode rate {_n(rate)} tok/s exceeds the physical ceiling {_n(plain)} tok/s{text}"
-                        f" × margin {CEILING_MARGIN:g} (= {_n(allowed)} tok/s)",
-                    )
-                )
-    return problems
-
-
-def _acceptance_length(arm: Arm) -> float | None:
-    metrics = [s.spec_metrics for s in arm.servers if s.spec_metrics is not None and s.spec_metrics.drafts]
-    if not metrics:
-        return None
-    return 1 + sum(m.accepted_tokens for m in metrics) / sum(m.drafts for m in metrics)
-
-
-def _depth_text(depth: int) -> str:
-    return f" × (depth + 1 = {depth + 1})" if depth else ""
-
-
-def _ceiling(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None) -> tuple[float, float, str] | None:
-    """The projection's single-stream ceiling for the arm's target model without speculation, the
-    tokens one speculative step may yield (the recorded mean acceptance length, never above depth
-    + 1, else depth + 1; 1 without speculation) and how that factor is written."""
-    cell = cell_for_arm(packet, arm, hardware, recipe)
-    if cell is None:
-        return None
-    depth = arm.config.spec_depth
-    factor, why = 1.0, ""
-    if depth:
-        recorded = cell.acceptance_length
-        if recorded is not None and recorded <= depth + 1:
-            factor, why = recorded, f" × mean acceptance length {recorded:.3g}"
-        else:
-            factor, why = depth + 1.0, _depth_text(depth)
-    elif packet.provenance.kind == "screened":
-        # depth unknown (recorded as 0); vLLM's counters, when there, say what speculation yielded
-        recorded = _acceptance_length(arm)
-        if recorded is not None:
-            factor, why = recorded, f" × mean acceptance length {recorded:.3g}"
-    if packet_scheme(packet, recipe)[0] is None:
-        # Unknown precision: the projection would count 16 bits per weight, which could put the
-        # ceiling 4 times too low for a 4-bit checkpoint; 4-bit weights keep it an upper bound.
-        cell.scheme = W4A16
-    cell.spec_depth, cell.spec_method, cell.draft_int4 = 0, None, False
-    projection = project_cell(cell)
-    return (projection.ceiling_tok_s, factor, why) if projection is not None else None
-
-
-# --- identity -------------------------------------------------------------------------------
-
-
-def identity_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
-    """The packet's model is its recipe variant's, on the platform of its hardware, within its cards."""
-    problems: list[Problem] = []
-    model = packet.identity.model
-    if recipe is not None:
-        if model.variant is not None and model.variant in recipe.variants:
-            expected = recipe.variant_model_id(model.variant)
-            if model.repo != expected:
-                problems.append(
-                    (
-                        "identity.model.repo",
-                        f"is {model.repo!r}, but recipe {model.slug!r} variant {model.variant!r} serves {expected!r}",
-                    )
-                )
-        if model.synthetic != recipe.model.synthetic:
-            problems.append(
-                (
-                    "identity.model.synthetic",
-                    f"is {str(model.synthetic).lower()}, but recipe {model.slug!r} model.synthetic is"
-                    f" {str(recipe.model.synthetic).lower()}",
-                )
-            )
-    if hardware is not None and packet.identity.runtime.platform != hardware.platform:
-        problems.append(
-            (
-                "identity.runtime.platform",
-                f"is {packet.identity.runtime.platform!r}, but hardware {hardware.id!r} is a"
-                f" {hardware.platform!r} platform",
-            )
-        )
-    cards = packet.identity.host.card_count
-    for index, arm in enumerate(packet.arms):
-        if arm.config.tensor_parallel_size > cards:
-            problems.append(
-                (
-                    f"arms[{index}].config.tensor_parallel_size",
-                    f"tensor_parallel_size {arm.config.tensor_parallel_size} exceeds the host's card_count {cards}",
-                )
-            )
-    return problems
-
-
 # --- token arrays, counters, ladders, dates -------------------------------------------------
 
 
 def token_problems(packet: Packet) -> list[Problem]:
-    """Token ids lie in the vocabulary; token times are finite, non-negative, non-decreasing and
-    start at the row's TTFT (token 0 arrives at TTFT by definition)."""
-    config = packet.identity.model.config
-    vocab = config.vocab_size if config is not None else None
+    """Token times are non-decreasing (token 0 arrives at TTFT by definition). Token ids lie in
+    the model's vocabulary: catalog/checks/facts.py, which knows the model's."""
     problems: list[Problem] = []
     for i, arm in enumerate(packet.arms):
         for j, server in enumerate(arm.servers):
             for k, row in enumerate(server.rows):
-                where = f"arms[{i}].servers[{j}].rows[{k}]"
-                problems.extend(_id_problems(row.token_ids, vocab, where))
-                problems.extend(_time_problems(row, where))
+                problems.extend(_time_problems(row, f"arms[{i}].servers[{j}].rows[{k}]"))
     return problems
-
-
-def _id_problems(ids: Sequence[int], vocab: int | None, where: str) -> list[Problem]:
-    if not ids or vocab is None or max(ids) < vocab:  # unsigned: nothing below 0
-        return []  # the usual case, decided at C speed
-    position, token = next((p, t) for p, t in enumerate(ids) if t >= vocab)
-    size = f" (vocab_size {vocab:,})" if vocab is not None else ""
-    return [(f"{where}.token_ids[{position}]", f"token id {token:,} is outside the vocabulary{size}")]
 
 
 def _time_problems(row: PromptRow, where: str) -> list[Problem]:
@@ -526,24 +397,6 @@ def ladder_problems(packet: Packet) -> list[Problem]:
     return problems
 
 
-def created_problems(packet: Packet, now: datetime) -> list[Problem]:
-    """A packet is not written in the future (beyond CLOCK_SKEW)."""
-    created = packet.created
-    if created is None:
-        return []
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=UTC)
-    if created > now + CLOCK_SKEW:
-        return [
-            (
-                "created",
-                f"{created.isoformat()} is in the future (now {now.isoformat(timespec='seconds')},"
-                f" {int(CLOCK_SKEW.total_seconds() // 60)} minutes of clock skew allowed)",
-            )
-        ]
-    return []
-
-
 # --- reproductions --------------------------------------------------------------------------
 
 
@@ -578,16 +431,8 @@ def reproduction_problems(packet: Packet, original: Packet) -> list[Problem]:
                 " independent run",
             )
         )
-    original_timings = {_timings(server) for arm in original.arms for server in arm.servers if server.rows}
-    for i, arm in enumerate(packet.arms):
-        for j, server in enumerate(arm.servers):
-            if server.rows and _timings(server) in original_timings:
-                problems.append(
-                    (
-                        f"arms[{i}].servers[{j}].rows",
-                        f"token timings are identical to a server of {original.id}: a copy, not a reproduction",
-                    )
-                )
+    # its own timings: no server a copy of the original's, shifted or scaled (catalog/checks/independence.py)
+    problems += copied_from(packet, original)
     return problems
 
 
@@ -613,7 +458,3 @@ def _describe(config: _Config) -> str:
     extras = [f"draft head {head}"] if head else []
     extras += [f"{name}={value}" for name, value in env]
     return f"TP {tp}, {spec}" + "".join(f", {e}" for e in extras)
-
-
-def _timings(server: ServerRun) -> tuple[tuple[str, tuple[float, ...]], ...]:
-    return tuple(sorted((row.prompt_id, tuple(_token_times(row)[1])) for row in server.rows))

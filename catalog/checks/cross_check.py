@@ -81,7 +81,10 @@ def cross_check(packet: Packet, path: Path, ref: Reference) -> list[CatalogError
         found.append(
             CatalogError(f"hardware {card!r} is not in data/hardware.yaml", file=path, field="identity.host.hardware")
         )
-    found.extend(located(reference_problems(packet, recipe, ref.hardware.get(card)), path))
+    if model.slug not in ref.unloaded and "*hardware" not in ref.unloaded:
+        # a recipe, overlay or hardware file in error is reported once; what the packet says of its
+        # model and card is checked against them once they load
+        found.extend(located(reference_problems(packet, recipe, ref.hardware.get(card)), path))
     if packet.provenance.kind == "measured":
         found.extend(_workload_problems(packet, path, ref))
     return found

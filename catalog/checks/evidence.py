@@ -65,6 +65,8 @@ def _gate_problems(packet: Packet, arm: Arm, where: str) -> list[Problem]:
         recomputed = compare_rows(gate.gate, gate.against, *pair)
         if (recomputed.exact, recomputed.first_divergence) != (gate.exact, gate.first_divergence):
             problems.append((f"{where}.gates[{index}]", "does not match the token arrays re-compared"))
+        elif gate.divergences and gate.divergences != recomputed.divergences:
+            problems.append((f"{where}.gates[{index}].divergences", "do not match the token arrays re-compared"))
     return problems
 
 

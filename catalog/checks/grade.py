@@ -2,8 +2,10 @@
 one rule; nobody types a grade. The methodology page prints this docstring's rule.
 
 Limitations a measured packet can disclose (`limitations` lists them, in words):
-- not independently reproduced: no signed measured packet that names it in `reproduces`, made
-  with another key or on another host (another boot id), whose token arrays equal its own;
+- not independently reproduced: no measured packet that names it in `reproduces`, signed by
+  another key listed in data/keys.yaml (the same signer vouching twice is one voice, and a local
+  unsigned packet vouches for nothing), whose token arrays equal its own and whose token times are
+  its own (a copy of the original's, shifted or scaled, is refused outright);
 - a published arm without two fresh servers with prompt rows, or without the gates its depth
   needs (G1 for the oracle, G2 and G3 for a speculative arm);
 - canaries missing or failed on a server;
@@ -12,8 +14,10 @@ Limitations a measured packet can disclose (`limitations` lists them, in words):
 - A: signed, measured by the runner, no limitation.
 - B: signed, measured, exactly one limitation (usually: not yet reproduced).
 - C: measured with more than one limitation, or unsigned (a local build), or imported from a
-  named source that reports gate outcomes. Imported numbers cannot be replayed, so never above C.
-- D: screened (speed only, no identity gate), or imported without gate outcomes.
+  named source that reports gate outcomes (every imported arm carries the outcome its source
+  printed; catalog/checks/consistency.py refuses one that does not). Imported numbers cannot be
+  replayed, so never above C.
+- D: screened (speed only, no identity gate).
 A packet whose every arm is withheld keeps its grade for the record but has no headline.
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+from catalog.checks.independence import copied_from
 from catalog.model.packet import Arm, Packet, State
 
 Grade = Literal["A", "B", "C", "D"]
@@ -40,13 +45,12 @@ def _gates_complete(arm: Arm) -> bool:
 
 
 def independent(original: Packet, reproduction: Packet) -> bool:
-    """Another key or another host, and the same token arrays for every arm both ran."""
+    """Signed by another listed key, the same token arrays for every arm both ran, its own times."""
     if not (reproduction.signed and reproduction.state == State.MEASURED and reproduction.reproduces == original.id):
         return False
-    other_key = reproduction.seal.signed_by != original.seal.signed_by
-    boot = original.identity.host.boot_id
-    other_host = boot is None or reproduction.identity.host.boot_id != boot
-    return (other_key or other_host) and _same_tokens(original, reproduction)
+    if reproduction.seal.signed_by == original.seal.signed_by:
+        return False  # one signer vouching twice
+    return _same_tokens(original, reproduction) and not copied_from(reproduction, original)
 
 
 def _same_tokens(original: Packet, reproduction: Packet) -> bool:
@@ -95,7 +99,7 @@ def evidence_grade(packet: Packet, reproductions: Iterable[Packet] = ()) -> Grad
 
 
 GRADE_MEANING: dict[Grade, str] = {
-    "A": "signed, measured here, every gate and canary passed, independently reproduced",
+    "A": "signed, measured here, every gate and canary passed, reproduced under another signer's key",
     "B": "signed, measured here, one disclosed limitation (usually: not yet reproduced)",
     "C": "bounded evidence: imported with gate outcomes, unsigned, or measured with several gaps",
     "D": "speed snapshot only: no identity gate",

@@ -4,8 +4,9 @@
 What no honest sweep can produce: an open-loop schedule other than the one its rate and seed
 give (a replay would send other arrivals), prompts out of the documented order or outside the
 suite, more output tokens than the workload asked for, closed-loop levels out of order or
-repeated, a second sweep of one arm, and a level's per-user decode rate (its median
-request's) above the card's physics.
+repeated, a closed-loop level whose own request times do not show the users it declares (four
+"users" whose requests ran one at a time), a second sweep of one arm, and a level's per-user
+decode rate (its median request's) above the card's physics.
 Each problem is `(field, message)`, like catalog.checks.consistency's.
 
 A sweep of an imported or screened packet (runner/import_load_sweep.py) was sent by someone else's
@@ -26,6 +27,13 @@ Problem = tuple[str, str]
 
 SCHEDULE_TOLERANCE_MS = 0.001
 """Planned times are recorded to the microsecond (poisson_offsets_ms rounds to 3 decimals)."""
+
+SHOWN_USERS_SHARE = 0.75
+"""The share of its declared users a closed-loop level must keep in flight, on average, from the
+moment its last user started (the ramp-up) to its last send (after which users finish one by one:
+the tail). Each user is idle only between its stream closing and its next send (the client's
+turnaround, a millisecond against requests of seconds), so an honest level keeps nearly all of
+them busy; one whose requests ran one at a time under "4 users" keeps one."""
 
 
 def _sweeps(packet: Packet) -> Iterator[tuple[str, str, LoadSweep]]:
@@ -57,6 +65,7 @@ def load_problems(packet: Packet) -> list[Problem]:
         first_sweep.setdefault(ladder.arm, i)
     for where, _, sweep in _sweeps(packet):
         problems += _level_order_problems(where, sweep)
+        problems += _shown_users_problems(where, sweep)
         if follows_our_schedule(packet):
             problems += _schedule_problems(where, sweep)
         problems += _token_problems(where, sweep, packet.workload.max_tokens)
@@ -89,6 +98,54 @@ def _level_order_problems(where: str, sweep: LoadSweep) -> list[Problem]:
                 problems.append((f"{field}.rate_rps", f"{level.rate_rps:g} req/s is measured twice in this sweep"))
             rates.add(level.rate_rps)
     return problems
+
+
+def _shown_users_problems(where: str, sweep: LoadSweep) -> list[Problem]:
+    """A closed-loop level's requests keep its users in flight: between its ramp-up (the users-th
+    send) and its tail (the last send), the time-averaged count of requests sent and not finished
+    is at least SHOWN_USERS_SHARE of its users (of its requests, when it has fewer)."""
+    problems: list[Problem] = []
+    for j, level in enumerate(sweep.levels):
+        if level.users is None or level.users < 2:
+            continue
+        spans = sorted((r.sent_ms, r.sent_ms + r.e2e_ms) for r in level.requests if r.e2e_ms is not None)
+        users = min(level.users, len(spans))
+        if users < 2:
+            continue
+        running = level.server.peak_running if level.server is not None else None
+        if running is not None and running > level.users:
+            problems.append(
+                (
+                    f"{where}.levels[{j}].server.peak_running",
+                    f"is {running:g}, but a closed level of {level.label} has at most {level.users} requests running",
+                )
+            )
+        shown = _mean_in_flight(spans, start=spans[users - 1][0], end=spans[-1][0])
+        if shown < SHOWN_USERS_SHARE * users:
+            problems.append(
+                (
+                    f"{where}.levels[{j}].requests",
+                    f"{level.label}: its requests' own send and end times keep {shown:.2f} in flight on average"
+                    f" between the ramp-up and the tail, not {users} (at least {SHOWN_USERS_SHARE:.0%} of them):"
+                    " its requests did not run as the users it declares",
+                )
+            )
+    return problems
+
+
+def _mean_in_flight(spans: list[tuple[float, float]], *, start: float, end: float) -> float:
+    """The time-averaged number of spans open over [start, end]; the count at `start` when the
+    window is a moment (every user sent at once, none sent again)."""
+    if end <= start:
+        return float(sum(1 for sent, done in spans if sent <= start < done))
+    inside = [(sent, done) for sent, done in spans if done > start and sent < end]
+    # at one time an end (-1) sorts before a start: a user's next request follows its last
+    events = sorted([(max(sent, start), 1) for sent, _ in inside] + [(min(done, end), -1) for _, done in inside])
+    area, count, at = 0.0, 0, start
+    for time, step in events:
+        area += count * (time - at)
+        count, at = count + step, time
+    return area / (end - start)
 
 
 def _schedule_problems(where: str, sweep: LoadSweep) -> list[Problem]:

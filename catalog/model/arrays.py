@@ -1,4 +1,6 @@
-"""Compact integer arrays inside packet JSON: base64 of little-endian unsigned 32-bit integers.
+"""Compact integer arrays inside packet JSON: base64 of little-endian unsigned 32-bit integers
+(token ids and times, power in milliwatts) or signed 64-bit integers (power sample times, which
+may precede their window, and cumulative energy counters in microjoules, which exceed 32 bits).
 
 Token ids and token times are most of a packet. As JSON lists they cost ~6 bytes a value and a
 Python object each on every read; as base64 they cost 5.3 bytes and decode at C speed into an
@@ -72,4 +74,52 @@ UInt32Array = Annotated[
     PlainValidator(_validate),
     PlainSerializer(encode_uint32, return_type=str),
     WithJsonSchema({"type": "string", "contentEncoding": "base64", "description": "little-endian uint32 array"}),
+]
+
+
+INT64 = "q"
+if array(INT64).itemsize != 8:  # pragma: no cover - every platform CPython supports today
+    raise ImportError("array('q') is not 64 bits wide on this platform")
+
+
+def to_int64(values: Iterable[int]) -> array[int]:
+    """An array of signed 64-bit integers; OverflowError names a value out of range."""
+    return array(INT64, values)
+
+
+def encode_int64(values: array[int]) -> str:
+    if _SWAP:  # pragma: no cover - big-endian hosts
+        values = array(INT64, values)
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def decode_int64(text: str) -> array[int]:
+    """As decode_uint32, for signed 64-bit integers (the reader refuses a non-canonical spelling)."""
+    try:
+        raw = binascii.a2b_base64(text)
+    except (binascii.Error, ValueError):
+        raise ValueError("is not base64 (standard alphabet, padded)") from None
+    if len(raw) % 8:
+        raise ValueError(f"decodes to {len(raw)} bytes, not a whole number of 64-bit integers")
+    values = array(INT64)
+    values.frombytes(raw)
+    if _SWAP:  # pragma: no cover - big-endian hosts
+        values.byteswap()
+    return values
+
+
+def _validate_int64(value: Any) -> array[int]:
+    if isinstance(value, array) and value.typecode == INT64:
+        return value
+    if isinstance(value, str):
+        return decode_int64(value)
+    raise ValueError("must be base64 text of little-endian int64 integers")
+
+
+Int64Array = Annotated[
+    _Array,
+    PlainValidator(_validate_int64),
+    PlainSerializer(encode_int64, return_type=str),
+    WithJsonSchema({"type": "string", "contentEncoding": "base64", "description": "little-endian int64 array"}),
 ]

@@ -4,7 +4,8 @@ A sweep runs levels on one fresh server: closed-loop levels (N users, each sendi
 request when the last one finished) and open-loop levels (requests sent at Poisson arrivals of a
 fixed rate and seed, whether or not earlier ones finished). Each level keeps one row per request,
 so a reader can recompute every percentile, rate and goodput figure from the packet; only the
-inter-token latency percentiles (over every token gap of the level) are stored as measured.
+inter-token latency percentiles (over the level's gaps between distinct arrivals: one per chunk,
+catalog.model.metrics.arrival_gaps) are stored as measured.
 
 Definitions (the one home of each; docs/measuring.md explains them for readers):
 - percentiles interpolate linearly between the closest ranks (numpy's default "linear" method);
@@ -25,6 +26,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from catalog.model.base import FieldError, StrictModel
+from catalog.model.energy import EnergyWindow
 
 LAG_BOUND_MS = 10.0
 """Default schedule-lag bound (p99, milliseconds). Arrivals of a 64-user level on a fast card are a
@@ -186,10 +188,18 @@ class LoadLevel(StrictModel):
     duration_s: float = Field(gt=0, description="first planned send to last request finished, seconds")
     client_cpu_s: float = Field(ge=0, description="CPU time the client process used during the level")
     itl_ms: Percentiles | None = Field(
-        default=None, description="inter-token latency over every token gap of the level (from token ids)"
+        default=None,
+        description="inter-token latency over the level's gaps between distinct arrivals (one per chunk; "
+        "tokens of one chunk add no zero gap)",
     )
     requests: list[LoadRequest] = Field(min_length=1, description="every request planned, in planned order")
     server: LoadServerMetrics | None = Field(default=None, description="the server's /metrics over the level")
+    energy: EnergyWindow | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="the cards' power and energy counter over the level (catalog/model/energy.py); absent when "
+        "not measured",
+    )
 
     @model_validator(mode="after")
     def _one_mode(self) -> LoadLevel:

@@ -6,6 +6,11 @@ Definitions (also on the methodology page):
   so a chunk carrying k tokens contributes k events with one arrival time.
 - class-balanced median: the median within each class, then the median of the class medians.
 - centre of a pair: the mean of the two fresh servers' class-balanced medians.
+- inter-token latency (ITL), load levels: the gaps between *distinct* arrival times, one per chunk
+  after the first, as `vllm bench serve` counts it. Tokens that arrive together (one chunk carries
+  several: speculative decoding emits up to k+1 per step, and the server merges chunks when it
+  falls behind) add no gap of zero; ITL is per chunk, so with speculation it is larger than the
+  time per token. TPOT stays per token: (t[last] - t[0]) / (tokens - 1).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from catalog.model.packet import GateResult, PromptRow
+from catalog.model.packet import Divergence, DivergenceCause, GateResult, PromptRow
 
 DECODE_WINDOW = 100
 MIN_COMPLETION_TOKENS = DECODE_WINDOW + 1
@@ -27,6 +32,18 @@ def decode_rate(token_times_us: Sequence[int]) -> float | None:
     if span_s <= 0:
         return None
     return (DECODE_WINDOW - 1) / span_s
+
+
+def arrival_gaps(times: Sequence[float]) -> list[float]:
+    """ITL samples of one stream: the gap from each distinct arrival time to the next (times in
+    any unit, ascending; tokens sharing an arrival count once)."""
+    gaps: list[float] = []
+    previous: float | None = None
+    for at in times:
+        if previous is not None and at != previous:
+            gaps.append(at - previous)
+        previous = at
+    return gaps
 
 
 def class_balanced_median(values_by_class: dict[str, list[float]]) -> float:
@@ -64,26 +81,45 @@ def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+def divergence(a: Sequence[int], b: Sequence[int]) -> Divergence | None:
+    """Where two outputs part and the token each had there (None: a side had already ended)."""
+    index = first_divergence(a, b)
+    if index is None:
+        return None
+    return Divergence(
+        index=index, token=int(a[index]) if index < len(a) else None, other=int(b[index]) if index < len(b) else None
+    )
+
+
 def compare_rows(
     gate: str,
     against: str,
     left: Sequence[PromptRow],
     right: Sequence[PromptRow],
     server: str | None = None,
+    cause: DivergenceCause | None = None,
 ) -> GateResult:
-    """Gate result over prompts matched by id; a prompt missing on one side counts as diverging at 0."""
+    """Gate result over prompts matched by id; a prompt missing on one side counts as diverging at 0
+    (with no token on the missing side). `cause`: what the comparison isolates (a repeat of the
+    same configuration, speculation at the same batch shape, or another batch shape)."""
     right_by_id = {row.prompt_id: row for row in right}
-    divergences: list[int | None] = []
+    found: list[Divergence | None] = []
     for row in left:
         other = right_by_id.get(row.prompt_id)
-        divergences.append(0 if other is None else first_divergence(row.token_ids, other.token_ids))
-    exact = sum(d is None for d in divergences)
+        if other is None:
+            first = int(row.token_ids[0]) if len(row.token_ids) else None
+            found.append(Divergence(index=0, token=first, other=None))
+        else:
+            found.append(divergence(row.token_ids, other.token_ids))
+    exact = sum(d is None for d in found)
     return GateResult(
         gate=gate,
         against=against,
         server=server,
         exact=exact,
-        total=len(divergences),
-        passed=exact == len(divergences),
-        first_divergence=divergences,
+        total=len(found),
+        passed=exact == len(found),
+        first_divergence=[d.index if d is not None else None for d in found],
+        divergences=found if exact < len(found) else [],
+        cause=cause,
     )

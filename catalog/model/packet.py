@@ -19,6 +19,7 @@ from pydantic import Field, PrivateAttr, StringConstraints, model_validator
 
 from catalog.model.arrays import UInt32Array
 from catalog.model.base import EnvName, FieldError, Sha256, Slug, StrictModel
+from catalog.model.energy import EnergySetup, EnergyWindow
 from catalog.model.load_sweep import LoadSweep
 from catalog.model.secrets import REDACTED, is_secret_env, redact_argv
 
@@ -91,7 +92,10 @@ _STATE_MEANINGS = {
 
 
 class SourceRef(StrictModel):
-    """A published source an imported or screened result is taken from."""
+    """A published source an imported or screened result is taken from. An imported packet is
+    judged as of its source: `published` (the day the source published its figures) and `retrieved`
+    (the day the importer read it, which its key vouches for) are required of it
+    (catalog/checks/dates.py)."""
 
     name: str = Field(
         min_length=1, description="Name of the published source (a paper, a blog post, a benchmark table)."
@@ -100,8 +104,16 @@ class SourceRef(StrictModel):
     reference: str | None = Field(
         default=None, description="Where in the source the figure is (a table, a section, a commit)."
     )
-    retrieved: date | None = Field(default=None, description="Day the source was read.")
+    retrieved: date | None = Field(
+        default=None, description="Day the importer read the source: the day its signature vouches for."
+    )
     note: str | None = Field(default=None, description="Free text about the source or how its figure was read.")
+    published: date | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Day the source published its figures (the latest it can have, when it prints none): the day"
+        " an imported packet is judged as of.",
+    )
 
 
 class Provenance(StrictModel):
@@ -127,6 +139,14 @@ class FileHash(StrictModel):
     name: str = Field(description="File name inside the checkpoint repository.")
     bytes: int = Field(ge=0, description="File size in bytes.")
     sha256: Sha256 = Field(description="sha256 of the file's bytes, hex.")
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+"""The files of a checkpoint that hold weights: `weight_bytes` is the sum of their sizes."""
+
+
+def weight_file_bytes(files: list[FileHash]) -> int:
+    return sum(f.bytes for f in files if f.name.endswith(WEIGHT_SUFFIXES))
 
 
 class ModelConfigFacts(StrictModel):
@@ -193,8 +213,8 @@ class RuntimeIdentity(StrictModel):
     # The image as the servers were started: `repo@sha256:...`, so a replay pulls the same bytes.
     image_pinned: str | None = Field(
         default=None,
-        description="The image as the servers were started (repo@sha256:...), so a replay pulls the same bytes.",
         exclude_if=_absent,
+        description="The image as the servers were started (repo@sha256:...), so a replay pulls the same bytes.",
     )
 
 
@@ -258,15 +278,22 @@ class ArmConfig(StrictModel):
     # with the per-server port and container name as placeholders; `argv` is the portable form.
     launch_argv: list[str] = Field(
         default=[],
-        description="The exact command the servers ran, with the per-server port and container name as placeholders.",
         exclude_if=_empty,
+        description="The exact command the servers ran, with the per-server port and container name as placeholders.",
     )
     # Variables handed through from the host environment (HF_TOKEN, HF_HUB_OFFLINE): names only,
     # their values are never recorded.
     passed_env: list[EnvName] = Field(
         default=[],
-        description="Variables handed through from the host environment: names only, values are never recorded.",
         exclude_if=_empty,
+        description="Variables handed through from the host environment: names only, values are never recorded.",
+    )
+
+    entrypoint: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="How the servers were started: `vllm serve`, the image's entrypoint, or the API server module "
+        "run where the install has no working `vllm serve`.",
     )
 
     @model_validator(mode="after")
@@ -369,8 +396,8 @@ class SpecMetrics(StrictModel):
 class CacheCheck(StrictModel):
     """How "cache zero" was shown for a server: `usage` when every row's
     usage.prompt_tokens_details.cached_tokens was 0; `metrics` when a server that leaves
-    prompt_tokens_details out (vLLM before PR #44383) kept vllm:prefix_cache_hits at 0 over the
-    suite. The counters' increase over the suite is kept when the server exposes them."""
+    prompt_tokens_details out (vLLM before the fix for issue #44377) kept vllm:prefix_cache_hits
+    at 0 over the suite. The counters' increase over the suite is kept when the server exposes them."""
 
     source: Literal["usage", "metrics"] = Field(
         description="How cache zero was shown: usage.cached_tokens on every row, or the server's /metrics counters."
@@ -387,6 +414,36 @@ class CacheCheck(StrictModel):
         if self.source == "metrics" and self.prefix_cache_hits is None:
             raise FieldError("a cache check from /metrics needs the prefix_cache_hits increase", "prefix_cache_hits")
         return self
+
+
+class ServerFacts(StrictModel):
+    """What vLLM resolved for one server, as the server itself reported it: GET /server_info
+    (vLLM 0.32 with VLLM_SERVER_DEV_MODE=1: the resolved config and every VLLM_* variable as read),
+    else its startup log ("Initializing a V1 LLM engine ... with config: ..."). These settings
+    change the numbers or the bits: async scheduling, graph capture (or eager), batch-invariant
+    kernels, and how many tokens one streamed chunk holds. Null: the server did not say."""
+
+    source: Literal["server_info", "log"] = Field(description="Where the facts were read.")
+    async_scheduling: bool | None = Field(default=None, description="Whether the scheduler ran asynchronously.")
+    enforce_eager: bool | None = Field(default=None, description="Whether torch.compile and graph capture were off.")
+    compilation_mode: str | None = Field(
+        default=None,
+        description="vLLM's compilation mode (NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, VLLM_COMPILE).",
+    )
+    cudagraph_mode: str | None = Field(
+        default=None,
+        description="Graph capture mode (NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE); XPU graphs too.",
+    )
+    batch_invariant: bool | None = Field(
+        default=None, description="Whether batch-invariant kernels were on (VLLM_BATCH_INVARIANT as vLLM read it)."
+    )
+    stream_interval: int | None = Field(default=None, ge=1, description="Tokens buffered per streamed chunk at most.")
+    env: dict[EnvName, str] = Field(
+        default={}, description="The arm's VLLM_* switches as vLLM read them (credentials recorded redacted)."
+    )
+    unknown_env: list[EnvName] = Field(
+        default=[], description="VLLM_* variables the server reported it does not know (and so ignored)."
+    )
 
 
 class ServerRun(StrictModel):
@@ -417,6 +474,36 @@ class ServerRun(StrictModel):
         description="What the server answered on GET /version (null: not asked, or an older server).",
         exclude_if=_absent,
     )
+    energy: EnergyWindow | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The cards' power and energy counter over the strict suite (catalog/model/energy.py); "
+        "absent when not measured.",
+    )
+    resolved: ServerFacts | None = Field(
+        default=None,
+        description="What vLLM resolved for this server, as it reported it; absent in older packets.",
+        exclude_if=_absent,
+    )
+
+
+class Divergence(StrictModel):
+    """Where one prompt's two outputs part: the first differing index and the token each side had
+    there (null: that side had already ended)."""
+
+    index: int = Field(ge=0, description="The first token index where the outputs differ.")
+    token: int | None = Field(default=None, ge=0, description="This side's token at that index (null: it ended).")
+    other: int | None = Field(default=None, ge=0, description="The compared side's token there (null: it ended).")
+
+
+DivergenceCause = Literal["repeat", "speculative", "batch shape"]
+DIVERGENCE_CAUSES: dict[str, str] = {
+    "repeat": "the same configuration on two fresh servers: a difference is the stack's own nondeterminism",
+    "speculative": "speculative decoding against the oracle at the same batch shape (one sequence at a time): "
+    "a difference is the speculative path's numerics",
+    "batch shape": "the same model at another batch shape (a ladder's 64 sequences) against the oracle at one: "
+    "batch shape changes the floating-point reductions, and with them the bits",
+}
 
 
 class GateResult(StrictModel):
@@ -437,6 +524,28 @@ class GateResult(StrictModel):
         default=[], description="Per prompt, the first token index where outputs differ (null: identical)."
     )
     note: str | None = Field(default=None, description="Free text about the gate.")
+    divergences: list[Divergence | None] = Field(
+        default=[],
+        exclude_if=_empty,
+        description="Per prompt, where the outputs part and the token on each side (null: identical); "
+        "absent in older packets.",
+    )
+    cause: DivergenceCause | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="What the comparison isolates, so a divergence reads as repeat (nondeterminism), speculative "
+        "(same batch shape) or batch shape; absent in older packets.",
+    )
+
+    @model_validator(mode="after")
+    def _divergences_match(self) -> GateResult:
+        if self.divergences:
+            if len(self.divergences) != self.total:
+                raise FieldError("needs one entry per prompt", "divergences")
+            indices = [d.index if d is not None else None for d in self.divergences]
+            if self.first_divergence and indices != self.first_divergence:
+                raise FieldError("differs from first_divergence", "divergences")
+        return self
 
     @model_validator(mode="after")
     def _passed_matches_count(self) -> GateResult:
@@ -507,6 +616,19 @@ class ConcurrencyPoint(StrictModel):
     completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
     wall_s: float = Field(gt=0, description="Wall-clock seconds for all requests.")
     identical_to_oracle: bool | None = Field(default=None, description="Whether every output matched the oracle's.")
+    energy: EnergyWindow | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The cards' power and energy counter over the level (catalog/model/energy.py); "
+        "absent when not measured.",
+    )
+    divergence: Literal["batch shape", "speculative"] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Why outputs differ from the sequential oracle's: batch shape (the plain model at this level "
+        "gave the same outputs), or speculative (they differ from the plain model's at the same level); absent "
+        "when identical, or in older packets.",
+    )
 
     @property
     def aggregate_tok_s(self) -> float:
@@ -532,7 +654,9 @@ class Ladder(StrictModel):
     concurrency: list[ConcurrencyPoint] = Field(default=[], description="Points of a concurrency ladder.")
     context: list[ContextPoint] = Field(default=[], description="Points of a context ladder.")
     load: LoadSweep | None = Field(
-        default=None, description="The levels of a load sweep (catalog/model/load_sweep.py).", exclude_if=_absent
+        default=None,
+        description="The levels of a load sweep (catalog/model/load_sweep.py).",
+        exclude_if=_absent,
     )
 
     @model_validator(mode="after")
@@ -574,6 +698,12 @@ class PacketBody(StrictModel):
     # left out of the file when absent: packets written before it existed keep their bytes
     campaign: CampaignRef | None = Field(
         default=None, exclude_if=_absent, description="The fleet campaign cell measured; absent for a single run."
+    )
+    energy: EnergySetup | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="How the cards' energy was read (or why it was not) and the idle baseline; absent in packets "
+        "measured before energy was.",
     )
 
 

@@ -65,6 +65,11 @@ class KeyEntry(StrictModel):
 class KeyRing(StrictModel):
     schema_version: Literal[1] = Field(description="Format version of data/keys.yaml.")
     keys: list[KeyEntry] = Field(description="Every key whose signatures are accepted, revoked ones included.")
+    test_catalog: bool = Field(
+        default=False,
+        description="A catalog made by tests or benchmarks, whose throwaway keys may leave valid_from out;"
+        " never set in a published catalog.",
+    )
 
     @model_validator(mode="after")
     def _unique_ids(self) -> KeyRing:
@@ -73,6 +78,23 @@ class KeyRing(StrictModel):
             if entry.id in seen:
                 raise FieldError(f"key {entry.id} is listed twice", "keys", index, "id")
             seen.add(entry.id)
+        return self
+
+    @model_validator(mode="after")
+    def _dated(self) -> KeyRing:
+        """A key vouches for what was made while it was valid: without a first day, a key made
+        today would vouch for a campaign dated last year."""
+        if self.test_catalog:
+            return self
+        for index, entry in enumerate(self.keys):
+            if entry.valid_from is None:
+                raise FieldError(
+                    f"key {entry.id} ({entry.owner}) has no valid_from: every {entry.role} key says the first day"
+                    " it vouches for (undated keys only in a test catalog)",
+                    "keys",
+                    index,
+                    "valid_from",
+                )
         return self
 
     @classmethod

@@ -1,25 +1,33 @@
 """How a packet file is verified: the one function every reader calls (`verify`).
 
-In order: the file is read as bytes (a regular file only); its content validates as a schema-2
-packet with strict types; the bytes are exactly the canonical form of that content
+In order: the file is no larger than a packet may be (catalog/checks/bounds.py: refused unread)
+and is read as bytes (a regular file only); its content validates as a schema-2 packet with
+strict types; the bytes are exactly the canonical form of that content
 (catalog/packets/seal.py); its name is the id its digest gives; its signature is by a key of
-data/keys.yaml with the role its provenance needs (catalog/packets/signing.py); then its
-figures are derived again from its raw rows (catalog/checks/evidence.py) and checked against
-each other, physics and time (catalog/checks/consistency.py). What a packet claims against the
-rest of data/ (its recipe, card and suite) is checked where data/ is loaded
-(catalog/checks/cross_check.py).
+data/keys.yaml with the role its provenance needs, valid on the day the packet is judged as of
+(catalog/packets/signing.py, catalog/checks/dates.py); then its figures are derived again from
+its raw rows (catalog/checks/evidence.py) and checked against each other, time, independence,
+workload and bounds (catalog/checks/consistency.py); and, given data/ as loaded (`reference`),
+what it claims against data/ (its model's facts, physics on its card, its identity, its suite:
+catalog/checks/cross_check.py), on the whole packet. Every reader (`make verify`, the builder, a
+local `--allow-unsigned` build) reads packets through catalog/store/reading.py, which calls
+`verify` with data/; nothing of a packet is cached, so each is verified whole on every read. A
+signature says who vouches, never that the content is possible: none of these checks is skipped
+for a signed packet.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from catalog.checks.bounds import size_problem
 from catalog.checks.consistency import packet_problems
-from catalog.checks.cross_check import located
+from catalog.checks.cross_check import Reference, cross_check, located
+from catalog.checks.dates import signed_day
 from catalog.checks.evidence import evidence_problems
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.files import read_bytes
@@ -44,10 +52,13 @@ class Verified:
 @dataclass(frozen=True)
 class Refused:
     """Why a packet file is refused: every problem found, each naming the file and the field; the
-    packet as read when its bytes, name and signature held but what it says did not."""
+    packet as read when its bytes, name and signature held but what it says did not. `problems`
+    are the packet's own; `against_data` what it claims that data/ contradicts (kept apart: a
+    second copy of a packet reports only the first)."""
 
     problems: list[CatalogError]
     packet: Packet | None = None
+    against_data: list[CatalogError] = field(default_factory=list)
 
 
 def verify(
@@ -56,13 +67,21 @@ def verify(
     *,
     allow_unsigned: bool = False,
     now: datetime | None = None,
+    signatures: bool = True,
+    reference: Reference | None = None,
     read: Staged | None = None,
 ) -> Verified | Refused:
-    """Read one packet and check everything it says on its own: the costly part of loading,
-    independent of every other file. `read`: its bytes and its signature's, as the caller read
-    them (the builder: from the copies it publishes); `path` still names the file."""
+    """Read one packet and check everything it says: on its own, and, with `reference` (data/ as
+    loaded), against data/ (catalog/checks/cross_check.py), always on the whole packet (its every
+    row: the floors and the vocabulary read them). The costly part of loading, independent of
+    every other packet. `signatures` False checks no signature: only where data/keys.yaml failed to
+    load (that one error fails the load; every packet's signature error would repeat it). `read`:
+    its bytes and its signature's, as the caller read them (the builder: from the copies it
+    publishes, their size checked before they were read); `path` still names the file."""
     try:
-        packet = read_packet(path, keys or KeyRing.empty(), allow_unsigned=allow_unsigned, read=read)
+        packet = read_packet(
+            path, (keys or KeyRing.empty()) if signatures else None, allow_unsigned=allow_unsigned, read=read
+        )
     except CatalogErrors as many:
         return Refused(many.errors)
     except CatalogError as error:
@@ -71,7 +90,8 @@ def verify(
     reported = {where for where, _ in evidence}  # a gate evidence cannot pair is not reported twice
     consistency = [p for p in packet_problems(packet, now or datetime.now(UTC)) if p[0] not in reported]
     problems = located([*evidence, *consistency], path)
-    return Refused(problems, packet) if problems else Verified(packet)
+    against_data = cross_check(packet, path, reference) if reference is not None else []
+    return Refused(problems, packet, against_data) if problems or against_data else Verified(packet)
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,8 @@ def read_packet(
     """The packet a file holds, its bytes checked: schema 2, canonical bytes, the name its digest
     gives, and a signature by a known key of the right role (`keys` None checks no signature:
     migration and tests of the format only). `verify` calls it, then checks the content."""
+    if read is None:
+        check_size(path)
     data = read.data if read is not None else read_bytes(path)
     packet = _validated(data, path)
     canonical = packet_bytes(packet)
@@ -104,6 +126,17 @@ def read_packet(
     signer = _check_signature(packet, path, digest, keys, allow_unsigned, read) if keys is not None else None
     packet._seal = PacketSeal(sha256=digest, id=ident, signed_by=signer)
     return packet
+
+
+def check_size(path: Path) -> None:
+    """Refuse a file larger than a packet may be before a byte of it is read (catalog/checks/bounds.py)."""
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise CatalogError(f"cannot read: {error.strerror}", file=path) from None
+    too_large = size_problem(size)
+    if too_large is not None:
+        raise CatalogError(too_large, file=path, field="file")
 
 
 def _validated(data: bytes, path: Path) -> Packet:
@@ -150,5 +183,6 @@ def _check_signature(
     if allow_unsigned and signer_key_id(envelope, envelope_path) not in keys.by_id():
         return None  # this host's own key, not listed yet: a local packet like an unsigned one
     role = "measurer" if packet.provenance.kind == "measured" else "importer"
-    made_on = packet.created.date() if packet.created else None
-    return verify_packet_signature(envelope, digest, path.name, keys, role=role, file=envelope_path, made_on=made_on).id
+    return verify_packet_signature(
+        envelope, digest, path.name, keys, role=role, file=envelope_path, made_on=signed_day(packet)
+    ).id

@@ -17,7 +17,7 @@ API:
 
 from catalog.projection.bands import OPTIMISATION_BANDS, Band, band_for
 from catalog.projection.estimate import ESTIMATE_RULE, estimate_cell
-from catalog.projection.facts import KNOWN_MODELS, ArchitectureFacts, Fact, resolve_architecture
+from catalog.projection.facts import ArchitectureFacts, Fact, resolve_architecture
 from catalog.projection.models import (
     BasisArm,
     ByteTerm,
@@ -36,7 +36,6 @@ from catalog.projection.project import (
 
 __all__ = [
     "ESTIMATE_RULE",
-    "KNOWN_MODELS",
     "OPTIMISATION_BANDS",
     "ArchitectureFacts",
     "Band",

@@ -99,7 +99,7 @@ def estimate_cell(
         tp_ratio = _tp_ratio(published, tensor_parallel_size, basis_tp)
         utilisation *= tp_ratio if tp_ratio is not None else 1.0
     kv_bytes, kv_source = _variant_kv(recipe, scheme)
-    facts = resolve_architecture(None, recipe, recipe.variant_model_id(variant) if variant else None)
+    facts = resolve_architecture(None, recipe)
     cell = Cell(
         hardware=hardware,
         scheme=scheme,

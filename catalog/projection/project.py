@@ -8,7 +8,6 @@ from catalog.model.metrics import DECODE_WINDOW
 from catalog.model.packet import Arm, Packet, State
 from catalog.projection.bands import band_for
 from catalog.projection.cells import ALLREDUCE_LATENCY_SOURCE, ALLREDUCE_LATENCY_US, Cell, Inputs, cell_for_arm
-from catalog.projection.facts import conflicts, known_model
 from catalog.projection.models import ByteTerm, OptimisationGrade, Projection
 from catalog.projection.physics import GB, Ceiling, StepModel, step_ceiling
 from catalog.projection.prefill import prefill_bound
@@ -63,8 +62,6 @@ def project_cell(cell: Cell, *, force_upper_bound: bool = False) -> Projection |
     utilisation = measured / ceiling.tok_s if measured else None
     consistent = utilisation is None or utilisation <= 1.0
     grade = _grade(cell, utilisation, consistent)
-    if cell.packet is not None:
-        cell.notes.extend(conflicts(cell.packet, known_model(cell.packet.identity.model.repo)))
     depth = cell.spec_depth
     return Projection(
         packet_id=cell.packet.id if cell.packet else None,

@@ -29,6 +29,16 @@ XPU_DOCKER_OPTIONS = [
     "--ipc=host",
 ]
 CUDA_DOCKER_OPTIONS = ["--gpus", "all", "--ipc=host"]
+# A recipe's `default_frontend` (`rust`: vLLM's Rust API frontend, VLLM_USE_RUST_FRONTEND=1 under
+# `vllm serve`) is not composed into its command, and the runner does not apply it: what a page
+# says of it, in one place.
+FRONTEND_NOT_APPLIED = (
+    "not applied by this catalog: commands are composed, and servers measured, with vLLM's Python API "
+    "server (the Rust frontend's support for --stream-interval and /server_info, which the runner relies on, "
+    "is unverified); each packet records the entrypoint its servers ran"
+)
+# What a container needs whichever cards it is given (vLLM's workers share memory through /dev/shm).
+_SHARED_MEMORY_OPTIONS = ["--shm-size=16g", "--ipc=host"]
 HF_CACHE_MOUNT = ["-v", "$HOME/.cache/huggingface:/root/.cache/huggingface"]
 _DOUBLE_QUOTE_ACTIVE = re.compile(r'[$`"\\!\n]')
 
@@ -83,26 +93,42 @@ class LaunchCommand:
         image: str | None = None,
         model_mount: tuple[str, str] | None = None,
         pass_env: Sequence[str] = (),
+        device_options: Sequence[str] | None = None,
+        runtime_env: Mapping[str, str] | None = None,
+        mounts: Sequence[str] = (),
+        served_name: bool = False,
+        mount_hf_home: bool = True,
     ) -> list[str] | None:
         """`docker run` of the image. The runner binds loopback (`publish`), mounts the real hub
         cache, names the container (so it can be stopped and removed by name), runs the image
         pinned by digest (`image`), serves a local weights folder mounted read-only at
         `model_mount[1]`, and hands variables such as HF_TOKEN through by name only (`-e NAME`
-        takes the value from the caller's environment: it never appears in the command)."""
+        takes the value from the caller's environment: it never appears in the command).
+
+        Without `device_options` the container gets the platform's usual options (every card);
+        the runner gives the cards preflight checked, and sets `runtime_env` (container paths,
+        the card selection) and `mounts` (more `-v` values) itself; `served_name` names the
+        model as the recipe does when the server is given a path; `mount_hf_home=False` leaves the
+        Hugging Face home unmounted (the runner mounts the hub cache it found, in `mounts`)."""
         if self.docker_image is None:
             return None
-        options = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
-        mount = ["-v", f"{hf_cache}:/root/.cache/huggingface"] if hf_cache else HF_CACHE_MOUNT
-        env = [token for k, v in sorted(self.env.items()) for token in ("-e", f"{k}={v}")]
-        passed = [token for k in pass_env if k not in self.env for token in ("-e", k)]
+        platform = {"xpu": XPU_DOCKER_OPTIONS, "cuda": CUDA_DOCKER_OPTIONS}.get(self.platform or "", [])
+        options = platform if device_options is None else [*device_options, *_SHARED_MEMORY_OPTIONS]
+        mount = ["-v", f"{hf_cache}:/root/.cache/huggingface"] if hf_cache else list(HF_CACHE_MOUNT)
+        if not mount_hf_home:
+            mount = []
+        mount += [token for value in mounts for token in ("-v", value)]
+        extra = dict(runtime_env or {})
+        env = [token for k, v in sorted({**self.env, **extra}.items()) for token in ("-e", f"{k}={v}")]
+        passed = [token for k in pass_env if k not in self.env and k not in extra for token in ("-e", k)]
         named = ["--name", name] if name else []
         model = self.model_id
         args = list(self.args)
         if model_mount is not None:
             mount += ["-v", f"{model_mount[0]}:{model_mount[1]}:ro"]
             model = model_mount[1]
-            if "--served-model-name" not in args:
-                args += ["--served-model-name", self.model_id]
+        if (model_mount is not None or served_name) and "--served-model-name" not in args:
+            args += ["--served-model-name", self.model_id]
         return [
             "docker",
             "run",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -9,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from catalog.model.base import FieldError, Slug, StrictModel
 
 Platform = Literal["xpu", "cuda", "cpu"]
+_TRADEMARKS = re.compile(r"\((?:R|TM|C)\)", re.IGNORECASE)
 
 
 class Figure(StrictModel):
@@ -38,6 +40,10 @@ class Hardware(StrictModel):
     compute_tflops_bf16: Figure | None = Field(default=None, description="Peak dense BF16 compute, TFLOPS.")
     compute_tops_int8: Figure | None = Field(default=None, description="Peak dense INT8 compute, TOPS.")
     interconnect: Interconnect | None = Field(default=None, description="Card-to-card link.")
+    board_power_w: Figure | None = Field(
+        default=None,
+        description="Rated board power of one card, watts: the bound verification holds every measured power to.",
+    )
     notes: str | None = Field(default=None, description="Free text about the card.")
     # Words of the name the vendor tool reports for this card (`xpu-smi discovery`, `nvidia-smi`),
     # trademarks dropped: preflight refuses a card none of them names (a B60 is never a B70).
@@ -45,6 +51,12 @@ class Hardware(StrictModel):
         default=[],
         description="Words of the name the vendor tool reports: preflight refuses a card none of them names.",
     )
+
+    def names_device(self, reported: str) -> bool:
+        """Whether a name the vendor tool reported holds one of `device_names` as whole words,
+        trademarks dropped ("Pro B70" names "Intel(R) Arc(TM) Pro B70 Graphics", never "Pro B700")."""
+        plain = " ".join(_TRADEMARKS.sub("", reported).split()).lower()
+        return any(re.search(rf"(?<![\w]){re.escape(name.lower())}(?![\w])", plain) for name in self.device_names)
 
     @model_validator(mode="after")
     def _accelerators_name_their_device(self) -> Hardware:

@@ -2,11 +2,12 @@
 not list, kept beside the upstream file instead of editing it.
 
 An overlay adds variants (a build such as Qwen3.5 9B W4A16), hardware overrides appended after the
-recipe's own (the recipe guide's B70 `--max-model-len 8192`), and measured configurations (a
-variant on a card with its env switches and speculative config). The loader merges it into the
-recipe with the same strictness as the recipe itself: an unknown key, a variant the recipe already
-has, or a reference to a variant, card or feature that does not exist fails with the overlay's
-file, line and field. The upstream file stays byte for byte what upstream publishes.
+recipe's own (the recipe guide's B70 `--max-model-len 8192`), measured configurations (a
+variant on a card with its env switches and speculative config), and the model's sourced facts
+(catalog/recipes/model_facts.py) every packet of the recipe is checked against. The loader merges
+it into the recipe with the same strictness as the recipe itself: an unknown key, a variant the
+recipe already has, or a reference to a variant, card or feature that does not exist fails with
+the overlay's file, line and field. The upstream file stays byte for byte what upstream publishes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import Field
 from catalog.errors import CatalogError
 from catalog.model.base import Slug, StrictModel
 from catalog.recipes.hardware import Hardware
+from catalog.recipes.model_facts import ModelFacts
 from catalog.recipes.recipe import Configuration, HardwareOverride, Recipe, Variant
 from catalog.store.documents import Loc, dotted, line_of, read_document, validate_as
 
@@ -36,6 +38,10 @@ class Overlay(StrictModel):
     )
     configurations: dict[Slug, Configuration] = Field(
         default={}, description="Configurations the catalog measured, by name."
+    )
+    facts: ModelFacts | None = Field(
+        default=None,
+        description="The model's facts, each with its source: packets are checked against them, never the reverse.",
     )
 
 
@@ -100,5 +106,6 @@ def load_overlay(path: Path, recipes: dict[str, Recipe], hardware: Iterable[Hard
             "variants": variants,
             "hardware_overrides": overrides,
             "configurations": {**recipe.configurations, **overlay.configurations},
+            "facts": overlay.facts or recipe.facts,
         }
     )

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, PositiveInt, model_validator
 
 from catalog.model.base import EnvName, FieldError, Slug, StrictModel
+from catalog.recipes.model_facts import ModelFacts
 
 Args = list[str]
 Env = dict[EnvName, str]
@@ -351,6 +352,10 @@ class Recipe(StrictModel):
     # This catalog's own key, set only by merging an overlay (catalog/recipes/overlay.py).
     configurations: dict[Slug, Configuration] = Field(
         default={}, description="This catalog's measured configurations, set only by merging an overlay."
+    )
+    # This catalog's own key, set only by merging an overlay: what a packet of the model is checked against.
+    facts: ModelFacts | None = Field(
+        default=None, description="The model's sourced facts (catalog/recipes/model_facts.py), set only by an overlay."
     )
 
     @model_validator(mode="after")

@@ -1,5 +1,5 @@
-"""Reading packets: each file verified (catalog/packets/verify.py) and checked against data/
-(catalog/checks/cross_check.py), on every core when there are many (`read_packets`).
+"""Reading packets: each file verified (catalog/packets/verify.py), the checks against data/
+(catalog/checks/cross_check.py) included, on every core when there are many (`read_packets`).
 
 Everything about one packet that no other packet takes part in is done where the packet is read.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from catalog.checks.cross_check import Reference, cross_check
+from catalog.checks.cross_check import Reference
 from catalog.errors import CatalogError
 from catalog.forked import forked_map
 from catalog.model.packet import Packet
@@ -38,20 +38,28 @@ class Read:
 
 
 def read_one(
-    path: Path, keys: KeyRing, allow_unsigned: bool, reference: Reference | None, staged: Staged | None = None
+    path: Path,
+    keys: KeyRing,
+    allow_unsigned: bool,
+    reference: Reference | None,
+    staged: Staged | None = None,
+    *,
+    signatures: bool = True,
 ) -> Read:
-    """Verify one packet file and, when it verifies, check it against data/ (`reference`).
-    `staged`: its bytes as the caller read them (catalog/packets/verify.py)."""
-    result = verify(path, keys, allow_unsigned=allow_unsigned, read=staged)
-    if not isinstance(result, Verified):
-        return Read(result.packet, result.problems, [])
-    checked = cross_check(result.packet, path, reference) if reference is not None else []
-    return Read(result.packet, [], checked)
+    """Verify one packet file, every check, the ones against data/ (`reference`) too, on the whole
+    packet. `staged`: its bytes as the caller read them; `signatures` False only where
+    data/keys.yaml failed to load (catalog/packets/verify.py)."""
+    result = verify(path, keys, allow_unsigned=allow_unsigned, signatures=signatures, reference=reference, read=staged)
+    if isinstance(result, Verified):
+        return Read(result.packet, [], [])
+    return Read(result.packet, result.problems, result.against_data)
 
 
-def read_packets(paths: list[Path], keys: KeyRing, allow_unsigned: bool, reference: Reference | None) -> Iterator[Read]:
+def read_packets(
+    paths: list[Path], keys: KeyRing, allow_unsigned: bool, reference: Reference | None, *, signatures: bool = True
+) -> Iterator[Read]:
     """`read_one` over every path, in order; on every core when there are enough packets."""
-    read = partial(read_one, keys=keys, allow_unsigned=allow_unsigned, reference=reference)
+    read = partial(read_one, keys=keys, allow_unsigned=allow_unsigned, reference=reference, signatures=signatures)
     return forked_map(read, paths, per_worker=PACKETS_PER_WORKER, chunk=CHUNK)
 
 

@@ -81,6 +81,9 @@ class Data:
     keys: KeyRing
     reference: Reference  # what a packet is checked against (catalog/checks/cross_check.py)
     errors: list[CatalogError]
+    # False only when data/keys.yaml failed to load: that one error fails the load, and every
+    # packet's signature is left unchecked rather than each refused as signed by an unknown key
+    signatures: bool = True
 
     def catalog(self, packets: dict[str, Packet], listing: dict[str, Listed], paths: dict[str, Path]) -> Catalog:
         """The catalog of these packets (`listing`: every packet's line, held whole or not)."""
@@ -141,21 +144,25 @@ def load_catalog(data_dir: Path, packets_dir: Path, *, allow_unsigned: bool = Fa
     require_inputs(data_dir, packets_dir)
     data = load_data(data_dir)
     errors = [*data.errors]
-    names = packet_names(packets_dir)
+    names, leaving = packet_names(packets_dir)
+    errors += leaving
     errors += signatures_without_packets(packets_dir, names)
     held: dict[str, Packet] = {}
     paths: dict[str, Path] = {}
     files = [packets_dir / name for name in names if not name.endswith(SIGNATURE_SUFFIX)]
-    for path, read in zip(files, read_packets(files, data.keys, allow_unsigned, data.reference), strict=True):
+    reads = read_packets(files, data.keys, allow_unsigned, data.reference, signatures=data.signatures)
+    for path, read in zip(files, reads, strict=True):
         errors += read.problems
-        if read.packet is None or read.problems:
+        if read.packet is None:
             continue
         if read.packet.id in held:
             errors.append(CatalogError(f"same packet as {paths[read.packet.id].name}", file=path, field="id"))
             continue
+        errors += read.reference_problems
+        if read.problems:
+            continue
         held[read.packet.id] = read.packet
         paths[read.packet.id] = path
-        errors += read.reference_problems
     errors += reproduction_errors(held, paths, held)
     raise_if_any(errors)
     return data.catalog(held, {i: Listed.of(p) for i, p in held.items()}, paths)
@@ -180,7 +187,9 @@ def load_data(data_dir: Path) -> Data:
     """data/: keys, hardware, recipes with their overlays, suites and canary sets; every problem
     collected (a data file already in error is not reported again through each packet naming it)."""
     found = _Collector()
-    keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml")) or KeyRing.empty()
+    listed_keys = found.attempt(lambda: load_keys(data_dir / "keys.yaml"))
+    # keys.yaml in error (a key listed twice, an undated key) is one error (Data.signatures)
+    keys, signatures = (listed_keys, True) if listed_keys is not None else (KeyRing.empty(), False)
     hardware_file = found.attempt(lambda: load_file(HardwareFile, data_dir / "hardware.yaml"))
     hardware = hardware_file.by_id() if hardware_file else {}
     recipes = _load_recipes(data_dir / "models", found)
@@ -190,7 +199,7 @@ def load_data(data_dir: Path) -> Data:
     if hardware_file is None:
         unloaded.add("*hardware")  # not a valid slug, so no hardware id can collide with it
     reference = Reference(recipes, hardware, suites, canary_sets, frozenset(unloaded))
-    return Data(recipes, hardware, suites, canary_sets, keys, reference, found.errors)
+    return Data(recipes, hardware, suites, canary_sets, keys, reference, found.errors, signatures)
 
 
 def require_inputs(data_dir: Path, packets_dir: Path) -> None:
@@ -210,13 +219,42 @@ def require_inputs(data_dir: Path, packets_dir: Path) -> None:
         raise CatalogError("no such file", file=data_dir / "hardware.yaml")
 
 
-def packet_names(folder: Path) -> list[str]:
-    """The names `folder.glob("*.json")` finds, sorted: listed as strings, since 40,000 Path
-    objects cost a tenth of a second to make and more to sort."""
+def packet_names(folder: Path) -> tuple[list[str], list[CatalogError]]:
+    """The names `folder.glob("*.json")` finds, sorted, less the symbolic links that lead outside
+    the catalog, each refused by name (`_link_leaves`): listed as strings, since 40,000 Path
+    objects cost a tenth of a second to make and more to sort (whether an entry is a link comes
+    with the listing, without a system call per file)."""
     if not folder.is_dir():
-        return []
+        return [], []
     with os.scandir(folder) as entries:
-        return sorted(entry.name for entry in entries if entry.name.endswith(".json"))
+        found = [(entry.name, entry.is_symlink()) for entry in entries if entry.name.endswith(".json")]
+    names: list[str] = []
+    leaving: list[CatalogError] = []
+    for name, link in sorted(found):
+        refused = _link_leaves(folder / name) if link else None
+        if refused is None:
+            names.append(name)
+        else:
+            leaving.append(refused)
+    return names, leaving
+
+
+def _link_leaves(path: Path) -> CatalogError | None:
+    """Why a packet (or signature) that is a symbolic link is refused by name, never read: it leads
+    outside the catalog the build was given (the folder holding packets/). A link that leads
+    nowhere (a loop) is left to the reader, which cannot read it and says so."""
+    root = path.parent.resolve().parent
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a loop: Python 3.11 raises RuntimeError, later ones OSError
+        return None
+    if target.is_relative_to(root):
+        return None
+    return CatalogError(
+        f"a symbolic link to {target}, outside the catalog ({root}): a build reads only the catalog it was given",
+        file=path,
+        field="file",
+    )
 
 
 def signatures_without_packets(folder: Path, names: list[str]) -> list[CatalogError]:

@@ -273,4 +273,22 @@
     });
     search.hidden = false;
   }
+
+  /* ---- recipe: energy cost per million tokens from a price the reader enters (never sent) ---- */
+  var cost = document.querySelector("[data-energy-cost]");
+  var price = cost && cost.querySelector("[data-price]");
+  if (price) {
+    var outputs = cost.querySelectorAll("[data-cost]");
+    var showCost = function () {
+      var perKwh = parseFloat(price.value);
+      Array.prototype.forEach.call(outputs, function (out) {
+        if (!(perKwh >= 0)) { out.textContent = "enter a price"; return; }
+        /* J/token x 1e6 tokens / 3.6e6 J per kWh x price */
+        var dollars = parseFloat(out.getAttribute("data-j")) * perKwh / 3.6;
+        out.textContent = "$" + (dollars >= 1 ? dollars.toFixed(2) : dollars.toPrecision(3));
+      });
+    };
+    price.addEventListener("input", showCost);
+    showCost();
+  }
 })();

@@ -14,6 +14,8 @@ FAKE_VLLM_FAULT         exit_on_start | never_ready | exit_mid_suite | ignore_si
 FAKE_VLLM_FAULT_SERVER  apply the fault only to the Nth server started (1-based; default: all)
 FAKE_VLLM_EXIT_AFTER    completions served before exit_mid_suite dies mid-stream (default 3)
 FAKE_VLLM_TOKEN_DELAY   seconds between streamed chunks (default 0.001)
+FAKE_VLLM_PREFILL_DELAY seconds before a completion's first chunk (default 0.02: a real prefill's
+                        time, so its packets keep the catalog's physical floors, catalog/checks/physics.py)
 FAKE_VLLM_ANSWER_TOKENS most tokens a completion streams (default 120)
 FAKE_VLLM_VERSION       what GET /version answers (default 0.0.fake)
 FAKE_VLLM_STUBBORN      1: the engine child ignores SIGTERM whatever the fault
@@ -68,6 +70,7 @@ class Engine:
     answer_tokens: int
     token_delay_s: float
     crash_after: int | None  # exit_mid_suite: completions served before one dies mid-stream
+    prefill_delay_s: float = 0.02
     completions: int = 0
     generated: int = 0
     prompt_tokens: int = 0
@@ -95,7 +98,7 @@ class Engine:
         crash = None
         if self.crash_after is not None and self.completions > self.crash_after:
             crash = Crash(CRASH_AT_CHUNK, f"FATAL: engine core died on request {self.completions}")
-        return Script(chunks=chunks, pause_s=self.token_delay_s, crash=crash)
+        return Script(chunks=chunks, pause_s=self.token_delay_s, prefill_s=self.prefill_delay_s, crash=crash)
 
     def metrics(self) -> str:
         label = f'{{model_name="{self.model}"}}'
@@ -160,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         int(env.get("FAKE_VLLM_ANSWER_TOKENS", "120")),
         float(env.get("FAKE_VLLM_TOKEN_DELAY", "0.001")),
         int(env.get("FAKE_VLLM_EXIT_AFTER", "3")) if failing == "exit_mid_suite" else None,
+        float(env.get("FAKE_VLLM_PREFILL_DELAY", "0.02")),
     )
     server = FakeVllm(served, version, log=lambda line: print(line, flush=True))
     server.responder = engine.respond

@@ -46,6 +46,7 @@ class Script:
     chunks: list[bytes] = field(default_factory=list)
     status: int = 200
     pause_s: float = 0.0  # after every chunk
+    prefill_s: float = 0.0  # before the first chunk: the prompt's prefill (no token comes sooner)
     drop_connection: bool = False  # close the socket instead of finishing the body
     chat_reply: dict[str, Any] | None = None
     crash: Crash | None = None
@@ -154,6 +155,8 @@ class FakeVllm:
             connection.text(script.status, ERROR_TEXT)
             return
         connection.start_stream()
+        if script.prefill_s:
+            await asyncio.sleep(script.prefill_s)
         for index, chunk in enumerate(script.chunks):
             if script.crash is not None and index == script.crash.after_chunks:
                 print(script.crash.message, flush=True)

@@ -30,6 +30,17 @@ AREAS = {
         "and only the packet's content can refuse it). Each was refused with one error line naming "
         "the packet; nothing was published.",
     ),
+    "listed key": (
+        "inputs",
+        "A lab that lists its keys in data/keys.yaml exactly as docs/packets.md says and seals with the "
+        "project's own `seal`: what no measurement produced, in eight classes (1 facts come from the "
+        "catalog, not the packet; 2 physics both ways; 3 independence; 4 imports keep their gates; "
+        "5 the workload is what it says; 6 identity is one story; 7 keys and dates; 8 bounds on size), "
+        "through `python -m catalog.verify` and `python -m builder build` as subprocesses, published "
+        "and with `--allow-unsigned`. The signature holds, so each was refused by what it says: one "
+        "error line naming the packet file and the field, nothing published; a control packet sealed "
+        "honestly by the same key was accepted beside every class.",
+    ),
     "injection": (
         "inputs",
         "Script tags, HTML, `javascript:` links, attribute-breaking quotes and template syntax in "

@@ -44,9 +44,9 @@ def packets_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     read: list[str] = []
     real = build_module.read_one  # type: ignore[attr-defined]
 
-    def counting(path: Path, *args: object) -> object:
+    def counting(path: Path, *args: object, **kwargs: object) -> object:
         read.append(path.name)
-        return real(path, *args)  # type: ignore[arg-type]
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(build_module, "read_one", counting)
     return read

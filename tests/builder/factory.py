@@ -13,6 +13,7 @@ from pathlib import Path
 from catalog.model.metrics import compare_rows
 from catalog.model.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
 from catalog.packets.seal import write_packet
+from testkit.energy_samples import with_energy, with_gap
 from testkit.samples import ORACLE_ARM, SPEC_ARM, make_arm, make_load_sweep, published_arm, published_parts, with_load
 from testkit.samples import measured_parts as sample_measured_parts
 from tests.catalog.factories import canary_set, keys_yaml, make_rows, make_server, seal_parts, strict_suite
@@ -72,6 +73,23 @@ guide: |
   {SCRIPT}
 
   <img src=x onerror=alert(1)>
+"""
+
+# Invented, like the model: the facts its packets are checked against (a Qwen2-7B-sized layout).
+FIXTURE_OVERLAY = """
+schema_version: 1
+recipe: fixture-7b
+facts:
+  released: {value: 2026-01-02, source: "test fixture: the day the invented model was published"}
+  architecture: {value: Qwen3ForCausalLM, source: "test fixture"}
+  num_layers: {value: 28, source: "test fixture"}
+  hidden_size: {value: 3584, source: "test fixture"}
+  intermediate_size: {value: 18944, source: "test fixture"}
+  num_attention_heads: {value: 28, source: "test fixture"}
+  num_kv_heads: {value: 4, source: "test fixture"}
+  head_dim: {value: 128, source: "test fixture"}
+  vocab_size: {value: 152064, source: "test fixture"}
+  tie_word_embeddings: {value: false, source: "test fixture"}
 """
 
 EMPTY_RECIPE = """
@@ -194,7 +212,7 @@ def measured_parts() -> PacketParts:
                     "slug": "fixture-7b",
                     "variant": "int4",
                     "repo": "fixture/Fixture-7B-w4a16",
-                    "revision": "abc123",
+                    "revision": "abc1230000000000000000000000000000000000",
                     "quantization": "w4a16",
                     "quantization_label": "W4A16",
                     "weight_bytes": 4_500_000_000,
@@ -254,7 +272,13 @@ def imported_parts() -> PacketParts:
             "title": f"Fixture 7B BF16 imported {SCRIPT}",
             "provenance": {
                 "kind": "imported",
-                "source": {"name": f"Somebody's blog {IMG}", "url": "https://example.org/post", "reference": "post-1"},
+                "source": {
+                    "name": f"Somebody's blog {IMG}",
+                    "url": "https://example.org/post",
+                    "reference": "post-1",
+                    "published": "2026-04-01",
+                    "retrieved": "2026-04-02",
+                },
             },
             "identity": {
                 "model": {
@@ -280,6 +304,8 @@ def imported_parts() -> PacketParts:
                     "id": "tp1-ngram3",
                     "label": "1 card, ngram 3, values not printed",
                     "config": {"tensor_parallel_size": 1, "spec_method": "ngram", "spec_depth": 3},
+                    # an import keeps its gates: the post printed this arm's outcome, not its speed
+                    "gates": [{"gate": "G3", "against": "tp1-base", "total": 12, "passed": True}],
                 },
             ],
         }
@@ -293,17 +319,38 @@ LOAD_LAGS = "32 users"  # the oracle arm's level whose client lagged past the bo
 LOAD_FAMILY = "qwen3.5-9b"  # the repository's recipe: a known architecture, so its sweeps project
 
 
+ENERGY_GAP_LEVEL = "2 users"  # the oracle arm's level whose power samples have a gap: energy invalid
+
+
 def load_parts() -> PacketParts:
     """A Qwen3.5-9B BF16 campaign with a load sweep on each arm: the speculative one diverges at one
-    level, the oracle's client lags at another."""
+    level, the oracle's client lags at another. The cards' energy was measured beside every window
+    (testkit/energy_samples.py: 180 W steady); one level's power samples have a gap, so its energy
+    is invalid."""
     parts = sample_measured_parts(title="Qwen3.5-9B BF16 under load")
-    return with_load(
-        parts,
-        {
-            ORACLE_ARM: make_load_sweep(lagging=[LOAD_LAGS]),
-            SPEC_ARM: make_load_sweep(ms_per_token=18.0, diverge={LOAD_DIVERGES: 2}),
-        },
+    loaded = with_energy(
+        with_load(
+            parts,
+            {
+                ORACLE_ARM: make_load_sweep(lagging=[LOAD_LAGS]),
+                SPEC_ARM: make_load_sweep(ms_per_token=18.0, diverge={LOAD_DIVERGES: 2}),
+            },
+        )
     )
+    assert loaded.energy is not None
+    idle_w = loaded.energy.idle_w()
+    ladders = []
+    for ladder in loaded.ladders:
+        if ladder.arm == ORACLE_ARM and ladder.load is not None:
+            levels = [
+                level.model_copy(update={"energy": with_gap(level.energy, 1.0, 5.0, idle_w)})
+                if level.label == ENERGY_GAP_LEVEL and level.energy is not None
+                else level
+                for level in ladder.load.levels
+            ]
+            ladder = ladder.model_copy(update={"load": ladder.load.model_copy(update={"levels": levels})})
+        ladders.append(ladder)
+    return loaded.model_copy(update={"ladders": ladders})
 
 
 def screened_load_parts() -> PacketParts:
@@ -333,6 +380,8 @@ def write_catalog(
     shutil.copytree(REPO / "data" / "suites", data / "suites")
     (data / "keys.yaml").write_text(keys_yaml(), encoding="utf-8")
     (data / "models" / "fixture-7b.yaml").write_text(RECIPE, encoding="utf-8")
+    (data / "overlays").mkdir()
+    (data / "overlays" / "fixture-7b.yaml").write_text(FIXTURE_OVERLAY, encoding="utf-8")
     if empty_family:
         (data / "models" / "empty-1b.yaml").write_text(EMPTY_RECIPE, encoding="utf-8")
     packet_dir.mkdir()
@@ -341,6 +390,7 @@ def write_catalog(
         write_packet(seal_parts(imported_parts(), signed=signed), packet_dir)
     if load:
         shutil.copy(REPO / "data" / "models" / f"{LOAD_FAMILY}.yaml", data / "models")
+        shutil.copy(REPO / "data" / "overlays" / f"{LOAD_FAMILY}.yaml", data / "overlays")
         write_packet(seal_parts(load_parts(), signed=signed), packet_dir)
         write_packet(seal_parts(screened_load_parts(), signed=signed), packet_dir)
     return data, packet_dir

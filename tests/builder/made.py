@@ -11,6 +11,7 @@ from builder.site import build_date, family_pages, site_pages
 from builder.views.common import SiteContext
 from builder.views.family import FamilyView, family_view
 from builder.views.index import FamilyCard, IndexView, family_card, index_view
+from builder.views.recipe import energy_costs
 from catalog.store.repository import Catalog
 
 
@@ -38,7 +39,7 @@ def every_page(ctx: SiteContext) -> list[Page]:
     views = family_views(ctx)
     cards = {slug: family_card(view, ctx.catalog.hardware) for slug, view in views.items()}
     index = index_view(list(cards.values()), ctx.catalog.hardware, [q for v in views.values() for q in v.quantizations])
-    found = site_pages(ctx, cards, index)
+    found = site_pages(ctx, cards, index, {slug: energy_costs(ctx, slug) for slug in ctx.catalog.recipes})
     for slug, view in views.items():
         found += family_pages(view, ctx.catalog.packets_of(slug), ctx)
     return found

@@ -61,11 +61,11 @@ def _name(trace: dict[str, object]) -> str:
     return str(trace["name"]).replace("<br>", " ")
 
 
-def test_the_section_draws_the_frontier_and_latency_charts(soup) -> None:
+def test_the_section_draws_the_frontier_energy_and_latency_charts(soup) -> None:
     section = soup(FAMILY).select_one("#concurrency")
     assert section.select_one("#load") is not None and section.select_one(".gap") is None
     ids = [figure["id"] for figure in section.select("figure.chart")]
-    assert ids == ["chart-load-frontier", "chart-load-latency-users", "chart-load-latency-rate"]
+    assert ids == ["chart-load-frontier", "chart-load-energy", "chart-load-latency-users", "chart-load-latency-rate"]
 
 
 def test_a_point_per_level_per_configuration(soup, load_site) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 REPO = Path(__file__).resolve().parents[2]
-W4A16 = "qwen3.5-9b-w4a16-57d22098"
+W4A16 = "qwen3.5-9b-w4a16-8c08b0d2"
 
 
 def _soup(site: Path, relative: str) -> BeautifulSoup:
@@ -45,7 +45,7 @@ def test_the_measure_lines_name_the_configuration_the_imported_arms_ran(reposito
         "make measure MODEL=qwen3.5-9b VARIANT=w4a16 HW=arc_pro_b70 TP=1 DEPTHS=0,3 "
         "CONFIG=b70-w4a16-mtp3-int4-head RUNTIME=docker"
     ]
-    fp8 = _soup(repository_built, "packets/qwen3.5-9b-fp8-dynamic-c4b87b99/index.html")
+    fp8 = _soup(repository_built, "packets/qwen3.5-9b-fp8-dynamic-c48f580e/index.html")
     assert [pre.get_text() for pre in fp8.select('pre[id^="measure-"]')] == [
         "make measure MODEL=qwen3.5-9b VARIANT=fp8 HW=arc_pro_b70 TP=1 DEPTHS=0,3,4 "
         "CONFIG=b70-fp8-mtp3-int4-head RUNTIME=docker",

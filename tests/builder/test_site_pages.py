@@ -46,10 +46,14 @@ def test_packet_page_shows_rows_gates_and_reproduce(built, page):
     assert withheld.select_one(".arm-value") is None
     assert "first divergence" in withheld.get_text()
     divergence = [td.get_text() for td in withheld.select("tr.fail td.mono")]
+    failed = next(g for g in packet.arm("tp1-ngram5").gates if not g.passed)
+    sides = [f"({d.token} ≠ {d.other})" for d in failed.divergences if d is not None]  # the tokens on both sides
     assert divergence[0] == (
-        "ops-incident-retro @ 50; code-review-python @ 50; prose-decision-memo @ 50; "
-        "analysis-ab-test-readout @ 50 (8 identical)"
+        f"ops-incident-retro @ 50 {sides[0]}; code-review-python @ 50 {sides[1]}; prose-decision-memo @ 50 {sides[2]}; "
+        f"analysis-ab-test-readout @ 50 {sides[3]} (8 identical)"
     )
+    profile = withheld.select_one(".divergence-profile").get_text()
+    assert "4 of 12 prompts part, first at token 50, median 50." in profile
     passed = [td.get_text() for td in soup.select("#arm-tp1-ngram3 tr.pass td.mono")]
     assert set(passed) == {"identical on all 12"}
     reproduce = [pre.get_text() for pre in soup.select("#reproduce pre")]

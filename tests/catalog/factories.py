@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from catalog.model.packet import Packet, PacketParts
 from catalog.packets.seal import Sealed, seal
 from catalog.packets.signing import HostKey, host_key
+from catalog.recipes.hardware import HardwareFile
+from catalog.recipes.overlay import load_overlay
+from catalog.recipes.recipe import Recipe
+from catalog.store.documents import load_file
 from testkit.samples import (
     DATA,
     N_TOKENS,
@@ -56,19 +61,36 @@ REPO = DATA.parent
 UNSEALED = ("schema_version", "state")
 
 
+@cache
+def catalog_recipe(slug: str) -> Recipe:
+    """data/models/<slug>.yaml as the catalog loads it: with its overlay (variants, facts) merged."""
+    recipe = load_file(Recipe, DATA / "models" / f"{slug}.yaml")
+    overlay = DATA / "overlays" / f"{slug}.yaml"
+    if not overlay.exists():
+        return recipe
+    hardware = load_file(HardwareFile, DATA / "hardware.yaml").hardware
+    return load_overlay(overlay, {slug: recipe}, hardware)
+
+
 def test_key(role: str = "measurer") -> HostKey:
     return host_key(role=role)
 
 
+def other_lab_key() -> HostKey:
+    """A second measurer key, another lab's: what a reproduction that counts toward a grade is signed with."""
+    return host_key(role="measurer", config_dir=test_key().path.parent / "other-lab")
+
+
 def session_key_entries() -> str:
-    """The keys.yaml entries of the session's measurer and importer test keys."""
-    return "".join(
-        test_key(role).keys_yaml_entry(f"test session ({role})", dated=False) for role in ("measurer", "importer")
-    )
+    """The keys.yaml entries of the session's measurer and importer test keys, and another lab's."""
+    keys = [(test_key(role), f"test session ({role})") for role in ("measurer", "importer")]
+    keys.append((other_lab_key(), "test session (another lab's measurer)"))
+    return "".join(key.keys_yaml_entry(owner, dated=False) for key, owner in keys)
 
 
 def keys_yaml() -> str:
-    return "schema_version: 1\nkeys:\n" + session_key_entries()
+    """A test catalog's keys.yaml: its throwaway keys are undated (they vouch for any day)."""
+    return "schema_version: 1\ntest_catalog: true\nkeys:\n" + session_key_entries()
 
 
 def signed_data(dest: Path) -> Path:
@@ -82,21 +104,21 @@ def key_for(provenance: str) -> HostKey:
     return test_key("measurer" if provenance == "measured" else "importer")
 
 
-def seal_parts(parts: PacketParts, *, signed: bool = True) -> Sealed:
-    """Seal with the test key of the packet's role (measurer or importer), or unsigned (a local
-    build's packet)."""
-    return seal(parts, key_for(parts.provenance.kind) if signed else None)
+def seal_parts(parts: PacketParts, *, signed: bool = True, key: HostKey | None = None) -> Sealed:
+    """Seal with `key`, else the test key of the packet's role (measurer or importer), or unsigned
+    (a local build's packet)."""
+    return seal(parts, (key or key_for(parts.provenance.kind)) if signed else None)
 
 
-def sealed(draft: dict[str, Any], *, signed: bool = True) -> Sealed:
+def sealed(draft: dict[str, Any], *, signed: bool = True, key: HostKey | None = None) -> Sealed:
     """Seal a JSON-form dict, sealed before or not: stored states are dropped and derived again."""
     body = {k: v for k, v in draft.items() if k not in (*UNSEALED, "id", "sha256")}
     body["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in draft["arms"]]
-    return seal_parts(PacketParts.model_validate(body), signed=signed)
+    return seal_parts(PacketParts.model_validate(body), signed=signed, key=key)
 
 
-def seal_draft(draft: dict[str, Any], *, signed: bool = True) -> Packet:
-    return sealed(draft, signed=signed).packet
+def seal_draft(draft: dict[str, Any], *, signed: bool = True, key: HostKey | None = None) -> Packet:
+    return sealed(draft, signed=signed, key=key).packet
 
 
 def measured_draft(**kw: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, poisson_
 from catalog.packets.seal import write_packet
 from catalog.store.repository import load_catalog
 from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, published_arm, published_draft, sealed, strict_suite
-from tests.catalog.test_consistency import Draft, edited, edited_draft, found, load_problems, only, plain_ceiling
+from tests.catalog.test_consistency import G1, Draft, edited, edited_draft, found, load_problems, only, plain_ceiling
 
 PROMPTS = [p.id for p in strict_suite().prompts]
 REQUESTS = 3
@@ -90,10 +90,15 @@ def test_planned_times_of_another_seed() -> None:
 
 def test_more_output_tokens_than_the_workload_asked_for() -> None:
     packet = sealed(with_sweep(lambda s: request(s, 1, 2).update(output_tokens=513, tpot_ms=None)))
-    assert only(found(packet.packet)) == (
-        "ladders[0].load.levels[1].requests[2].output_tokens",
-        "513 output tokens exceed the workload's max_tokens 512",
+    problems = found(packet.packet)
+    assert problems["ladders[0].load.levels[1].requests[2].output_tokens"] == (
+        "513 output tokens exceed the workload's max_tokens 512"
     )
+    # and the request's end-to-end time holds 120 tokens, not 513 (catalog/checks/physics.py)
+    assert set(problems) == {
+        "ladders[0].load.levels[1].requests[2].output_tokens",
+        "ladders[0].load.levels[1].requests[2].e2e_ms",
+    }
 
 
 def test_closed_levels_out_of_order_or_repeated() -> None:
@@ -201,7 +206,7 @@ def test_an_imported_sweep_is_held_to_no_schedule_nor_suite_order() -> None:
     assert set(found(ours)) == {"ladders[0].load.levels[2].requests[0].planned_ms"}
     assert len(load_prompt_problems(ours, strict_suite())) == 3  # one per level
     for provenance in ("screened", "imported"):
-        draft = published_draft([published_arm(ORACLE_ARM, [40.0, 41.0])], provenance=provenance)
+        draft = published_draft([published_arm(ORACLE_ARM, [40.0, 41.0], gates=G1)], provenance=provenance)
         draft["ladders"] = [load_ladder()]
         theirs(draft["ladders"][0]["load"])
         packet = sealed(draft).packet

@@ -15,12 +15,8 @@ from typing import Any
 
 import pytest
 
-from catalog.checks.consistency import (
-    CEILING_MARGIN,
-    _ceiling,
-    consistency_problems,
-    reproduction_problems,
-)
+from catalog.checks.consistency import consistency_problems, reproduction_problems
+from catalog.checks.physics import CEILING_MARGIN, arm_limits
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.model.arrays import decode_uint32, encode_uint32, to_uint32
 from catalog.model.packet import Packet, State
@@ -35,6 +31,7 @@ from tests.catalog.factories import (
     ORACLE_ARM,
     REPO,
     SPEC_ARM,
+    catalog_recipe,
     measured_draft,
     measured_packet,
     published_arm,
@@ -46,10 +43,11 @@ from tests.catalog.factories import (
 NOW = datetime(2026, 12, 1, tzinfo=UTC)  # the factories' packets are created 2026-11-30T10:15Z
 HARDWARE = load_file(HardwareFile, DATA / "hardware.yaml").by_id()
 B70 = HARDWARE["arc_pro_b70"]
-RECIPE_9B = load_file(Recipe, DATA / "models" / "qwen3.5-9b.yaml")
-DEMO = load_file(Recipe, DATA / "models" / "demo.yaml")
+RECIPE_9B = catalog_recipe("qwen3.5-9b")
+DEMO = catalog_recipe("demo")
 
 Draft = dict[str, Any]
+G1 = [("G1", 12, 12, True)]
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -75,6 +73,13 @@ def edited(change: Callable[[Draft], object], **kw: Any) -> Packet:
     return seal_draft(edited_draft(change, **kw))
 
 
+def serve(d: Draft, repo: str, **model: object) -> None:
+    """The packet's model is `repo`, and so is the model each arm's command serves."""
+    d["identity"]["model"].update(repo=repo, **model)
+    for arm in d["arms"]:
+        arm["config"]["argv"] = [repo if arg == "Qwen/Qwen3.5-9B" else arg for arg in arm["config"]["argv"]]
+
+
 def set_array(row: Draft, key: str, index: int, value: int) -> None:
     """Change one value of a row's token array in JSON form (base64 uint32)."""
     values = decode_uint32(row[key])
@@ -88,9 +93,9 @@ def only(problems: dict[str, str]) -> tuple[str, str]:
 
 
 def plain_ceiling(packet: Packet, arm_index: int) -> float:
-    ceiling = _ceiling(packet, packet.arms[arm_index], B70, RECIPE_9B)
-    assert ceiling is not None
-    return ceiling[0]
+    limits = arm_limits(packet, packet.arms[arm_index], B70, RECIPE_9B)
+    assert limits is not None
+    return limits.plain_tok_s
 
 
 def spec_metrics(drafts: int = 1000, draft_tokens: int = 2000, accepted: int = 1000, **kw: Any) -> dict[str, Any]:
@@ -111,7 +116,7 @@ def test_factory_packets_are_consistent() -> None:
         published_draft(
             [
                 published_arm("tp1-mtp0", [50.0, 50.2], gates=[("G1", 12, 12, True)]),
-                published_arm("tp1-mtp2", [80.0], spec_depth=2),  # no gates: the source published none
+                published_arm("tp1-mtp2", [80.0], spec_depth=2, gates=[("G3", 12, 12, True)]),  # G3 only: as printed
             ]
         )
     )
@@ -160,14 +165,31 @@ def test_speculative_arm_without_g3_for_one_server() -> None:
     assert message == f"speculative arm {SPEC_ARM!r} has no G3 gate for server 'B'"
 
 
-def test_imported_arm_needs_only_what_its_source_published() -> None:
-    packet = seal_draft(published_draft([published_arm("tp1-mtp3", [80.0], spec_depth=3)]))
+def test_imported_arm_needs_only_the_outcome_its_source_published() -> None:
+    """No G2, no G3 per server: one G3 as the source printed it is enough."""
+    packet = seal_draft(
+        published_draft([published_arm("tp1-mtp3", [80.0], spec_depth=3, gates=[("G3", 12, 12, True)])])
+    )
     assert found(packet) == {}
+
+
+@pytest.mark.parametrize(("depth", "gate"), [(3, "G3"), (0, "G1")])
+def test_an_imported_arm_keeps_its_gates(depth: int, gate: str) -> None:
+    """A failing G3 deleted from an imported arm would publish what its source withheld: an import
+    carries the outcome its source printed, or its arm is screened."""
+    packet = seal_draft(published_draft([published_arm("tp1-mtp3", [40.0], spec_depth=depth)]))
+    assert only(found(packet)) == (
+        "arms[0].gates",
+        f"imported arm 'tp1-mtp3' (depth {depth}) carries no {gate} gate: an imported arm carries the gate outcome"
+        " its source printed, or it is a screened result (speed only) in a screened packet",
+    )
+    screened = seal_draft(published_draft([published_arm("tp1-mtp3", [40.0], spec_depth=depth)], provenance="screened"))
+    assert found(screened) == {}
 
 
 def test_imported_g3_against_the_arm_itself_or_a_speculative_arm() -> None:
     arms = [
-        published_arm("tp1-mtp0", [50.0, 50.2]),
+        published_arm("tp1-mtp0", [50.0, 50.2], gates=G1),
         published_arm("tp1-mtp3", [80.0, 80.4], spec_depth=3, gates=[("G3", 12, 12, True)]),
         published_arm("tp1-mtp4", [82.0, 82.4], spec_depth=4, gates=[("G3", 12, 12, True)]),
     ]
@@ -200,9 +222,10 @@ def test_g3_against_another_speculative_arm() -> None:
         d["arms"].append(other)
         d["arms"][1]["gates"][1]["against"] = "tp1-mtp3"
 
-    field, message = only(found(edited(deeper)))
-    assert field == "arms[1].gates[1].against"
-    assert message == "G3 names arm 'tp1-mtp3' of depth 3: the oracle is a depth-0 arm"
+    problems = found(edited(deeper))
+    assert problems.pop("arms[1].gates[1].against") == "G3 names arm 'tp1-mtp3' of depth 3: the oracle is a depth-0 arm"
+    # the deeper arm's servers are the other arm's, copied (catalog/checks/independence.py)
+    assert set(problems) == {"arms[2].servers[0].rows[0].token_times_us", "arms[2].servers[1].rows[0].token_times_us"}
 
 
 @pytest.mark.parametrize(
@@ -258,7 +281,7 @@ def test_measured_arm_with_a_failed_server() -> None:
 
 
 def test_imported_packet_with_a_measured_arm() -> None:
-    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0])]))
+    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0], gates=G1)]))
     # the packet model derives arm states; a format change must not let this through unnoticed
     forged = packet.model_copy(update={"arms": [packet.arms[0].model_copy(update={"state": State.MEASURED})]})
     field, message = only(found(forged))
@@ -270,7 +293,7 @@ def test_imported_packet_with_a_measured_arm() -> None:
 
 
 def test_model_repo_that_is_not_the_recipe_variants() -> None:
-    packet = edited(lambda d: d["identity"]["model"].update(repo="Qwen/Qwen3.5-4B"))
+    packet = edited(lambda d: serve(d, "Qwen/Qwen3.5-4B"))
     field, message = only(found(packet))
     assert field == "identity.model.repo"
     assert message == "is 'Qwen/Qwen3.5-4B', but recipe 'qwen3.5-9b' variant 'default' serves 'Qwen/Qwen3.5-9B'"
@@ -278,8 +301,9 @@ def test_model_repo_that_is_not_the_recipe_variants() -> None:
 
 def test_model_repo_of_a_variant_with_its_own_model_id() -> None:
     fp8 = "RedHatAI/Qwen3.5-9B-FP8-dynamic"
-    assert found(edited(lambda d: d["identity"]["model"].update(repo=fp8), variant="fp8")) == {}
-    field, message = only(found(measured_packet(variant="fp8")))
+    precision = {"quantization": "fp8-dynamic", "quantization_label": "FP8-dynamic"}
+    assert found(edited(lambda d: serve(d, fp8, **precision), variant="fp8")) == {}
+    field, message = only(found(edited(lambda d: d["identity"]["model"].update(**precision), variant="fp8")))
     assert field == "identity.model.repo"
     assert message.endswith(f"variant 'fp8' serves {fp8!r}")
 
@@ -418,9 +442,9 @@ def test_speculative_rate_bounded_by_its_recorded_acceptance() -> None:
 
 
 def test_published_figure_over_the_physical_ceiling() -> None:
-    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0])]))
+    packet = seal_draft(published_draft([published_arm("tp1-mtp0", [50.0], gates=G1)]))
     plain = plain_ceiling(packet, 0)
-    draft = published_draft([{**published_arm("tp1-mtp0", [50.0]), "published_figure": plain * 2}])
+    draft = published_draft([{**published_arm("tp1-mtp0", [50.0], gates=G1), "published_figure": plain * 2}])
     field, message = only(found(seal_draft(draft)))
     assert field == "arms[0].published_figure"
     assert message.startswith(f"decode rate {plain * 2:.3g} tok/s exceeds the physical ceiling {plain:.3g} tok/s")
@@ -435,32 +459,32 @@ def test_context_ladder_rate_over_the_physical_ceiling() -> None:
 
 
 def _unknown_model(d: Draft) -> None:
-    d["identity"]["model"].update(slug="mystery", repo="Org/Mystery-7B", weight_bytes=None)
+    serve(d, "Org/Mystery-7B", slug="mystery", weight_bytes=None)
 
 
 def test_ceiling_skipped_when_the_projection_knows_too_little() -> None:
-    draft = published_draft([published_arm("tp1-mtp0", [1_000_000.0])])
+    draft = published_draft([published_arm("tp1-mtp0", [1_000_000.0], gates=G1)])
     _unknown_model(draft)
     assert found(seal_draft(draft), recipe=None) == {}
 
 
 def test_measured_packet_needs_a_ceiling() -> None:
-    field, message = only(found(edited(_unknown_model, spec=False), recipe=None))
+    """A synthetic model (its facts are its own) that declares none, of a recipe without a count."""
+    uncounted = DEMO.model_copy(
+        update={
+            "model": DEMO.model.model_copy(
+                update={"parameter_count": "unknown", "active_parameters": None, "min_vllm_version": None}
+            )
+        }
+    )
+    synthetic = {"slug": "demo", "synthetic": True, "weight_bytes": None}
+    packet = edited(lambda d: serve(d, "local/demo-qwen3-tiny", **synthetic), spec=False)
+    field, message = only(found(packet, recipe=uncounted))
     assert field == "arms[0]"
     assert message.startswith(f"arm {ORACLE_ARM!r}: the projection cannot compute a physical ceiling")
 
 
 # --- token arrays --------------------------------------------------------------------------
-
-
-def test_token_id_outside_the_vocabulary() -> None:
-    def small_vocab(d: Draft) -> None:
-        d["identity"]["model"]["config"] = {"vocab_size": 151_000}
-        set_array(d["arms"][0]["servers"][1]["rows"][2], "token_ids", 7, 151_000)
-
-    field, message = only(found(edited(small_vocab, spec=False)))
-    assert field == "arms[0].servers[1].rows[2].token_ids[7]"
-    assert message == "token id 151,000 is outside the vocabulary (vocab_size 151,000)"
 
 
 def test_a_negative_token_id_cannot_be_written() -> None:
@@ -605,9 +629,11 @@ def test_reproduction_with_the_originals_timings() -> None:
     original = measured_packet()
     copied = seal_draft(independent(measured_draft(title="re-labelled")))
     problems = dict(reproduction_problems(copied, original))
-    assert set(problems) == {f"arms[{i}].servers[{j}].rows" for i in (0, 1) for j in (0, 1)}
-    assert problems["arms[0].servers[0].rows"] == (
-        f"token timings are identical to a server of {original.id}: a copy, not a reproduction"
+    assert set(problems) == {f"arms[{i}].servers[{j}].rows[0].token_times_us" for i in (0, 1) for j in (0, 1)}
+    assert problems["arms[0].servers[0].rows[0].token_times_us"] == (
+        "server A of arm 'tp1-mtp0': its token times for prompt 'ops-incident-retro' are those of server A of arm"
+        f" 'tp1-mtp0' (arms[0].servers[0]) of {original.id} shifted or scaled to within 2 µs: a copy, not a"
+        " reproduction"
     )
 
 
@@ -635,7 +661,7 @@ def test_loader_names_file_and_field_of_each_kind_of_check(tree: Path) -> None:
         [
             (str(own), "arms[0].gates"),
             (str(cuda), "identity.runtime.platform"),
-            *[(str(copy_path), f"arms[{i}].servers[{j}].rows") for i in (0, 1) for j in (0, 1)],
+            *[(str(copy_path), f"arms[{i}].servers[{j}].rows[0].token_times_us") for i in (0, 1) for j in (0, 1)],
         ]
     )
 
@@ -656,7 +682,7 @@ END_TO_END: list[tuple[str, Callable[[Path], Sealed], str, str]] = [
     ("missing G3", _edited_file(lambda d: d["arms"][1]["gates"].pop(1)), "arms[1].gates", "has no G3 gate"),
     (
         "another model",
-        _edited_file(lambda d: d["identity"]["model"].update(repo="Qwen/Qwen3.5-4B")),
+        _edited_file(lambda d: serve(d, "Qwen/Qwen3.5-4B")),
         "identity.model.repo",
         "is 'Qwen/Qwen3.5-4B', but recipe",
     ),

@@ -10,6 +10,7 @@ from catalog.checks.canaries import judge
 from catalog.checks.grade import GRADE_MEANING, NOT_REPRODUCED, evidence_grade, limitations
 from catalog.checks.selection import headline, qualified
 from catalog.model.packet import Arm, Packet, State
+from catalog.packets.signing import HostKey
 from testkit.samples import canary_answers
 from tests.catalog.factories import (
     ORACLE_ARM,
@@ -17,10 +18,12 @@ from tests.catalog.factories import (
     canary_set,
     measured_draft,
     measured_packet,
+    other_lab_key,
     published_arm,
     published_draft,
 )
 from tests.catalog.factories import seal_draft as seal
+from tests.catalog.factories import test_key as session_key
 
 G1_OK = ("G1", 12, 12, True)
 G2_OK = ("G2", 12, 12, True)
@@ -34,12 +37,22 @@ def edited(edit: Any, **kw: Any) -> Packet:
     return seal(draft)
 
 
-def reproduction_of(packet: Packet, *, boot_id: str = "9e1d7a2c-other-boot", **kw: Any) -> Packet:
-    """A signed measured packet naming `packet`, made on another host (another boot id): with the
-    same token arrays, an independent reproduction."""
-    draft = measured_draft(title="reproduction", identity_overrides={"host": {"boot_id": boot_id}}, **kw)
+def reproduction_of(
+    packet: Packet,
+    *,
+    boot_id: str = "9e1d7a2c-other-boot",
+    key: HostKey | None = None,
+    ms_per_token: float = 20.3,
+    **kw: Any,
+) -> Packet:
+    """A measured packet naming `packet`, made on another host (another boot id), at its own pace
+    (its own token times) and signed by another lab's listed key: with the same token arrays, an
+    independent reproduction."""
+    draft = measured_draft(
+        title="reproduction", ms_per_token=ms_per_token, identity_overrides={"host": {"boot_id": boot_id}}, **kw
+    )
     draft["reproduces"] = packet.id
-    return seal(draft)
+    return seal(draft, key=key or other_lab_key())
 
 
 def failed_canary(d: dict[str, Any]) -> None:
@@ -72,27 +85,41 @@ def test_grade_a_needs_a_measured_reproduction() -> None:
     assert evidence_grade(packet, [measured_packet(title="unrelated")]) == "B"
 
 
-def test_grade_a_not_from_the_same_key_on_the_same_host() -> None:
+def test_grade_a_not_from_the_same_key_even_on_another_host() -> None:
+    """The signer of the original vouching again is one voice, whatever boot id it declares."""
     packet = measured_packet()
-    same_host = reproduction_of(packet, boot_id=packet.identity.host.boot_id or "", spec=False)
-    assert same_host.seal.signed_by == packet.seal.signed_by
-    assert evidence_grade(packet, [same_host]) == "B"
-    assert limitations(packet, [same_host]) == [NOT_REPRODUCED]
+    same_key = reproduction_of(packet, key=session_key(), spec=False)
+    assert same_key.seal.signed_by == packet.seal.signed_by
+    assert same_key.identity.host.boot_id != packet.identity.host.boot_id
+    assert evidence_grade(packet, [same_key]) == "B"
+    assert limitations(packet, [same_key]) == [NOT_REPRODUCED]
+
+
+def test_grade_a_not_from_a_copy_of_the_originals_timings() -> None:
+    """Another lab's key on the original's own token times (each shifted by a microsecond)."""
+    packet = measured_packet()
+    copy = reproduction_of(packet, ms_per_token=20.0, spec=False)
+    assert copy.arms[0].servers[0].rows[0].token_times_us == packet.arms[0].servers[0].rows[0].token_times_us
+    assert evidence_grade(packet, [copy]) == "B"
 
 
 def test_grade_a_not_from_a_reproduction_with_other_tokens() -> None:
     packet = measured_packet()
-    draft = measured_draft(title="other tokens", spec=False, identity_overrides={"host": {"boot_id": "elsewhere"}})
+    draft = measured_draft(
+        title="other tokens", spec=False, ms_per_token=20.3, identity_overrides={"host": {"boot_id": "elsewhere"}}
+    )
     draft["reproduces"] = packet.id
     row = draft["arms"][0]["servers"][0]["rows"][0]
-    other = measured_packet(n_tokens=130).arms[0].servers[0].rows[0]  # another completion for the prompt
+    other = measured_packet(n_tokens=130, ms_per_token=20.3).arms[0].servers[0].rows[0]  # another completion
     row.update(other.model_dump(mode="json"))
-    assert evidence_grade(packet, [seal(draft)]) == "B"
+    assert evidence_grade(packet, [seal(draft, key=other_lab_key())]) == "B"
 
 
 def test_grade_a_not_from_an_unsigned_reproduction() -> None:
     packet = measured_packet()
-    draft = measured_draft(title="unsigned", spec=False, identity_overrides={"host": {"boot_id": "elsewhere"}})
+    draft = measured_draft(
+        title="unsigned", spec=False, ms_per_token=20.3, identity_overrides={"host": {"boot_id": "elsewhere"}}
+    )
     draft["reproduces"] = packet.id
     assert evidence_grade(packet, [seal(draft, signed=False)]) == "B"
 

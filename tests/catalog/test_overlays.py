@@ -54,7 +54,7 @@ def test_a_configuration_composes_its_env_and_speculative_depth(catalog) -> None
 def test_an_imported_arm_finds_its_configuration_by_draft_head(catalog) -> None:  # type: ignore[no-untyped-def]
     recipe = catalog.recipes["qwen3.5-9b"]
     b70 = catalog.hardware["arc_pro_b70"]
-    packet, screened = "qwen3.5-9b-fp8-dynamic-c4b87b99", "qwen3.5-9b-fp8-dynamic-5683522b"
+    packet, screened = "qwen3.5-9b-fp8-dynamic-c48f580e", "qwen3.5-9b-fp8-dynamic-92dc20d8"
     int4 = compose_arm(recipe, "fp8", b70, 1, 4, draft_head="draft INT4 head", packet_id=packet)
     fp8 = compose_arm(recipe, "fp8", b70, 1, 3, draft_head="FP8 draft head", packet_id=screened)
     oracle = compose_arm(recipe, "fp8", b70, 2, 0, packet_id=packet)

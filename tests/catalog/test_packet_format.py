@@ -47,7 +47,9 @@ from tests.catalog.factories import test_key as signing_key
 
 FIXTURES = REPO / "tests" / "fixtures" / "schema1"
 SCHEMA1 = FIXTURES / "qwen3.5-4b-w4a16-882591a8.json"
-MIGRATED_ID = "qwen3.5-4b-w4a16-70b47480"  # the committed migration of that packet (packets/)
+# What migrating that packet gives, the bytes committed to packets/ until the imported packets were
+# re-imported with their source's dates (catalog/checks/dates.py): pinned by the digest in its id.
+MIGRATED_ID = "qwen3.5-4b-w4a16-70b47480"
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -617,8 +619,6 @@ def test_migration_gives_a_schema_2_packet_that_reads_back(schema1_packets: Path
     packet = read_packet(new, None)
     assert (packet.schema_version, packet.id) == (2, MIGRATED_ID)
     assert packet.provenance.kind == "imported"
-    # the same bytes the repository's own migration committed
-    assert new.read_bytes() == (REPO / "packets" / f"{MIGRATED_ID}.json").read_bytes()
     # unsigned: admitted only where unsigned packets are allowed
     keys = KeyRing.empty()
     assert read_packet(new, keys, allow_unsigned=True).signed is False

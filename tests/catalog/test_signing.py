@@ -38,7 +38,7 @@ def measurer(tmp_path: Path) -> HostKey:
 
 def ring(*keys: HostKey, **overrides: Any) -> KeyRing:
     entries = [{**entry_of(key), **overrides} for key in keys]
-    return KeyRing.model_validate({"schema_version": 1, "keys": entries})
+    return KeyRing.model_validate({"schema_version": 1, "test_catalog": True, "keys": entries})
 
 
 def entry_of(key: HostKey) -> dict[str, Any]:

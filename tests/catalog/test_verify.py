@@ -733,7 +733,7 @@ def test_cli_success(tree: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_strict_fails_on_data_warnings(tree: Path) -> None:
-    put(tree, sealed(published_draft([published_arm("tp1-mtp0", [50.0])])))
+    put(tree, sealed(published_draft([published_arm("tp1-mtp0", [50.0], gates=[("G1", 12, 12, True)])])))
     catalog = load(tree)
     [packet_id] = catalog.packets
     assert f"{packet_id}: arm tp1-mtp0 is published without a fresh-server pair" in catalog.warnings

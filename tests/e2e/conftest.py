@@ -70,10 +70,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the shared campaign now when a selected test needs it (its fixture waits for it)."""
+    """Start the shared campaign now when a selected test needs its result (test_campaign.py's
+    `campaign`); a test that needs only the demo model (`demo_model_dir`) waits for that alone."""
     global _early_campaign
     options = session.config.option
-    wanted = any("campaign_run" in getattr(item, "fixturenames", ()) for item in session.items)
+    wanted = any("campaign" in getattr(item, "fixturenames", ()) for item in session.items)
     broken = session.testsfailed and not options.continue_on_collection_errors  # nothing will run
     if not wanted or broken or options.collectonly or not vllm_python_path().exists():
         return

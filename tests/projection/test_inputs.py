@@ -1,4 +1,4 @@
-"""Where numbers come from: packet facts over the model table, fallbacks labelled, conflicts said."""
+"""Where numbers come from: the catalog's facts (never the packet's, but a synthetic model's), fallbacks labelled."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def test_sources_name_packet_table_and_hardware(catalog: Catalog) -> None:
     projection = project_arm(packet, packet.arms[0], catalog.hardware["arc_pro_b70"], catalog.recipes["qwen3.5-9b"])
     assert projection is not None
     inputs = _inputs(projection)
-    assert inputs["num_layers"].source == "packet identity.model.config.num_layers"
-    assert inputs["num_layers"].origin == "packet"
+    assert "Qwen3.5-9B model card" in inputs["num_layers"].source  # the catalog's, though the packet agrees
+    assert inputs["num_layers"].origin == "model-table"
     assert inputs["intermediate_size"].origin == "model-table"
     assert "Qwen3.5-9B" in inputs["intermediate_size"].source
     bandwidth = inputs["memory_bandwidth_gb_s"]
@@ -32,14 +32,18 @@ def test_sources_name_packet_table_and_hardware(catalog: Catalog) -> None:
     assert any("vision tower" in n for n in projection.notes)
 
 
-def test_packet_value_wins_and_the_conflict_is_noted(catalog: Catalog) -> None:
-    packet = imported_packet(
-        [arm("tp1-mtp0", values=(40.0, 40.0))], config={"num_layers": 32, "hidden_size": 4096, "vocab_size": 151936}
+def test_the_catalogs_value_is_used_never_the_packets(catalog: Catalog) -> None:
+    """A packet cannot raise its own ceiling by declaring a smaller model (catalog/checks/facts.py
+    refuses it; the projection never reads it either)."""
+    honest = imported_packet([arm("tp1-mtp0", values=(40.0, 40.0))])
+    shrunk = imported_packet(
+        [arm("tp1-mtp0", values=(40.0, 40.0))], config={"num_layers": 2, "hidden_size": 64, "vocab_size": 1000}
     )
-    projection = project_arm(packet, packet.arms[0], catalog.hardware["arc_pro_b70"], catalog.recipes["qwen3.5-9b"])
-    assert projection is not None
-    assert _inputs(projection)["vocab_size"].value == 151936
-    assert any("vocab_size=151936" in n and "the packet's value is used" in n for n in projection.notes)
+    card, recipe = catalog.hardware["arc_pro_b70"], catalog.recipes["qwen3.5-9b"]
+    ceilings = [project_arm(p, p.arms[0], card, recipe) for p in (honest, shrunk)]
+    assert ceilings[0] is not None and ceilings[1] is not None
+    assert _inputs(ceilings[1])["vocab_size"].value == 248320
+    assert ceilings[1].ceiling_tok_s == ceilings[0].ceiling_tok_s
 
 
 def test_checkpoint_bytes_when_the_architecture_is_incomplete(catalog: Catalog) -> None:
@@ -60,6 +64,7 @@ def test_checkpoint_bytes_when_the_architecture_is_incomplete(catalog: Catalog) 
         },
         weight_bytes=3_000_000,
         hardware_id="cpu_generic",
+        synthetic=True,
     )
     projection = project_arm(packet, packet.arms[0], catalog.hardware["cpu_generic"], catalog.recipes["demo"])
     assert projection is not None

@@ -19,11 +19,11 @@ SEEDS = ROOT / "tests" / "fixtures" / "seeds"
 # bytes): four imported ones and, beside the 9B FP8 one, the screened packet of its arms whose
 # identity outcome the page did not print (identity_published: false).
 IMPORTED_IDS = {
-    "qwen3.5-4b-fp8-dynamic-5f401765",
-    "qwen3.5-4b-w4a16-70b47480",
-    "qwen3.5-9b-fp8-dynamic-c4b87b99",
-    "qwen3.5-9b-fp8-dynamic-5683522b",
-    "qwen3.5-9b-w4a16-57d22098",
+    "qwen3.5-4b-fp8-dynamic-aabd651f",
+    "qwen3.5-4b-w4a16-c23911f1",
+    "qwen3.5-9b-fp8-dynamic-c48f580e",
+    "qwen3.5-9b-fp8-dynamic-92dc20d8",
+    "qwen3.5-9b-w4a16-8c08b0d2",
 }
 
 

@@ -175,7 +175,7 @@ def test_an_older_vllm_attempt_records_how_cache_zero_was_shown(fake: FakeVllm) 
         ]
     )
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo", args=[]))
-    run = asyncio.run(attempt._measure(fake.base_url, arm, "A", settings(), lambda _: None))  # type: ignore[arg-type]
+    run, _ = asyncio.run(attempt._measure(fake.base_url, arm, "A", settings(), lambda _: None))  # type: ignore[arg-type]
     assert all(row.cached_tokens is None for row in run.rows)
     assert run.cache_zero is True
     assert run.cache_check == CacheCheck(source="metrics", prefix_cache_queries=480, prefix_cache_hits=0)

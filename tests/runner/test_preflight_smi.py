@@ -115,9 +115,11 @@ def test_an_unhealthy_card_is_refused_with_the_component(box) -> None:  # type: 
 def test_an_idle_h100_passes_and_a_busy_one_names_the_process(box) -> None:  # type: ignore[no-untyped-def]
     box("h100")
     report = preflight.check_devices(HARDWARE["h100_sxm"], 1, 22.0, "default")
-    assert report.name == "NVIDIA H100 80GB HBM3" and report.driver == "550.54.15"
+    assert report.name == "NVIDIA H100 80GB HBM3" and report.driver == "590.48.01"
     box("h100-busy")
-    assert "device 0 is in use by 48211 python3" in refused("h100_sxm").message
+    assert "device 0 is in use by 11327 /root/tools/memhog, 11328 /root/tools/memhog, 11345 ./gpu_burn" in (
+        refused("h100_sxm").message
+    )
 
 
 def test_an_h100_is_not_an_h200(box) -> None:  # type: ignore[no-untyped-def]

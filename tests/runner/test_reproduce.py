@@ -18,9 +18,9 @@ from runner.plan import campaign_id, flag_value
 from runner.reproduce import NotReproducible, plan_reproduction
 
 REPO = Path(__file__).resolve().parents[2]
-FP8_9B = "qwen3.5-9b-fp8-dynamic-c4b87b99"
-SCREENED_9B = "qwen3.5-9b-fp8-dynamic-5683522b"
-W4A16_9B = "qwen3.5-9b-w4a16-57d22098"
+FP8_9B = "qwen3.5-9b-fp8-dynamic-c48f580e"
+SCREENED_9B = "qwen3.5-9b-fp8-dynamic-92dc20d8"
+W4A16_9B = "qwen3.5-9b-w4a16-8c08b0d2"
 DEMO = "demo-bf16-83f021f8"
 
 

@@ -18,6 +18,7 @@ from catalog.packets.canonical import pretty_json
 from runner import ladders
 from runner.attempt import attempt_paths, finished_attempt
 from runner.client import StreamResult
+from runner.runtime import LocalRuntime
 from runner.server import ServerError
 from runner.settings import MeasurementSettings
 from testkit.samples import make_rows, make_server, strict_suite
@@ -93,11 +94,12 @@ def test_concurrency_ladder_compares_outputs_with_the_oracle_arrays(monkeypatch:
         )
 
     monkeypatch.setattr(ladders, "stream_completion", fake_stream)
-    arm = SimpleNamespace(id="tp1-ngram3", command=SimpleNamespace(model_id="demo"))
+    arm = SimpleNamespace(id="tp1-ngram3", spec_depth=3, command=SimpleNamespace(model_id="demo"))
     settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
-    ladder = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None))  # type: ignore[arg-type]
+    ladder, _ = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None))  # type: ignore[arg-type]
     identical = {point.users: point.identical_to_oracle for point in ladder.concurrency}
     assert identical == {1: True, 2: True, 4: True, 8: False, 16: False, 32: False, 64: False}
+    assert all(point.divergence is None for point in ladder.concurrency)  # no plain-model ladder to tell apart
     assert json.loads(pretty_json(ladder.model_dump(mode="json")))["kind"] == "concurrency"
 
 
@@ -161,7 +163,7 @@ def fake_ladders(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 def _run(arm: Any, run_dir: Path, oracle: dict[Any, Any], said: list[str]) -> tuple[list[Ladder], dict[Any, Any]]:
-    runtime = SimpleNamespace(argv=lambda command, port: ["vllm", "serve"])
+    runtime = LocalRuntime(Path("python"))  # VllmServer is a stand-in: nothing is started
     settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
     return ladders.run_ladders(["context"], arm, [], oracle, runtime, settings, run_dir, 4096, said.append)  # type: ignore[arg-type]
 
@@ -214,6 +216,16 @@ def test_a_ladder_failure_is_one_line_naming_the_run_folder(
     assert error.file == str(tmp_path / "tp1-oracle" / "ladder-server.log")
 
 
+def test_a_concurrency_divergence_is_told_batch_shape_or_speculative() -> None:
+    """A speculative arm at 64 sequences against the sequential oracle: the plain model's outputs at
+    the same level tell a batch-shape divergence (it gave the same) from a speculative one."""
+    mine = [[1, 2, 3], [4, 5, 6]]
+    assert ladders.divergence_cause(mine, [[1, 2, 3], [4, 5, 6]], speculative=True) == "batch shape"
+    assert ladders.divergence_cause(mine, [[1, 2, 3], [4, 5, 7]], speculative=True) == "speculative"
+    assert ladders.divergence_cause(mine, None, speculative=True) is None  # no plain-model ladder: cannot say
+    assert ladders.divergence_cause(mine, None, speculative=False) == "batch shape"  # the oracle arm's own ladder
+
+
 def test_concurrency_levels_are_the_requested_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     oracle_rows = make_rows(ms_per_token=20.0)
     by_prompt = {p.prompt: row.token_ids.tolist() for p, row in zip(strict_suite().prompts, oracle_rows, strict=True)}
@@ -224,8 +236,10 @@ def test_concurrency_levels_are_the_requested_ones(monkeypatch: pytest.MonkeyPat
         return StreamResult(ids, "", 0.01, times, 1.0, len(ids), 10, len(ids), 0, "length", None)
 
     monkeypatch.setattr(ladders, "stream_completion", fake_stream)
-    arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
+    arm: Any = SimpleNamespace(id="tp1-oracle", spec_depth=0, command=SimpleNamespace(model_id="demo"))
     settings = MeasurementSettings(strict_suite(), None, 120, 1234, 60.0)  # type: ignore[arg-type]
-    ladder = asyncio.run(ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None, [1, 2]))  # type: ignore[arg-type]
+    ladder, _ = asyncio.run(
+        ladders._concurrency("http://127.0.0.1:9", arm, oracle_rows, settings, lambda _: None, [1, 2])
+    )
     assert [point.users for point in ladder.concurrency] == [1, 2]
     assert all(point.identical_to_oracle for point in ladder.concurrency)

@@ -1,0 +1,163 @@
+"""Replays a recorded power trace as xpu-smi, nvidia-smi, the kernel's hwmon and NVML would report it.
+
+The fake `xpu-smi dump ...` and `nvidia-smi ... -lms=MS` (tests/runner/bin) exec this file with
+their arguments; the fake `pynvml` (tests/runner/power/nvml) imports it. $FAKE_POWER_TRACE names a
+trace (README.md beside this file); time starts when the process does, and the trace loops.
+
+- `xpu-smi dump -d N --metrics 1 --loop-ms MS`: the 2.x CSV rows (`Timestamp, DeviceId,
+  power.draw (W)`, then `HH:MM:SS.mmm, N, P.PP` in UTC, one row per MS, the first one MS after
+  start), as intel/xpumanager `core/ial/cmn/cmd_dump.cpp` prints them with stdin not a terminal;
+  1.x options (`-m`, `-i`, `-n`) exit 1 with CLI11's message, as 2.x does. With $FAKE_HWMON, the
+  trace's counter is written to `$FAKE_HWMON/energy1_input` (µJ) every 50 ms, as the xe driver's
+  hwmon shows it.
+- `nvidia-smi --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits --id=N -lms=MS`:
+  `YYYY/MM/DD HH:MM:SS.mmm, N, P.PP` (local time), one row per MS.
+Standard library only: the fake tools run it with the system python3.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+Row = tuple[float, float | None, float | None]  # t_s, power W (None: gap), counter J (None: gap)
+
+
+def load(path: str) -> tuple[list[Row], float]:
+    rows: list[Row] = []
+    end = 0.0
+    for raw in Path(path).read_text().splitlines():
+        line = raw.split("#", 1)[0].split()
+        if not line:
+            continue
+        t = float(line[0])
+        if line[1] == "end":
+            end = t
+        elif line[1] == "gap":
+            rows.append((t, None, None))
+        else:
+            rows.append((t, float(line[1]), float(line[2])))
+    if end <= 0:
+        raise SystemExit(f"{path}: no `T end` row")
+    return rows, end
+
+
+class Trace:
+    def __init__(self, path: str) -> None:
+        self.rows, self.period = load(path)
+        self.numeric = [(t, p, c) for t, p, c in self.rows if p is not None and c is not None]
+        self.started = time.monotonic()
+
+    def _interpolate(self, t: float, column: int) -> float:
+        points = [(row[0], row[column]) for row in self.numeric]
+        if t <= points[0][0]:
+            return float(points[0][1] or 0.0)
+        for (t0, v0), (t1, v1) in itertools.pairwise(points):
+            if t0 <= t <= t1:
+                assert v0 is not None and v1 is not None
+                return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
+        return float(points[-1][1] or 0.0)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def in_gap(self, elapsed: float) -> bool:
+        t = elapsed % self.period
+        current = [row for row in self.rows if row[0] <= t]
+        return bool(current) and current[-1][1] is None
+
+    def power_w(self, elapsed: float) -> float:
+        return self._interpolate(elapsed % self.period, 1)
+
+    def counter_j(self, elapsed: float) -> float:
+        loops = math.floor(elapsed / self.period)
+        per_loop = self._interpolate(self.period, 2) - self._interpolate(0.0, 2)
+        return self._interpolate(elapsed % self.period, 2) + loops * per_loop
+
+
+def _option(args: list[str], *names: str) -> str | None:
+    for index, arg in enumerate(args):
+        for name in names:
+            if arg == name and index + 1 < len(args):
+                return args[index + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def _loop(trace: Trace, interval_s: float, row: object) -> None:
+    hwmon = os.environ.get("FAKE_HWMON")
+    due = interval_s
+    while True:
+        elapsed = trace.elapsed()
+        if hwmon:
+            target = Path(hwmon) / "energy1_input"
+            temporary = target.with_name(".energy1_input.tmp")
+            temporary.write_text(f"{round(trace.counter_j(elapsed) * 1_000_000)}\n")
+            temporary.replace(target)
+        if elapsed >= due:
+            if not trace.in_gap(elapsed):
+                print(row(elapsed), flush=True)  # type: ignore[operator]
+            due += interval_s
+        time.sleep(min(0.05, max(due - trace.elapsed(), 0.0)))
+
+
+def refuse_1x_options(args: list[str]) -> None:
+    """xpu-smi 2.x has no -m/-i/-n/--ims (CLI11's message; research/smi section 1.7)."""
+    unexpected = [a for a in args if a in ("-m", "-i", "-n", "--ims")]
+    if unexpected:
+        rest = " ".join(args[args.index(unexpected[0]) :])
+        print(f"[Error] The following arguments were not expected: {rest}", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def xpu_smi(args: list[str], trace: Trace) -> None:
+    device = _option(args, "-d", "--device", "--id") or "0"
+    loop_ms = _option(args, "--loop-ms")
+    interval = _option(args, "--interval")
+    seconds = int(loop_ms) / 1000.0 if loop_ms else float(interval or 1)
+    print("Timestamp, DeviceId, power.draw (W)", flush=True)
+
+    def row(elapsed: float) -> str:
+        now = datetime.now(UTC)
+        return f"{now:%H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {trace.power_w(elapsed):.2f}"
+
+    _loop(trace, seconds, row)
+
+
+def nvidia_smi(args: list[str], trace: Trace) -> None:
+    device = _option(args, "--id", "-i") or "0"
+    loop_ms = _option(args, "-lms", "--loop-ms") or "1000"
+
+    def row(elapsed: float) -> str:
+        now = datetime.now().astimezone()
+        return f"{now:%Y/%m/%d %H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {trace.power_w(elapsed):.2f}"
+
+    _loop(trace, int(loop_ms) / 1000.0, row)
+
+
+def main(argv: list[str]) -> None:
+    if argv[0] == "xpu-smi":
+        refuse_1x_options(argv[1:])
+    path = os.environ.get("FAKE_POWER_TRACE")
+    if not path:
+        print("[Error] no power trace to replay: set FAKE_POWER_TRACE (tests/runner/power)", file=sys.stderr)
+        raise SystemExit(1)
+    trace = Trace(path)
+    tool, args = argv[0], argv[1:]
+    try:
+        if tool == "xpu-smi":
+            xpu_smi(args[1:] if args[:1] == ["dump"] else args, trace)
+        else:
+            nvidia_smi(args, trace)
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
