@@ -1,25 +1,34 @@
-"""Benchmark 3a: what one committed packet costs to store and to trust.
+"""Benchmark 3a: what one committed packet costs to store and to trust, against its floor.
 
 The committed demo packet (packets/demo-bf16-*.json, a real CPU campaign: 2 arms × 2 fresh
 servers × 12 prompts × 512 tokens), measured in a fresh process (`python -m bench.packet_cost`,
 timed after the imports, with its own CPU clock, so no other thread of the benchmark counts):
-its file size, and the CPU time (time.process_time, median of many runs after a warm-up) to
-- read its bytes;
-- read and hash-check it (catalog.packets.verify.read_packet without keys: strict validation, the
-  canonical-form check, sha256 of the bytes and the name it gives);
-- fully verify it (catalog.packets.verify.verify against data/keys.yaml: the above, the DSSE
-  signature by a listed measurer key, and every derived figure, gate and canary verdict
-  re-derived from the rows), which is what every build and `make verify` pays per packet.
-Each is also given per recorded token (token ids over every row of every server).
+its file size, and the CPU time (time.process_time) of
+- the floor (`verify.floor`), each part on the same bytes: read them; sha256 of them; the fastest
+  JSON decode installed (orjson or msgspec, whichever is faster this run); the Ed25519 check of
+  its DSSE signature (cryptography's, over DSSE's pre-authentication encoding of the payload);
+  and decoding its base64 token arrays into integers (binascii, the C decoder the packet reader
+  uses). No verifier can do less: these are reading, hashing, parsing, checking the signature and
+  decoding what is signed;
+- the full verification (catalog.packets.verify.verify against data/keys.yaml: strict types, the
+  canonical-bytes rule, the digest and name, the signature by a listed key, every figure, gate
+  and check re-derived from the rows), which is what every build and `make verify` pays;
+- reading and hash-checking it alone (read_packet without keys).
+Every part and the full verification alternate run by run (one of each per round, after a
+warm-up), so the load of this shared machine falls on both alike; the figures are medians, and
+the target is the ratio of the full verification to the sum of the floor's parts.
 
     python -m bench.packet_cost [RUNS]
 """
 
 from __future__ import annotations
 
+import binascii
+import hashlib
 import json
 import sys
 import time
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
@@ -31,7 +40,7 @@ from bench.results import Benchmark, Figure
 # Its arms (2 x 2 fresh servers x 12 prompts x 512 tokens) under 300 KB; its three ladders of both arms
 # (a load sweep of 16 requests x 8 levels each, concurrency c1-c8, the 2K context depth) add ~60 KB.
 SIZE_LIMIT_KB = 400.0
-VERIFY_LIMIT_MS = 5.0
+FLOOR_FACTOR = 2.0
 RUNS, QUICK_RUNS = 400, 60
 WARMUP = 5
 
@@ -45,16 +54,49 @@ def demo_packet() -> Path:
     return found[0]
 
 
-def _cpu_ms(action: Callable[[], object], runs: int) -> dict[str, float]:
-    for _ in range(WARMUP):
-        action()
-    samples = []
-    for _ in range(runs):
-        started = time.process_time()
-        action()
-        samples.append(1000 * (time.process_time() - started))
-    samples.sort()
-    return {"median_ms": median(samples), "min_ms": samples[0], "p90_ms": samples[int(0.9 * (len(samples) - 1))]}
+def _arrays(document: Any) -> list[str]:
+    """Every base64 token array of a packet document, as text."""
+    return [
+        row[name]
+        for arm in document["arms"]
+        for server in arm["servers"]
+        for row in server["rows"]
+        for name in ("token_ids", "token_times_us")
+    ]
+
+
+def _floor_parts(path: Path) -> dict[str, Callable[[], object]]:
+    """The floor's parts, each a call on this packet's bytes (what they need made beforehand)."""
+    import msgspec
+    import orjson
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from securesystemslib.dsse import Envelope
+
+    from catalog.packets.keys import load_keys
+    from catalog.packets.layout import signature_path
+
+    data = path.read_bytes()
+    envelope = Envelope.from_dict(json.loads(signature_path(path).read_bytes()))
+    keyid, signature = next(iter(envelope.signatures.items()))
+    public = Ed25519PublicKey.from_public_bytes(
+        bytes.fromhex(load_keys(REPO / "data" / "keys.yaml").by_id()[keyid].public_key)
+    )
+    signed = envelope.pae()
+    sig = bytes.fromhex(signature.signature)
+    texts = _arrays(orjson.loads(data))
+
+    def decode_arrays() -> None:
+        for text in texts:
+            array("I").frombytes(binascii.a2b_base64(text))
+
+    return {
+        "read": path.read_bytes,
+        "sha256": lambda: hashlib.sha256(data).hexdigest(),
+        "json orjson": lambda: orjson.loads(data),
+        "json msgspec": lambda: msgspec.json.decode(data),
+        "ed25519": lambda: public.verify(sig, signed),
+        "arrays": decode_arrays,
+    }
 
 
 def measure(runs: int) -> dict[str, Any]:
@@ -70,17 +112,40 @@ def measure(runs: int) -> dict[str, Any]:
         raise RuntimeError(f"{path.name} does not verify: {[str(p) for p in problems]}")
     packet = result.packet
     rows = [row for arm in packet.arms for server in arm.servers for row in server.rows]
+    actions: dict[str, Callable[[], object]] = {
+        **_floor_parts(path),
+        "hash_check": lambda: read_packet(path, None),
+        "verify": lambda: verify(path, keys),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in actions}
+    for round_ in range(WARMUP + runs):
+        for name, action in actions.items():
+            started = time.process_time()
+            action()
+            if round_ >= WARMUP:
+                samples[name].append(1000 * (time.process_time() - started))
+    cpu = {name: _summary(values) for name, values in samples.items()}
+    json_ms = min(cpu["json orjson"]["median_ms"], cpu["json msgspec"]["median_ms"])
+    parts = {name: cpu[name]["median_ms"] for name in ("read", "sha256", "ed25519", "arrays")}
+    parts["json"] = json_ms
     return {
         "packet": path.name,
         "bytes": path.stat().st_size,
         "signature_bytes": signature_path(path).stat().st_size,
         "rows": len(rows),
+        "arrays": len(rows) * 2,
         "tokens": sum(len(row.token_ids) for row in rows),
         "runs": runs,
-        "read": _cpu_ms(path.read_bytes, runs),
-        "hash_check": _cpu_ms(lambda: read_packet(path, None), runs),
-        "verify": _cpu_ms(lambda: verify(path, keys), runs),
+        "cpu": cpu,
+        "floor_parts_ms": parts,
+        "floor_ms": sum(parts.values()),
+        "json_decoder": "orjson" if json_ms == cpu["json orjson"]["median_ms"] else "msgspec",
     }
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    values = sorted(values)
+    return {"median_ms": median(values), "min_ms": values[0], "p90_ms": values[int(0.9 * (len(values) - 1))]}
 
 
 def run(quick: bool, log: Log) -> list[Benchmark]:
@@ -89,16 +154,18 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
         raise RuntimeError(f"packet cost failed: {child['stderr'][-2000:]}")
     m: dict[str, Any] = json.loads(child["stdout"].strip().splitlines()[-1])
     tokens = m["tokens"]
-    verify_ms = m["verify"]["median_ms"]
+    verify_ms, floor_ms = m["cpu"]["verify"]["median_ms"], m["floor_ms"]
+    parts = m["floor_parts_ms"]
     log(
-        f"packet: {m['packet']}: {m['bytes'] / 1000:.0f} KB, full verification {verify_ms:.2f} ms CPU "
-        f"({1e6 * verify_ms / tokens:.0f} ns per token, median of {m['runs']})"
+        f"packet: {m['packet']}: {m['bytes'] / 1000:.0f} KB, full verification {verify_ms:.2f} ms CPU, "
+        f"floor {floor_ms:.2f} ms (ratio {verify_ms / floor_ms:.2f}, median of {m['runs']})"
     )
     return [
         Benchmark(
             id="packet.demo",
             group="builder",
             title=f"One committed packet: {m['packet']} ({m['rows']} rows, {tokens:,} recorded tokens)",
+            peer="verify.floor: read + sha256 + fastest JSON decode + Ed25519 check + array decode, same bytes",
             figures=[
                 Figure(
                     name="file size",
@@ -110,11 +177,19 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
                     note=f"{m['bytes']:,} bytes, and {m['signature_bytes']:,} bytes of DSSE signature beside it",
                 ),
                 Figure(name="file size per recorded token", unit="B", ours=m["bytes"] / tokens, better="lower"),
-                Figure(name="read the bytes, CPU", unit="ms", ours=m["read"]["median_ms"], better="lower"),
+                Figure(
+                    name="verify.floor",
+                    unit="ms",
+                    ours=floor_ms,
+                    better="lower",
+                    note=f"read {parts['read']:.3f} + sha256 {parts['sha256']:.3f} + {m['json_decoder']} "
+                    f"{parts['json']:.3f} + Ed25519 {parts['ed25519']:.3f} + {m['arrays']} arrays "
+                    f"{parts['arrays']:.3f} ms",
+                ),
                 Figure(
                     name="read and hash-check (read_packet, no keys), CPU",
                     unit="ms",
-                    ours=m["hash_check"]["median_ms"],
+                    ours=m["cpu"]["hash_check"]["median_ms"],
                     better="lower",
                     note="strict validation, canonical-form check, sha256 of the bytes, the name it gives",
                 ),
@@ -122,12 +197,14 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
                     name="full verification (verify), CPU of one core",
                     unit="ms",
                     ours=verify_ms,
-                    better="lower",
-                    target=f"< {VERIFY_LIMIT_MS:.0f} ms of one core",
-                    met=verify_ms < VERIFY_LIMIT_MS,
-                    note=f"time.process_time, median of {m['runs']} runs in a fresh process "
-                    f"(min {m['verify']['min_ms']:.2f}, p90 {m['verify']['p90_ms']:.2f} ms): bytes, digest, "
-                    "signature against data/keys.yaml, every figure, gate and canary re-derived",
+                    peer=floor_ms,
+                    better="closer",
+                    target=f"≤ {FLOOR_FACTOR:.0f}× verify.floor",
+                    met=verify_ms <= FLOOR_FACTOR * floor_ms,
+                    note=f"time.process_time, median of {m['runs']} runs alternating with the floor's parts "
+                    f"(min {m['cpu']['verify']['min_ms']:.2f}, p90 {m['cpu']['verify']['p90_ms']:.2f} ms): strict "
+                    "types, canonical bytes, digest, signature against data/keys.yaml, every figure, gate and "
+                    "check re-derived; peer column: the floor",
                 ),
                 Figure(
                     name="full verification per recorded token, CPU",

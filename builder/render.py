@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import pickle
 from collections.abc import Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined, pass_context
-from jinja2.bccache import Bucket
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
 
 from builder import TEMPLATES, routes
 from builder.views.glossary import marked, term, title_first_uses
 from builder.views.results import STATE_MEANINGS
-from catalog.store.cache import cache_root
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -47,33 +42,11 @@ def url(context: Context, target: str) -> str:
     return routes.relative(str(context["page_path"]), target)
 
 
-class _Compiled(FileSystemBytecodeCache):
-    """Templates compiled by an earlier build, in the user's cache: compiling them is 150 ms of
-    every process that renders. Jinja keys an entry by the template's path and checks its source;
-    the folder is named by Jinja's version and this module, which sets the options the compiled
-    code depends on. A damaged entry is compiled again."""
-
-    def load_bytecode(self, bucket: Bucket) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, AttributeError, ImportError):
-            bucket.reset()
-
-
-def _compiled() -> _Compiled | None:
-    version = hashlib.sha256(f"{metadata.version('jinja2')}\0".encode() + Path(__file__).read_bytes()).hexdigest()
-    folder = cache_root().parent / "templates" / version[:24]
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError:
-        return None  # no cache: each process compiles its templates
-    return _Compiled(str(folder))
-
-
 def make_environment(templates: Path = TEMPLATES) -> Environment:
+    """The templates, each compiled on first use (a build compiles them all before it forks, so
+    its workers inherit them compiled: builder/build.py)."""
     env = Environment(
         loader=FileSystemLoader(str(templates)),
-        bytecode_cache=_compiled(),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,

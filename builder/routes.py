@@ -5,14 +5,13 @@ never with `..`; a page links to it through `relative`, so the site works from `
 under any prefix. Templates reach these through the `routes` Jinja global (`url(routes.INDEX)`)
 or through hrefs their views carry.
 
-Stdlib only (like `builder.stamp`, which counts packets with it before the heavy imports).
+Stdlib only: the no-op proof (builder/build.py) reads it before the heavy imports.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
 
 from catalog.packets.layout import SIGNATURE_SUFFIX
 
@@ -22,7 +21,7 @@ SITEMAP = "sitemap.xml"
 METHODOLOGY = "methodology/index.html"
 HARDWARE_INDEX = "hardware/index.html"
 MODELS_API = "api/models.json"
-# The no-op rebuild's record of inputs and outputs (builder/stamp.py); not a page.
+# What the site is (builder/manifest.py): its inputs' hash and every file's sha256; not a page.
 BUILD_MANIFEST = ".catalog-build.json"
 
 PACKETS_FOLDER = "packets"
@@ -88,18 +87,29 @@ def is_packet_json(path: str) -> bool:
 _READABLE_VALUE = re.compile(r"[a-z0-9][a-z0-9_-]{0,23}")
 
 
-def filtered_index(name: str, value: str) -> str:
-    """The index pre-rendered with one filter set to one value (for readers without JavaScript)."""
+def filtered_index(name: str, value: str, page: int = 1) -> str:
+    """The index pre-rendered with one filter set to one value (for readers without JavaScript),
+    and its `page`th page of families when it has more than a page holds."""
     folder = value if _READABLE_VALUE.fullmatch(value) else "v-" + hashlib.sha256(value.encode()).hexdigest()[:10]
-    return f"{FILTER_FOLDER}/{name}/{folder}/index.html"
+    return f"{FILTER_FOLDER}/{name}/{folder}/{_paged(page)}"
+
+
+def index_page(page: int) -> str:
+    """The index's `page`th page of families (the first is the index itself)."""
+    return _paged(page)
+
+
+def _paged(page: int) -> str:
+    """A page of a listing, beside the first: the same folder, so a list's links are the same."""
+    return INDEX if page == 1 else f"index-{page}.html"
 
 
 def is_filtered_index(path: str) -> bool:
-    return path.startswith(f"{FILTER_FOLDER}/") and path.endswith("/index.html")
+    return path.startswith(f"{FILTER_FOLDER}/") and path.endswith(".html")
 
 
-def hardware_page(hardware_id: str) -> str:
-    return f"hardware/{hardware_id}/index.html"
+def hardware_page(hardware_id: str, page: int = 1) -> str:
+    return f"hardware/{hardware_id}/{_paged(page)}"
 
 
 def methodology_section(anchor: str) -> str:
@@ -123,38 +133,3 @@ def relative(page_path: str, target: str) -> str:
     if target.startswith(_EXTERNAL):
         return target
     return relative_root(page_path) + target
-
-
-def pages_affected_by(
-    packet_id: str,
-    model_slug: str,
-    hardware_ids: Iterable[str],
-    *,
-    reproduces: str | None = None,
-    filtered_indexes: Iterable[str] = (),
-) -> set[str]:
-    """The output paths a new or changed packet can change: its own page, file and signature; its
-    family's page, recipe page (overlay configurations list packets; docker commands pin the image
-    digest the newest packet recorded) and family API; the index, the models API and the sitemap;
-    the hardware index (its per-card counts); the page of each card named (the one it ran on, and
-    for a reproduction the original's: a grade can change the family's best result there); the
-    page of the packet it reproduces (its grade and "reproduced by" link); and the pre-rendered
-    filtered indexes the caller passes (each lists every family and every filter's values, so any
-    packet can change any of them). Every other file is independent of the packet."""
-    affected = {
-        packet_page(packet_id),
-        packet_json(packet_id),
-        packet_signature(packet_id),
-        family_page(model_slug),
-        recipe_page(model_slug),
-        family_api(model_slug),
-        INDEX,
-        MODELS_API,
-        SITEMAP,
-        HARDWARE_INDEX,
-    }
-    affected.update(hardware_page(h) for h in hardware_ids)
-    if reproduces:
-        affected.add(packet_page(reproduces))
-    affected.update(filtered_indexes)
-    return affected

@@ -1,7 +1,6 @@
 """`map` on every core, in forked workers: they inherit what the parent holds (the loaded data,
 the function and its items), so nothing is pickled on the way in but chunks of indices, and only
-the results on the way out. Used by the loader (packets) and the builder (views and pages);
-`forked_call`, one call beside this process's own work."""
+the results on the way out. Used by the loader (packets) and the builder (families and pages)."""
 
 from __future__ import annotations
 
@@ -9,15 +8,13 @@ import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Generic, TypeVar
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
-_CALL: Callable[[], Any] | None = None
 
 
 def _chunk(indices: range) -> list[Any]:
@@ -53,40 +50,3 @@ def forked_map(function: Callable[[T], R], items: Sequence[T], *, per_worker: in
         _WORK = None
         if not frozen_before:
             gc.unfreeze()
-
-
-def _called() -> Any:
-    assert _CALL is not None, "a process forked before its call was set"
-    return _CALL()
-
-
-class ForkedCall(Generic[R]):
-    """`function()` running in a forked process while this one goes on (`forked_call`)."""
-
-    def __init__(self, function: Callable[[], R]) -> None:
-        global _CALL
-        self._function = function
-        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
-        _CALL = function
-        try:
-            self._future: Future[R] = self._pool.submit(_called)  # forks here, before it returns
-        finally:
-            _CALL = None
-
-    def result(self) -> R:
-        """Its value, or the exception it raised; made here when the process died (killed, out
-        of memory) before it gave one. The process and the threads serving it are ended here,
-        before this process forks again."""
-        try:
-            return self._future.result()
-        except BrokenProcessPool:
-            return self._function()
-        finally:
-            self._pool.shutdown(wait=True)
-
-
-def forked_call(function: Callable[[], R]) -> ForkedCall[R]:
-    """Start `function()` in a forked process: it inherits `function` and what it refers to
-    (nothing is pickled but the result). Worth it for work of tens of thousands of system calls
-    beside other such work here; call `result()` on every path."""
-    return ForkedCall(function)

@@ -11,7 +11,7 @@ from builder import routes
 from builder.charts import Chart, distinct
 from builder.format import Num, num, opt_num, tokens_label, words_per_second
 from builder.views.answer import Piece, RunThis, run_this, verdict
-from builder.views.common import Fact, SiteContext
+from builder.views.common import Fact, Said, SiteContext, Warnings
 from builder.views.describe import card_arm, coverage_chips, methodology_sentence
 from builder.views.energy import EnergyFigure, arm_energy
 from builder.views.load_sweep import LoadSweepSection, load_sweep_section
@@ -413,18 +413,20 @@ def _fine_print(recipe: Recipe | None, packets: list[Packet]) -> list[Fact]:
 
 
 def _estimators(
-    packets: list[Packet], recipe: Recipe | None, results: list[ArmResult], ctx: SiteContext
+    packets: list[Packet], recipe: Recipe | None, results: list[ArmResult], ctx: SiteContext, said: Warnings
 ) -> dict[str, Estimator]:
     found = {}
     for hw_id in sorted({r.hardware_id for r in results}):
         on_hw = [p for p in packets if p.identity.host.hardware == hw_id]
-        estimator = cell_estimator(on_hw, recipe, ctx.catalog.hardware.get(hw_id), ctx.warn)
+        estimator = cell_estimator(on_hw, recipe, ctx.catalog.hardware.get(hw_id), said.warn)
         if estimator is not None:
             found[hw_id] = estimator
     return found
 
 
-def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyView:
+def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[FamilyView]:
+    """The family page's view, with the warnings its projections and estimates gave."""
+    said = Warnings()
     catalog = ctx.catalog
     packets = catalog.packets_of(slug)
     reproductions = catalog.reproductions(packets)
@@ -436,16 +438,16 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
     concurrency = concurrency_charts(ladders)
     load = load_sweep_section(ladders, catalog.hardware, recipe)
-    projection = projection_view(lead_result, shown, recipe, ctx.warn)
+    projection = projection_view(lead_result, shown, recipe, said.warn)
     picks, pick_for = _picks(results)
     repeats = FamilyRepeats(results)
     for refused in repeats.refused():
-        ctx.warn(f"packets/{refused.packet.id}.json: not counted as a repeat: {refused.reason}")
+        said.warn(f"packets/{refused.packet.id}.json: not counted as a repeat: {refused.reason}")
     lead_run = repeats.run_of(lead_result) if lead_result else None
-    scorecards = matrices(results, recipe, _estimators(packets, recipe, results, ctx), repeats)
+    scorecards = matrices(results, recipe, _estimators(packets, recipe, results, ctx, said), repeats)
     dates = [str(recipe.meta.date_updated)] if recipe else []
     dates += [p.created.date().isoformat() for p in packets if p.created]
-    return FamilyView(
+    view = FamilyView(
         slug=slug,
         title=recipe.meta.title if recipe else slug,
         provider=recipe.meta.provider if recipe else "",
@@ -485,3 +487,4 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> FamilyVie
         history=repeats_section(repeats),
         headline_repeats=lead_run.combined.words() if lead_run else None,
     )
+    return Said(view, tuple(said))

@@ -5,11 +5,12 @@ uses (builder/views/index.py best_pick), so a page's size follows the families, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 
 from builder import routes
 from builder.format import Num, num
-from builder.views.common import Fact, Link, SiteContext
+from builder.views.common import Fact, Link, Pager, SiteContext, page_numbers, page_of
 from builder.views.index import FamilyCard, best_pick
 from builder.views.results import STATE_LABELS
 from catalog.recipes.hardware import Hardware
@@ -55,6 +56,8 @@ class HardwareView:
     families: list[FamilyRow]
     packet_count: Num
     recipes: list[RecipeOnCard]
+    family_count: int = 0  # every family on the card, of which `families` is a page's share
+    pager: Pager | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,17 @@ def _fastest_first(row: FamilyRow) -> tuple[float, str]:
     return (-(row.value.value if row.value else -1.0), row.family.label.lower())
 
 
+def hardware_pages(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyCard]) -> dict[str, HardwareView]:
+    """A card's page, or its pages when more families ran on it than a page holds, by path."""
+    whole = hardware_view(hw, ctx, families)
+    count, pages = len(whole.families), {}
+    for number in page_numbers(count):
+        pager = Pager.of(count, number, partial(routes.hardware_page, hw.id))
+        shown = page_of(whole.families, number) if pager else whole.families
+        pages[routes.hardware_page(hw.id, number)] = replace(whole, families=shown, pager=pager)
+    return pages
+
+
 def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyCard]) -> HardwareView:
     catalog = ctx.catalog
     on_card = catalog.families_on(hw.id)
@@ -153,6 +167,7 @@ def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyC
         families=sorted(rows, key=_fastest_first),
         packet_count=num(sum(map(len, on_card.values())), 0),
         recipes=recipes,
+        family_count=len(rows),
     )
 
 

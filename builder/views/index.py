@@ -9,12 +9,14 @@ same list with the matching families shown, each with its best matching result, 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from builder import routes
 from builder.format import Num
 from builder.views.answer import UsersPick
+from builder.views.common import Pager, page_numbers, page_of
 from builder.views.energy import EnergyFigure
 from builder.views.family import PICK_SEPARATOR, RESULT_FILTERS, FamilyView, ResultPick, pick_choice, pick_key
 from builder.views.results import STATE_LABELS, STATE_RANK, label_key
@@ -167,6 +169,7 @@ class IndexView:
     result_filters: tuple[str, ...] = RESULT_FILTERS
     pick_separator: str = PICK_SEPARATOR
     answers: list[CardAnswer] = field(default_factory=list)
+    pager: Pager | None = None  # a listing of more families than a page holds: this page among them
 
 
 # Filters with a pre-rendered page per value: the common ones, by card and by quantization.
@@ -274,16 +277,51 @@ def _filter_links(filters: list[Filter], chosen: dict[str, str]) -> list[FilterL
     ]
 
 
+def index_pages(index: IndexView) -> dict[str, IndexView]:
+    """The index by the path of each of its pages: one, when a page holds every family."""
+    return _pages(index, routes.index_page)
+
+
 def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
     """The index filtered on each value of each pre-rendered filter, by the page's path: what
-    site.js shows for that choice (the same families, picks, order and count), without it."""
-    views = {}
+    site.js shows for that choice (the same families, picks, order and count), without it. Of more
+    families than a page holds, only those the filter matches are listed, a page at a time."""
+    views: dict[str, IndexView] = {}
     for f in index.filters:
         if f.name not in PRERENDERED:
             continue
         for option in f.options:
-            views[routes.filtered_index(f.name, option.value)] = _filtered(index, {f.name: option.value}, option.label)
+            filtered = _filtered(index, {f.name: option.value}, option.label)
+            if len(index.families) > len(page_of(index.families, 1)):
+                kept = [c for c in filtered.families if c.slug not in filtered.hidden]
+                filtered = replace(filtered, families=kept, hidden=frozenset())
+            views |= _pages(filtered, partial(routes.filtered_index, f.name, option.value))
     return views
+
+
+def _pages(view: IndexView, route: Callable[[int], str]) -> dict[str, IndexView]:
+    """The pages of one listing of families, each with its share of the by-result table."""
+    pages = {}
+    for number in page_numbers(len(view.families)):
+        pager = Pager.of(len(view.families), number, route)
+        if pager is None:
+            pages[route(number)] = view
+            continue
+        families = page_of(view.families, number)
+        hrefs = {c.href for c in families}
+        shared = [r for r in view.by_result if r.href in hrefs]
+        answers = [_answer_among(a, hrefs) for a in view.answers]
+        pages[route(number)] = replace(view, families=families, by_result=shared, answers=answers, pager=pager)
+    return pages
+
+
+def _answer_among(answer: CardAnswer, hrefs: set[str]) -> CardAnswer:
+    """A card's answer as one page of the listing shows it: the rows of its families only."""
+    return replace(
+        answer,
+        rows=[row for row in answer.rows if row[0].href in hrefs],
+        synthetic=[row for row in answer.synthetic if row[0].href in hrefs],
+    )
 
 
 def best_pick(family: FamilyView | FamilyCard, chosen: Mapping[str, str]) -> ResultPick | None:

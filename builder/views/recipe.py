@@ -130,8 +130,48 @@ class RecipeView:
     energy_costs: list[EnergyCost]
 
 
+@dataclass(frozen=True)
+class RecipeEvidence:
+    """What a recipe page shows of its family's packets, made where they are held whole
+    (builder/build.py), for the recipe page made beside the site's others from listings: each
+    arm's energy cost, and how each measured configuration's command differs from what its
+    packets' source ran."""
+
+    energy_costs: list[EnergyCost]
+    differences: dict[str, list[str]]  # configuration name -> "field: words (packet ids)"
+
+
+NO_EVIDENCE = RecipeEvidence([], {})
+
+
+def recipe_evidence(ctx: SiteContext, slug: str) -> RecipeEvidence:
+    recipe = ctx.catalog.recipes.get(slug)
+    return RecipeEvidence(energy_costs(ctx, slug), _differences(recipe, ctx) if recipe else {})
+
+
+def _differences(recipe: Recipe, ctx: SiteContext) -> dict[str, list[str]]:
+    """For each overlay configuration, how its command differs from what the packets it lists ran."""
+    found = {}
+    for name, config in recipe.configurations.items():
+        card = ctx.catalog.hardware.get(config.hardware)
+        if card is None:
+            continue
+        differing: dict[str, set[str]] = {}
+        for packet in (ctx.catalog.packets[p] for p in config.packets if p in ctx.catalog.packets):
+            for arm in packet.arms:
+                shown = (
+                    arm_command(packet, arm, recipe, card) if arm_configuration(recipe, packet, arm) == name else None
+                )
+                for d in shown.differences if shown else ():
+                    differing.setdefault(f"{d.field}: {d.words('this command', 'the source')}", set()).add(packet.id)
+        found[name] = [f"{words} ({', '.join(sorted(ids))})" for words, ids in sorted(differing.items())]
+    return found
+
+
 def energy_costs(ctx: SiteContext, slug: str) -> list[EnergyCost]:
-    """Every arm of this model with a valid energy figure: its card, configuration and J/token."""
+    """Every arm of this model with a valid energy figure: its card, configuration and J/token.
+    Reads the family's packets whole: made where they are held (builder/build.py), for the recipe
+    page made beside the site's others from listings."""
     found = []
     for packet_id in ctx.catalog.family_ids(slug):
         packet = ctx.catalog.packets[packet_id]
@@ -268,7 +308,7 @@ def _with(recipe: Recipe, feature: str) -> list[str]:
     return [n for n in recipe.features if n in recipe.default_features() or n == feature]
 
 
-def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
+def recipe_view(recipe: Recipe, ctx: SiteContext, evidence: RecipeEvidence) -> RecipeView:
     known = ctx.catalog.hardware
     hardware, unknown = _hardware_options(recipe, known)
     digests = image_digests(ctx, recipe.meta.slug)
@@ -310,7 +350,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
     if model.default_frontend:
         facts.append(Fact("default frontend", model.default_frontend, FRONTEND_NOT_APPLIED))
     return RecipeView(
-        energy_costs=energy_costs(ctx, recipe.meta.slug),
+        energy_costs=evidence.energy_costs,
         slug=recipe.meta.slug,
         title=recipe.meta.title,
         provider=recipe.meta.provider,
@@ -341,7 +381,7 @@ def recipe_view(recipe: Recipe, ctx: SiteContext) -> RecipeView:
         tp_sizes=list(TP_SIZES),
         depths=list(DEPTHS) if recipe_depths or any_depth else [],
         default_depth=recipe_depths[0] if recipe_depths else None,
-        configurations=_configurations(recipe, ctx, digests),
+        configurations=_configurations(recipe, ctx, digests, evidence),
     )
 
 
@@ -361,22 +401,16 @@ def copyable_code(html: Markup) -> Markup:
     return Markup(re.sub(r"<pre>(.*?)</pre>", wrap, str(html), flags=re.S))  # noqa: S704 - rendered markdown
 
 
-def _configurations(recipe: Recipe, ctx: SiteContext, digests: dict[str, str]) -> list[ConfigurationView]:
+def _configurations(
+    recipe: Recipe, ctx: SiteContext, digests: dict[str, str], evidence: RecipeEvidence
+) -> list[ConfigurationView]:
     """The overlay's measured configurations, each with its command (docker pinned like the builder's)."""
     views = []
     for name, config in recipe.configurations.items():
         card = ctx.catalog.hardware[config.hardware]
         command = compose_configuration(recipe, name, card).redacted()
-        packets = [Link(p, routes.packet_page(p)) for p in config.packets if p in ctx.catalog.packets]
-        differing: dict[str, set[str]] = {}
-        for packet in (ctx.catalog.packets[p] for p in config.packets if p in ctx.catalog.packets):
-            for arm in packet.arms:
-                shown = (
-                    arm_command(packet, arm, recipe, card) if arm_configuration(recipe, packet, arm) == name else None
-                )
-                for d in shown.differences if shown else ():
-                    differing.setdefault(f"{d.field}: {d.words('this command', 'the source')}", set()).add(packet.id)
-        differences = [f"{words} ({', '.join(sorted(ids))})" for words, ids in sorted(differing.items())]
+        packets = [Link(p, routes.packet_page(p)) for p in config.packets if p in ctx.catalog.listing]
+        differences = evidence.differences.get(name, [])
         views.append(
             ConfigurationView(
                 name,

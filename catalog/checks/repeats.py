@@ -196,11 +196,7 @@ def timing_fingerprint(rows: Iterable[PromptRow]) -> str | None:
 
 
 def server_timing(server: ServerRun) -> str | None:
-    """The fingerprint of a server's timings; a packet record (catalog/store/record.py), which holds
-    no rows, carries the one its summary's rows gave."""
-    held = getattr(server.rows, "timing", None)
-    if isinstance(held, str):
-        return held or None
+    """The fingerprint of a server's timings (every packet is held whole)."""
     return timing_fingerprint(server.rows)
 
 

@@ -13,16 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    Field,
-    PrivateAttr,
-    SerializerFunctionWrapHandler,
-    StringConstraints,
-    model_serializer,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, StringConstraints, model_validator
 
 from catalog.model.arrays import UInt32Array
 from catalog.model.base import EnvName, FieldError, Sha256, Slug, StrictModel
@@ -33,21 +26,17 @@ from catalog.model.secrets import REDACTED, is_secret_env, redact_argv
 SCHEMA_VERSION = 2
 
 
-class _Additions(StrictModel):
-    """A schema-2 model that gained optional fields after packets were published: a field named in
-    ADDED is left out of the canonical form while it holds its default, so every packet written
-    before it existed keeps its exact bytes (and its digest and signature) when read and re-encoded."""
+# A field a schema-2 model gained after packets were published is left out of the canonical form
+# while it holds its default (`exclude_if=_absent` or `_empty`), so every packet written before it
+# existed keeps its exact bytes (and its digest and signature) when read and re-encoded.
 
-    ADDED: ClassVar[frozenset[str]] = frozenset()
 
-    @model_serializer(mode="wrap")
-    def _omit_unset_additions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
-        fields = type(self).model_fields
-        for name in self.ADDED:
-            if name in out and out[name] == fields[name].get_default(call_default_factory=True):
-                del out[name]
-        return out
+def _absent(value: object) -> bool:
+    return value is None
+
+
+def _empty(value: object) -> bool:
+    return value == []
 
 
 class State(StrEnum):
@@ -102,7 +91,7 @@ _STATE_MEANINGS = {
 }
 
 
-class SourceRef(_Additions):
+class SourceRef(StrictModel):
     """A published source an imported or screened result is taken from. An imported packet is
     judged as of its source: `published` (the day the source published its figures) and `retrieved`
     (the day the importer read it, which its key vouches for) are required of it
@@ -121,11 +110,10 @@ class SourceRef(_Additions):
     note: str | None = Field(default=None, description="Free text about the source or how its figure was read.")
     published: date | None = Field(
         default=None,
+        exclude_if=_absent,
         description="Day the source published its figures (the latest it can have, when it prints none): the day"
         " an imported packet is judged as of.",
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"published"})
 
 
 class Provenance(StrictModel):
@@ -211,7 +199,7 @@ class ModelIdentity(StrictModel):
     synthetic_note: str | None = Field(default=None, description="What the synthetic model is and how it was made.")
 
 
-class RuntimeIdentity(_Additions):
+class RuntimeIdentity(StrictModel):
     name: str = Field(default="vLLM", description="Serving engine.")
     platform: Literal["xpu", "cuda", "cpu"] = Field(description="Accelerator platform the engine ran on.")
     version: str = Field(description="Engine version (vLLM's __version__).")
@@ -225,10 +213,9 @@ class RuntimeIdentity(_Additions):
     # The image as the servers were started: `repo@sha256:...`, so a replay pulls the same bytes.
     image_pinned: str | None = Field(
         default=None,
+        exclude_if=_absent,
         description="The image as the servers were started (repo@sha256:...), so a replay pulls the same bytes.",
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"image_pinned"})
 
 
 class HostIdentity(StrictModel):
@@ -266,7 +253,7 @@ class Workload(StrictModel):
     )
 
 
-class ArmConfig(_Additions):
+class ArmConfig(StrictModel):
     tensor_parallel_size: int = Field(ge=1, description="Cards one server spans (vLLM --tensor-parallel-size).")
     spec_method: str | None = Field(
         default=None, description="Speculative decoding method (e.g. mtp, eagle3); null without speculation."
@@ -283,28 +270,31 @@ class ArmConfig(_Additions):
     # Where max_model_len came from: "recipe" (a flag the recipe or overlay sets for this card) or
     # "runner default" (the runner's own cap, without which vLLM sizes for the model's full context).
     max_model_len_source: Literal["recipe", "runner default"] | None = Field(
-        default=None, description="Where max_model_len came from: a recipe or overlay flag, or the runner's own cap."
+        default=None,
+        description="Where max_model_len came from: a recipe or overlay flag, or the runner's own cap.",
+        exclude_if=_absent,
     )
     # The exact command the servers ran (`docker run ... image@sha256:... ARGS` or the local python),
     # with the per-server port and container name as placeholders; `argv` is the portable form.
     launch_argv: list[str] = Field(
         default=[],
+        exclude_if=_empty,
         description="The exact command the servers ran, with the per-server port and container name as placeholders.",
     )
     # Variables handed through from the host environment (HF_TOKEN, HF_HUB_OFFLINE): names only,
     # their values are never recorded.
     passed_env: list[EnvName] = Field(
         default=[],
+        exclude_if=_empty,
         description="Variables handed through from the host environment: names only, values are never recorded.",
     )
 
     entrypoint: str | None = Field(
         default=None,
+        exclude_if=_absent,
         description="How the servers were started: `vllm serve`, the image's entrypoint, or the API server module "
         "run where the install has no working `vllm serve`.",
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"max_model_len_source", "launch_argv", "passed_env", "entrypoint"})
 
     @model_validator(mode="after")
     def _depth_needs_method(self) -> ArmConfig:
@@ -359,10 +349,6 @@ class PromptRow(StrictModel):
     @property
     def ttft_ms(self) -> float | None:
         return self.token_times_us[0] / 1000.0 if self.token_times_us else None
-
-
-def _absent(value: object) -> bool:
-    return value is None
 
 
 class CanaryResult(StrictModel):
@@ -460,7 +446,7 @@ class ServerFacts(StrictModel):
     )
 
 
-class ServerRun(_Additions):
+class ServerRun(StrictModel):
     """One fresh server. Imported results carry only the published values; rows stay empty."""
 
     label: str = Field(description="Which of the arm's fresh servers this was (A, B).")
@@ -484,18 +470,21 @@ class ServerRun(_Additions):
     startup_s: float | None = Field(default=None, ge=0, description="Seconds from start to the server answering.")
     # What the server itself answered on GET /version (None: not asked, or an older server).
     server_version: str | None = Field(
-        default=None, description="What the server answered on GET /version (null: not asked, or an older server)."
+        default=None,
+        description="What the server answered on GET /version (null: not asked, or an older server).",
+        exclude_if=_absent,
     )
     energy: EnergyWindow | None = Field(
         default=None,
+        exclude_if=_absent,
         description="The cards' power and energy counter over the strict suite (catalog/model/energy.py); "
         "absent when not measured.",
     )
     resolved: ServerFacts | None = Field(
-        default=None, description="What vLLM resolved for this server, as it reported it; absent in older packets."
+        default=None,
+        description="What vLLM resolved for this server, as it reported it; absent in older packets.",
+        exclude_if=_absent,
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"server_version", "energy", "resolved"})
 
 
 class Divergence(StrictModel):
@@ -517,7 +506,7 @@ DIVERGENCE_CAUSES: dict[str, str] = {
 }
 
 
-class GateResult(_Additions):
+class GateResult(StrictModel):
     gate: Literal["G1", "G2", "G3"] = Field(
         description="G1: the oracle arm's two fresh servers identical; G2: an arm's two fresh servers identical; "
         "G3: each server of a speculative arm identical to the oracle."
@@ -537,16 +526,16 @@ class GateResult(_Additions):
     note: str | None = Field(default=None, description="Free text about the gate.")
     divergences: list[Divergence | None] = Field(
         default=[],
+        exclude_if=_empty,
         description="Per prompt, where the outputs part and the token on each side (null: identical); "
         "absent in older packets.",
     )
     cause: DivergenceCause | None = Field(
         default=None,
+        exclude_if=_absent,
         description="What the comparison isolates, so a divergence reads as repeat (nondeterminism), speculative "
         "(same batch shape) or batch shape; absent in older packets.",
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"divergences", "cause"})
 
     @model_validator(mode="after")
     def _divergences_match(self) -> GateResult:
@@ -622,24 +611,24 @@ class Arm(ArmParts):
     state: State = Field(description="Derived from provenance and gates: measured, imported, screened or withheld.")
 
 
-class ConcurrencyPoint(_Additions):
+class ConcurrencyPoint(StrictModel):
     users: int = Field(ge=1, description="Concurrent requests.")
     completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
     wall_s: float = Field(gt=0, description="Wall-clock seconds for all requests.")
     identical_to_oracle: bool | None = Field(default=None, description="Whether every output matched the oracle's.")
     energy: EnergyWindow | None = Field(
         default=None,
+        exclude_if=_absent,
         description="The cards' power and energy counter over the level (catalog/model/energy.py); "
         "absent when not measured.",
     )
     divergence: Literal["batch shape", "speculative"] | None = Field(
         default=None,
+        exclude_if=_absent,
         description="Why outputs differ from the sequential oracle's: batch shape (the plain model at this level "
         "gave the same outputs), or speculative (they differ from the plain model's at the same level); absent "
         "when identical, or in older packets.",
     )
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"energy", "divergence"})
 
     @property
     def aggregate_tok_s(self) -> float:
@@ -654,11 +643,9 @@ class ContextPoint(StrictModel):
     identical_to_oracle: bool | None = Field(default=None, description="Whether the output matched the oracle's.")
 
 
-class Ladder(_Additions):
+class Ladder(StrictModel):
     """One ladder of one arm, on its own fresh server: concurrency (users released together),
     context depth, or a load sweep (catalog/model/load_sweep.py)."""
-
-    ADDED: ClassVar[frozenset[str]] = frozenset({"load"})
 
     arm: Slug = Field(description="The arm the ladder ran on.")
     kind: Literal["concurrency", "context", "load"] = Field(
@@ -667,7 +654,9 @@ class Ladder(_Additions):
     concurrency: list[ConcurrencyPoint] = Field(default=[], description="Points of a concurrency ladder.")
     context: list[ContextPoint] = Field(default=[], description="Points of a context ladder.")
     load: LoadSweep | None = Field(
-        default=None, description="The levels of a load sweep (catalog/model/load_sweep.py)."
+        default=None,
+        description="The levels of a load sweep (catalog/model/load_sweep.py).",
+        exclude_if=_absent,
     )
 
     @model_validator(mode="after")

@@ -9,6 +9,7 @@ key, and checked, so an entry cannot pair one key's id with another key's bytes.
 from __future__ import annotations
 
 from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -25,6 +26,7 @@ ROLES: tuple[Role, ...] = ("measurer", "importer")
 Ed25519Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
+@cache  # a key ring holds a few keys, and every packet's signature is checked against one
 def sslib_key_of(public_hex: str) -> SSlibKey:
     """securesystemslib's key for raw Ed25519 public bytes, with its default (derived) keyid.
 

@@ -11,7 +11,7 @@ workload and bounds (catalog/checks/consistency.py); and, given data/ as loaded 
 what it claims against data/ (its model's facts, physics on its card, its identity, its suite:
 catalog/checks/cross_check.py), on the whole packet. Every reader (`make verify`, the builder, a
 local `--allow-unsigned` build) reads packets through catalog/store/reading.py, which calls
-`verify` with data/; a summary cached before is used only under a verdict for the same data/. A
+`verify` with data/; nothing of a packet is cached, so each is verified whole on every read. A
 signature says who vouches, never that the content is possible: none of these checks is skipped
 for a signed packet.
 """
@@ -69,14 +69,19 @@ def verify(
     now: datetime | None = None,
     signatures: bool = True,
     reference: Reference | None = None,
+    read: Staged | None = None,
 ) -> Verified | Refused:
     """Read one packet and check everything it says: on its own, and, with `reference` (data/ as
     loaded), against data/ (catalog/checks/cross_check.py), always on the whole packet (its every
     row: the floors and the vocabulary read them). The costly part of loading, independent of
     every other packet. `signatures` False checks no signature: only where data/keys.yaml failed to
-    load (that one error fails the load; every packet's signature error would repeat it)."""
+    load (that one error fails the load; every packet's signature error would repeat it). `read`:
+    its bytes and its signature's, as the caller read them (the builder: from the copies it
+    publishes, their size checked before they were read); `path` still names the file."""
     try:
-        packet = read_packet(path, (keys or KeyRing.empty()) if signatures else None, allow_unsigned=allow_unsigned)
+        packet = read_packet(
+            path, (keys or KeyRing.empty()) if signatures else None, allow_unsigned=allow_unsigned, read=read
+        )
     except CatalogErrors as many:
         return Refused(many.errors)
     except CatalogError as error:
@@ -89,18 +94,23 @@ def verify(
     return Refused(problems, packet, against_data) if problems or against_data else Verified(packet)
 
 
-def read_packet(path: Path, keys: KeyRing | None, *, allow_unsigned: bool = False) -> Packet:
+@dataclass(frozen=True)
+class Staged:
+    """A packet's bytes and its signature envelope's (None: there is none), read by the caller."""
+
+    data: bytes
+    envelope: bytes | None
+
+
+def read_packet(
+    path: Path, keys: KeyRing | None, *, allow_unsigned: bool = False, read: Staged | None = None
+) -> Packet:
     """The packet a file holds, its bytes checked: schema 2, canonical bytes, the name its digest
     gives, and a signature by a known key of the right role (`keys` None checks no signature:
     migration and tests of the format only). `verify` calls it, then checks the content."""
-    try:
-        size = path.stat().st_size
-    except OSError as error:
-        raise CatalogError(f"cannot read: {error.strerror}", file=path) from None
-    too_large = size_problem(size)
-    if too_large is not None:
-        raise CatalogError(too_large, file=path, field="file")
-    data = read_bytes(path)
+    if read is None:
+        check_size(path)
+    data = read.data if read is not None else read_bytes(path)
     packet = _validated(data, path)
     canonical = packet_bytes(packet)
     if canonical != data:
@@ -113,10 +123,21 @@ def read_packet(path: Path, keys: KeyRing | None, *, allow_unsigned: bool = Fals
             file=path,
             field="id",
         )
-    signer = _check_signature(packet, path, digest, keys, allow_unsigned) if keys is not None else None
+    signer = _check_signature(packet, path, digest, keys, allow_unsigned, read) if keys is not None else None
     host = signer if keys is not None and signer in keys.host_ids else None
     packet._seal = PacketSeal(sha256=digest, id=ident, signed_by=None if host else signer, host_key=host)
     return packet
+
+
+def check_size(path: Path) -> None:
+    """Refuse a file larger than a packet may be before a byte of it is read (catalog/checks/bounds.py)."""
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise CatalogError(f"cannot read: {error.strerror}", file=path) from None
+    too_large = size_problem(size)
+    if too_large is not None:
+        raise CatalogError(too_large, file=path, field="file")
 
 
 def _validated(data: bytes, path: Path) -> Packet:
@@ -146,9 +167,12 @@ def _first_difference(expected: bytes, actual: bytes) -> str:
     )
 
 
-def _check_signature(packet: Packet, path: Path, digest: str, keys: KeyRing, allow_unsigned: bool) -> str | None:
+def _check_signature(
+    packet: Packet, path: Path, digest: str, keys: KeyRing, allow_unsigned: bool, read: Staged | None
+) -> str | None:
     envelope_path = signature_path(path)
-    if not envelope_path.exists() and not envelope_path.is_symlink():
+    absent = read.envelope is None if read is not None else not (envelope_path.exists() or envelope_path.is_symlink())
+    if absent:
         if allow_unsigned:
             return None
         raise CatalogError(
@@ -156,7 +180,7 @@ def _check_signature(packet: Packet, path: Path, digest: str, keys: KeyRing, all
             file=path,
             field="signature",
         )
-    envelope = read_bytes(envelope_path)
+    envelope = read.envelope if read is not None and read.envelope is not None else read_bytes(envelope_path)
     if allow_unsigned and signer_key_id(envelope, envelope_path) not in keys.by_id():
         return None  # this host's own key, not listed yet: a local packet like an unsigned one
     role = "measurer" if packet.provenance.kind == "measured" else "importer"

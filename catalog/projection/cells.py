@@ -12,7 +12,6 @@ from catalog.projection.models import Origin, ProjectionInput
 from catalog.projection.precision import BF16, DRAFT_INT4_ENV, QuantScheme, packet_scheme
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
-from catalog.store.record import prompt_sizes
 
 ALLREDUCE_LATENCY_US = 10.0
 ALLREDUCE_LATENCY_SOURCE = (
@@ -109,7 +108,7 @@ def _kv_bytes(arm: Arm | None, packet: Packet | None, recipe: Recipe | None) -> 
 
 
 def _prompt_tokens(arm: Arm | None) -> tuple[int, str]:
-    sizes = [size for server in arm.servers for size in prompt_sizes(server.rows)] if arm is not None else []
+    sizes = [row.prompt_tokens for server in arm.servers for row in server.rows] if arm is not None else []
     if arm is not None and sizes:
         mean = round(statistics.fmean(sizes))
         return mean, f"packet arm {arm.id}: mean prompt_tokens of its {len(sizes)} prompt rows"

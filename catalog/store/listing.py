@@ -1,12 +1,10 @@
 """A packet's line in the catalog's listing: the few facts about it that pages other than its own
 family's read.
 
-The index, hardware pages, sitemap, API, the list of pages and the incremental rebuild read of
-every packet only its family, card, state, signature, title and dates. A build that adds one
-packet to a catalog of 20,000 would otherwise unpickle every packet's record (35 objects each,
-4 s of one core) to read those. The listing is cached beside each record (catalog/store/cache.py,
-under the same content key), so such a build reads 20,000 of these instead, and a packet's record
-is read only by the views of its family (catalog/store/repository.py, `Catalog.packets`).
+The index, hardware pages, sitemap, API and recipe pages read of every packet only its family,
+card, state, signature, title, dates and image. The builder holds every packet's listing (and
+remembers them for the next build: builder/memory.py) while it holds a family's packets whole only
+where that family's pages are made (builder/build.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-/* The catalog's one small script: copy buttons, index filters kept in the URL, and the recipe
+/* The catalog's one small script: copy buttons, index filters kept in the URL, the search over
+   every family (Pagefind's own interface, fetched when the box is first used), and the recipe
    command builder (a lookup into commands composed in Python, the chosen speculative depth put
    into its one slot; it never composes). Every page
    reads fully without it. */
@@ -240,6 +241,46 @@
     window.addEventListener("hashchange", function () { restore(); update(false); });
     restore();
     update(false);
+  }
+
+  /* ---- the search over every family: Pagefind's interface, fetched when the box is first used;
+     it reads its index with fetch(), which a page opened from disk may not do, so it is shown only
+     where the site is served ---- */
+  var search = document.querySelector("[data-search]");
+  if (search && location.protocol !== "file:") {
+    var bundle = search.getAttribute("data-bundle");
+    var input = search.querySelector("[data-search-input]");
+    var results = search.querySelector("[data-search-results]");
+    var loading = null;
+    var open = function () {
+      if (loading) { return loading; }
+      loading = new Promise(function (resolve, reject) {
+        var styles = document.createElement("link");
+        styles.rel = "stylesheet";
+        styles.href = bundle + "pagefind-ui.css";
+        document.head.appendChild(styles);
+        var script = document.createElement("script");
+        script.src = bundle + "pagefind-ui.js";
+        script.onload = function () {
+          /* global PagefindUI */
+          /* results link from the site's root as this page's address has it: under any prefix */
+          var root = new URL(search.getAttribute("data-base") || ".", location.href).pathname;
+          resolve(new PagefindUI({ element: results, bundlePath: new URL(bundle, location.href).pathname, baseUrl: root,
+                                   showSubResults: false, showImages: false, autofocus: true }));
+        };
+        script.onerror = function () { loading = null; reject(new Error("could not load " + script.src)); };
+        document.head.appendChild(script);
+      });
+      return loading;
+    };
+    input.addEventListener("focus", function () {
+      open().then(function (ui) {
+        input.hidden = true;
+        search.querySelector("label").hidden = true;
+        if (input.value) { ui.triggerSearch(input.value); }
+      }, function () { input.disabled = true; });
+    });
+    search.hidden = false;
   }
 
   /* ---- recipe: energy cost per million tokens from a price the reader enters (never sent) ---- */

@@ -234,3 +234,26 @@ def test_copy_falls_back_without_the_clipboard_api(page, base_url):
     page.wait_for_function("window.__copied !== undefined")
     assert page.evaluate("window.__copied") == page.locator("#builder-shell").inner_text()
     assert page.problems == []
+
+
+def test_the_search_finds_a_family_from_any_page_and_links_to_it(page, base_url):
+    """Pagefind's interface is fetched when the box is first used (builder/search.py); a result
+    links to the family page from the site's root, whatever folder the search was made from."""
+    assert "pagefind-ui.js" not in page.content()
+    for start in ("index.html", "filter/quant/bf16/index.html"):
+        page.goto(base_url + start)
+        page.focus("[data-search-input]")
+        page.wait_for_selector(".pagefind-ui__search-input")
+        page.fill(".pagefind-ui__search-input", "Fixture 7B")
+        page.wait_for_selector(".pagefind-ui__result-link")
+        href = page.get_attribute(".pagefind-ui__result-link", "href")
+        assert href is not None and href.endswith("models/fixture-7b/index.html"), href
+    page.click(".pagefind-ui__result-link")
+    page.wait_for_load_state()
+    assert page.url == base_url + "models/fixture-7b/index.html"
+    assert page.problems == []
+
+
+def test_the_search_is_not_offered_on_a_page_opened_from_disk(page, built):
+    page.goto((built / "index.html").as_uri())
+    assert page.is_hidden("[data-search]")

@@ -1,5 +1,5 @@
 """Patches that record what a build does in this process, for tests that assert it did not do
-something again: read a file's bytes to hash it, make a family's view, or read a packet's record."""
+something again: read a file's bytes to hash it, make a family's view, or read a packet."""
 
 from __future__ import annotations
 
@@ -7,47 +7,46 @@ from pathlib import Path
 
 import pytest
 
-from builder import families as families_module
-from builder import tree
-from catalog.model.packet import Packet
-from catalog.store.reading import Summaries
+from builder import build as build_module
+from builder import inputs
 
 
 def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every file the build reads to hash it (tree.file_sha256), in order."""
+    """Every input file the build reads to hash it (builder/inputs.py), in order."""
     read: list[Path] = []
-    real = tree.file_sha256
+    real = inputs.file_sha256  # type: ignore[attr-defined]
 
     def counting(path: Path) -> str:
         read.append(path)
         return real(path)
 
-    monkeypatch.setattr(tree, "file_sha256", counting)
+    monkeypatch.setattr(inputs, "file_sha256", counting)
     return read
 
 
 def family_views_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The slug of every family view the build makes (in this process: no worker is forked)."""
-    monkeypatch.setattr(families_module, "FAMILIES_PER_WORKER", 10**9)
+    monkeypatch.setattr(build_module, "PACKETS_PER_WORKER", 10**9)
     made: list[str] = []
-    real = families_module.family_view  # type: ignore[attr-defined]
+    real = build_module.family_view  # type: ignore[attr-defined]
 
     def counting(slug: str, *args: object) -> object:
         made.append(slug)
         return real(slug, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(families_module, "family_view", counting)
+    monkeypatch.setattr(build_module, "family_view", counting)
     return made
 
 
-def records_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The id of every packet whose record (catalog/store/record.py) the build reads from the cache."""
+def packets_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The file name of every packet the build reads and verifies (in this process)."""
+    monkeypatch.setattr(build_module, "PACKETS_PER_WORKER", 10**9)
     read: list[str] = []
-    real = Summaries.record
+    real = build_module.read_one  # type: ignore[attr-defined]
 
-    def counting(self: Summaries, packet_id: str, path: Path) -> Packet:
-        read.append(packet_id)
-        return real(self, packet_id, path)
+    def counting(path: Path, *args: object, **kwargs: object) -> object:
+        read.append(path.name)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Summaries, "record", counting)
+    monkeypatch.setattr(build_module, "read_one", counting)
     return read

@@ -7,10 +7,8 @@ import json
 from dataclasses import replace
 
 from builder.api import API_VERSION, dumps, jsonable, models_api, models_entry
-from builder.families import family_views
-from builder.site import _index, build_date
-from builder.views.common import SiteContext
 from catalog.store.repository import load_catalog
+from tests.builder.made import index_of, site_context
 
 
 def _whole(index, stamp: str) -> bytes:
@@ -19,12 +17,10 @@ def _whole(index, stamp: str) -> bytes:
 
 def test_the_models_api_joined_from_family_entries_is_the_document_written_whole(built):
     catalog = load_catalog(built.parent / "data", built.parent / "packets")
-    ctx = SiteContext(catalog, build_date(catalog), "", warnings=[])
-    families = family_views(ctx, apis={})  # as a build makes them: with their API files
-    index = _index(families, ctx)
+    ctx = site_context(catalog)
+    index = index_of(ctx)
     assert len(index.families) >= 2
-    entries = {f.slug: f.api_entry for f in families}
-    assert all(entries.values())  # each made with its family's view
+    entries = {card.slug: models_entry(card) for card in index.families}  # as a build makes them, with each view
     stamp = ctx.build_date.isoformat()
     assert models_api(index, stamp, entries) == models_api(index, stamp) == _whole(index, stamp)
     # an entry holding a line break inside a string, a quote, non-ASCII text: still the same bytes

@@ -8,18 +8,16 @@ import json
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from builder.families import family_views
-from builder.views.common import SiteContext
 from catalog.store.repository import load_catalog
 from tests.builder.factory import REPO, write_catalog
+from tests.builder.made import family_views, site_context
 
 
 def _charts(data, packets):
-    catalog = load_catalog(data, packets, summaries=True)
     from datetime import date
 
-    ctx = SiteContext(catalog, date(2026, 1, 1))
-    views = [family.view(ctx) for family in family_views(ctx)]
+    ctx = site_context(load_catalog(data, packets), date(2026, 1, 1))
+    views = family_views(ctx).values()
     return [c for v in views for c in [*v.charts, *v.concurrency] if not c.empty]
 
 

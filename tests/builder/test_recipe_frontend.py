@@ -6,20 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builder.site import build_date
-from builder.views.common import SiteContext
-from builder.views.recipe import recipe_view
+from builder.views.recipe import NO_EVIDENCE, recipe_view
 from catalog.recipes.compose import Selection, compose
 from catalog.store.repository import load_catalog
 from tests.builder.factory import write_catalog
+from tests.builder.made import site_context
 
 
 def test_the_recipe_page_says_the_rust_frontend_is_not_applied(tmp_path: Path) -> None:
     catalog = load_catalog(*write_catalog(tmp_path))
-    ctx = SiteContext(catalog, build_date(catalog))
+    ctx = site_context(catalog)
     recipe = catalog.recipes["fixture-7b"]
     rust = recipe.model_copy(update={"model": recipe.model.model_copy(update={"default_frontend": "rust"})})
-    fact = next(f for f in recipe_view(rust, ctx).facts if f.label == "default frontend")
+    fact = next(f for f in recipe_view(rust, ctx, NO_EVIDENCE).facts if f.label == "default frontend")
     assert fact.value == "rust" and fact.note.startswith("not applied by this catalog")
     assert "VLLM_USE_RUST_FRONTEND" not in compose(rust, Selection()).env  # and indeed not composed
-    assert not any(f.label == "default frontend" for f in recipe_view(recipe, ctx).facts)
+    assert not any(f.label == "default frontend" for f in recipe_view(recipe, ctx, NO_EVIDENCE).facts)

@@ -1,6 +1,6 @@
 """builder/routes.py against real builds of the committed catalog: every route is relative and
 stays inside the site, every internal link of every page resolves to a file the build wrote, and
-`pages_affected_by` names every file a packet changes."""
+what each page declares it depends on (`Page.depends_on`) covers every file a packet changes."""
 
 from __future__ import annotations
 
@@ -15,10 +15,15 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder import routes
+from builder.build import changed_keys
 from builder.cli import run
+from builder.pages import ANY_PACKET
+from builder.search import FOLDER as SEARCH
 from catalog.packets.layout import SIGNATURE_SUFFIX, is_signature
 from catalog.packets.seal import write_packet
+from catalog.store.listing import Listed
 from catalog.store.repository import Catalog, load_catalog
+from tests.builder.made import every_page, site_context
 from tests.catalog.factories import measured_draft, sealed, signed_data
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,7 +87,7 @@ def every_route(catalog: Catalog) -> set[str]:
 
 def test_the_routes_are_exactly_the_files_the_build_writes(site: Path, catalog: Catalog) -> None:
     built = set(files_of(site))
-    assets = {p for p in built if p.startswith(routes.ASSETS_FOLDER + "/")}
+    assets = {p for p in built if p.startswith((routes.ASSETS_FOLDER + "/", SEARCH + "/"))}
     assert built - assets == every_route(catalog)
     for asset in (routes.STYLESHEET, routes.FAVICON, routes.SITE_SCRIPT, routes.CHARTS_SCRIPT, routes.PLOTLY_BUNDLE):
         assert asset in assets
@@ -139,8 +144,18 @@ def test_the_sitemap_lists_every_page_but_the_404(site: Path) -> None:
     assert locs == pages - {routes.NOT_FOUND}
 
 
+def affected(catalog: Catalog, packet_id: str, before: dict[str, Listed]) -> set[str]:
+    """What an incremental build writes when `packet_id` changes from `before` to `catalog`: the
+    pages depending on what it touches, its files, its family's API, the models API, the sitemap."""
+    keys = changed_keys(before, catalog.listing, {packet_id})
+    pages = {p.path for p in every_page(site_context(catalog)) if not p.depends_on.isdisjoint(keys)}
+    slugs = {listed.slug for listed in (before.get(packet_id), catalog.listing.get(packet_id)) if listed}
+    files = {routes.packet_json(packet_id), routes.packet_signature(packet_id), routes.MODELS_API, routes.SITEMAP}
+    return pages | files | {routes.family_api(slug) for slug in slugs} | {routes.packet_page(packet_id)}
+
+
 @pytest.mark.parametrize("packet_id", COMMITTED)
-def test_adding_a_packet_changes_only_the_pages_it_affects(
+def test_adding_a_packet_changes_only_the_pages_that_depend_on_it(
     packet_id: str, site: Path, catalog: Catalog, tmp_path: Path, epoch: None
 ) -> None:
     packets = tmp_path / "packets"
@@ -150,18 +165,20 @@ def test_adding_a_packet_changes_only_the_pages_it_affects(
     before, after = files_of(build(DATA, packets, tmp_path / "site")), files_of(site)
 
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    without = load_catalog(DATA, packets)
+    declared = affected(catalog, packet_id, without.listing) | affected(without, packet_id, without.listing)
+    changed -= {p for p in changed if p.startswith(SEARCH + "/")}  # the search index: made again every build
+    assert changed <= declared, f"changed but not declared: {sorted(changed - declared)}"
     packet = catalog.packets[packet_id]
-    slug = packet.identity.model.slug
-    hardware = {packet.identity.host.hardware}
-    filtered = {p for p in before.keys() | after.keys() if routes.is_filtered_index(p)}
-    affected = routes.pages_affected_by(
-        packet_id, slug, hardware, reproduces=packet.reproduces, filtered_indexes=filtered
-    )
-    assert changed <= affected, f"changed but not named: {sorted(changed - affected)}"
+    slug, hardware = packet.identity.model.slug, packet.identity.host.hardware
     own = {routes.packet_page(packet_id), routes.packet_json(packet_id), routes.packet_signature(packet_id)}
     assert own <= changed  # new files
-    assert {routes.family_page(slug), routes.family_api(slug), routes.SITEMAP} <= changed
-    assert {routes.hardware_page(h) for h in hardware} <= changed
+    assert {
+        routes.family_page(slug),
+        routes.family_api(slug),
+        routes.SITEMAP,
+        routes.hardware_page(hardware),
+    } <= changed
 
 
 def test_a_reproduction_also_changes_the_page_of_the_packet_it_reproduces(tmp_path: Path, epoch: None) -> None:
@@ -170,6 +187,7 @@ def test_a_reproduction_also_changes_the_page_of_the_packet_it_reproduces(tmp_pa
     original = sealed(measured_draft(spec=False))
     write_packet(original, packets)
     before = files_of(build(data, packets, tmp_path / "before"))
+    listed_before = load_catalog(data, packets).listing
     # an independent run: another boot, its own timings (catalog.checks.consistency refuses a copy)
     draft = measured_draft(spec=False, title="again", ms_per_token=20.5)
     draft["identity"]["host"]["boot_id"] = "another-boot"
@@ -179,17 +197,13 @@ def test_a_reproduction_also_changes_the_page_of_the_packet_it_reproduces(tmp_pa
     after = files_of(build(data, packets, tmp_path / "after"))
 
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    identity = copy.packet.identity
-    filtered = {p for p in before.keys() | after.keys() if routes.is_filtered_index(p)}
-    affected = routes.pages_affected_by(
-        copy.packet.id,
-        identity.model.slug,
-        [identity.host.hardware],
-        reproduces=original.packet.id,
-        filtered_indexes=filtered,
-    )
-    assert changed <= affected, f"changed but not named: {sorted(changed - affected)}"
+    declared = affected(load_catalog(data, packets), copy.packet.id, listed_before)
+    changed -= {p for p in changed if p.startswith(SEARCH + "/")}  # the search index: made again every build
+    assert changed <= declared, f"changed but not declared: {sorted(changed - declared)}"
     assert routes.packet_page(original.packet.id) in changed
-    assert routes.packet_page(original.packet.id) not in routes.pages_affected_by(
-        copy.packet.id, identity.model.slug, [identity.host.hardware]
+    packet_page = next(
+        p
+        for p in every_page(site_context(load_catalog(data, packets)))
+        if p.path == routes.packet_page(original.packet.id)
     )
+    assert ANY_PACKET not in packet_page.depends_on  # declared through the reproduction, not "any packet"

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import output, site, stamp
+from builder import build as build_module
+from builder import inputs, output
 from builder.cli import run
-from builder.output import Targets, check_output_folder, safe_target, swap_in
+from builder.output import Targets, check_output_folder, safe_target
 from catalog.errors import CatalogError
 from catalog.packets.layout import is_signature
 from tests.builder.counting import file_reads
@@ -128,10 +129,32 @@ def test_invalid_input_leaves_the_old_site(tmp_path, catalog):
     assert _build(data, packets, out) == 0
     before = _snapshot(out)
     victim = _packet_file(packets)
-    victim.write_text(victim.read_text().replace('"max_tokens":512', '"max_tokens":513'))
+    _replace(victim, victim.read_text().replace('"max_tokens":512', '"max_tokens":513'))
     with pytest.raises(CatalogError, match="the id its bytes hash to"):
         _build(data, packets, out)
     assert _snapshot(out) == before
+
+
+def _replace(path: Path, text: str) -> None:
+    """A new file in place of `path`, as packets are written (catalog.files.write_file) and as git
+    checks files out: the site's hard link keeps the bytes it published."""
+    new = path.with_name(path.name + ".new")
+    new.write_text(text)
+    new.replace(path)
+
+
+def test_a_packet_edited_in_place_is_the_sites_copy_too_and_the_next_build_refuses_it(tmp_path, catalog):
+    """The site's packet files are hard links of packets/ (publishing copies nothing): a packet
+    edited in place is edited there too, and the next build refuses it, naming the file."""
+    data, packets = catalog
+    out = tmp_path / "site"
+    assert _build(data, packets, out) == 0
+    victim = _packet_file(packets)
+    victim.write_text(victim.read_text().replace('"max_tokens":512', '"max_tokens":513'))
+    assert (out / "packets" / victim.name).read_bytes() == victim.read_bytes()
+    with pytest.raises(CatalogError, match="the id its bytes hash to") as caught:
+        _build(data, packets, out)
+    assert caught.value.file == str(victim)
 
 
 def test_failure_while_writing_leaves_the_old_site(tmp_path, catalog, monkeypatch):
@@ -142,15 +165,15 @@ def test_failure_while_writing_leaves_the_old_site(tmp_path, catalog, monkeypatc
     recipe = data / "models" / "empty-1b.yaml"
     recipe.write_text(recipe.read_text().replace("A family nobody has measured", "Changed"))
     calls = {"n": 0}
-    real_write = output.write_file  # type: ignore[attr-defined]
+    real_write = output._write
 
-    def failing_write(path: Path, content: bytes | str) -> None:
+    def failing_write(path: Path, content: bytes) -> None:
         calls["n"] += 1
         if calls["n"] == 5:
             raise OSError("disk full")
         real_write(path, content)
 
-    monkeypatch.setattr(output, "write_file", failing_write)
+    monkeypatch.setattr(output, "_write", failing_write)
     with pytest.raises(CatalogError, match="cannot write the site: disk full"):
         _build(data, packets, out)
     assert _snapshot(out) == before
@@ -172,13 +195,14 @@ def test_symlink_escape_is_refused(tmp_path):
         safe_target(out, "link/x.html")
 
 
-def test_publish_refuses_a_bad_path_and_writes_nothing_outside(tmp_path):
-    out = tmp_path / "site"
-    with pytest.raises(CatalogError):
-        swap_in({"index.html": b"ok", "../outside.html": b"bad"}, out)
+def test_a_page_routed_out_of_the_site_is_refused_and_nothing_is_written_outside(tmp_path):
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    for bad in ("../outside.html", "a/../../outside.html"):
+        with pytest.raises(CatalogError):
+            Targets(staging).made(bad)
     assert not (tmp_path / "outside.html").exists()
-    assert not out.exists()
-    assert [p.name for p in tmp_path.iterdir()] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["staging"]
 
 
 def test_output_folder_that_holds_inputs_is_refused(tmp_path, catalog):
@@ -242,16 +266,14 @@ def test_cli_prints_catalog_errors_without_traceback(tmp_path, catalog):
 
 
 def test_noop_rebuild_skips_rendering_but_not_hand_edits(tmp_path, catalog, capsys, monkeypatch):
-    import builder.site
-
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
     before = _snapshot(out)
 
-    def must_not_render(*args, **kwargs):
-        raise AssertionError("a no-op rebuild rendered")
+    def must_not_load(*args, **kwargs):
+        raise AssertionError("a no-op rebuild loaded the catalog")
 
-    monkeypatch.setattr(builder.site, "build_files", must_not_render)
+    monkeypatch.setattr(build_module, "load", must_not_load)
     capsys.readouterr()
     assert _build(*catalog, out) == 0
     assert "inputs and files unchanged" in capsys.readouterr().out
@@ -274,7 +296,7 @@ def test_manifest_records_every_file(tmp_path, catalog):
 
 
 def test_no_op_rebuild_reads_no_file_through_fingerprints(tmp_path, catalog, monkeypatch):
-    monkeypatch.setattr(stamp, "RACY_NS", 0)  # the fixture's files are seconds old at most
+    monkeypatch.setattr(inputs, "RACY_NS", 0)  # the fixture's files are seconds old at most
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
     read = file_reads(monkeypatch)
@@ -283,7 +305,7 @@ def test_no_op_rebuild_reads_no_file_through_fingerprints(tmp_path, catalog, mon
 
 
 def test_a_file_changed_within_the_racy_window_is_hashed_again(tmp_path, catalog, monkeypatch):
-    monkeypatch.setattr(stamp, "RACY_NS", 10**18)  # as if every input had been written just now
+    monkeypatch.setattr(inputs, "RACY_NS", 10**18)  # as if every input had been written just now
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
     read = file_reads(monkeypatch)
@@ -300,7 +322,7 @@ def _rewrite_keeping_size_and_mtime(path: Path, old: bytes, new: bytes) -> None:
 
 
 def test_a_packet_edited_behind_the_fingerprints_is_still_caught(tmp_path, catalog, monkeypatch, capsys):
-    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
     data, packets = catalog
     out = tmp_path / "site"
     assert _build(data, packets, out) == 0
@@ -311,7 +333,7 @@ def test_a_packet_edited_behind_the_fingerprints_is_still_caught(tmp_path, catal
 
 
 def test_a_site_file_edited_behind_the_fingerprints_is_rebuilt(tmp_path, catalog, monkeypatch):
-    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
     out = tmp_path / "site"
     assert _build(*catalog, out) == 0
     page = out / "index.html"
@@ -326,13 +348,13 @@ def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, 
     """The pages were rendered from what was verified; a copy of other bytes must not be published.
     The copy is checked through the source's fingerprint, which the edit's ctime moves even when
     size and mtime are put back."""
-    monkeypatch.setattr(stamp, "RACY_NS", 0)  # the packet was hashed a moment ago: trust its fingerprint
+    monkeypatch.setattr(inputs, "RACY_NS", 0)  # the packet was hashed a moment ago: trust its fingerprint
     data, packets = catalog
     victim = _packet_file(packets)
-    real_build = site.build_files
+    real_load = build_module.load
 
     def build_then_edit(*args, **kwargs):  # type: ignore[no-untyped-def]
-        result = real_build(*args, **kwargs)
+        result = real_load(*args, **kwargs)
         if keep_mtime:
             _rewrite_keeping_size_and_mtime(victim, b'"seed":7', b'"seed":8')
         else:
@@ -341,7 +363,7 @@ def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, 
             victim.write_text(edited)
         return result
 
-    monkeypatch.setattr(site, "build_files", build_then_edit)
+    monkeypatch.setattr(build_module, "load", build_then_edit)
     out = tmp_path / "site"
     with pytest.raises(CatalogError, match="changed while the site was being built") as caught:
         _build(data, packets, out)
@@ -362,57 +384,3 @@ def test_targets_resolve_each_folder_once_and_still_refuse_a_link_out(tmp_path):
             targets.of("link/x.html")
         assert targets.of("alias/y.html") == (out / "inside" / "y.html").resolve()
     assert targets.of("packets/a/index.html") == out.resolve() / "packets" / "a" / "index.html"
-
-
-def test_the_cycle_collector_runs_rarely_while_a_build_runs_and_as_before_after(tmp_path, catalog, monkeypatch):
-    """A build's objects live until it ends: collecting every 700 allocations re-scanned them for
-    seconds at scale (bench/FINDINGS.md). The setting is the build's own and is put back."""
-    import gc
-
-    from builder import cli
-
-    seen: list[tuple[int, int, int]] = []
-    real_build = site.build_files
-
-    def recording(*args: object, **kwargs: object) -> site.BuildResult:
-        seen.append(gc.get_threshold())
-        return real_build(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(site, "build_files", recording)
-    before = gc.get_threshold()
-    assert _build(*catalog, tmp_path / "site") == 0
-    assert seen and seen[0][0] == cli.ALLOCATIONS_PER_COLLECTION > before[0]
-    assert gc.get_threshold() == before
-
-
-def _compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every template Jinja compiles from its source."""
-    from jinja2 import Environment
-
-    compiled: list[str] = []
-    real = Environment.compile
-
-    def counting(self: Environment, source: object, name: str | None = None, *args: object, **kwargs: object) -> object:
-        compiled.append(str(name))
-        return real(self, source, name, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(Environment, "compile", counting)
-    return compiled
-
-
-def test_templates_compiled_once_are_taken_from_the_bytecode_cache_and_a_damaged_entry_compiled_again(
-    tmp_path, catalog, monkeypatch
-):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
-    assert _build(*catalog, tmp_path / "one") == 0
-    compiled = _compiles(monkeypatch)
-    assert _build(*catalog, tmp_path / "two") == 0
-    assert compiled == []
-    assert _snapshot(tmp_path / "one") == _snapshot(tmp_path / "two")
-    cached = sorted((Path(os.environ["XDG_CACHE_HOME"]) / "llm-serving-catalog" / "templates").rglob("*.cache"))
-    assert cached
-    for entry in cached:
-        entry.write_bytes(entry.read_bytes()[:40])  # cut short, past the header
-    assert _build(*catalog, tmp_path / "three") == 0
-    assert compiled
-    assert _snapshot(tmp_path / "one") == _snapshot(tmp_path / "three")

@@ -5,24 +5,22 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from builder.families import family_views
 from builder.routes import packet_page
-from builder.site import build_date
 from builder.views.common import SiteContext
 from builder.views.hardware import NO_PICK_REASON, hardware_cards, hardware_view
 from builder.views.index import best_pick
 from catalog.store.repository import load_catalog
 from tests.builder.factory import write_catalog
+from tests.builder.made import family_cards, site_context
 
 
 def _context(tmp_path: Path) -> SiteContext:
-    catalog = load_catalog(*write_catalog(tmp_path))
-    return SiteContext(catalog, build_date(catalog))
+    return site_context(load_catalog(*write_catalog(tmp_path)))
 
 
 def test_a_family_row_is_the_index_pick_for_the_card(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    families = {f.slug: f.card for f in family_views(ctx)}
+    families = family_cards(ctx)
     view = hardware_view(ctx.catalog.hardware["arc_pro_b70"], ctx, families)
     [row] = view.families
     pick = best_pick(families["fixture-7b"], {"hw": "arc_pro_b70"})
@@ -38,7 +36,7 @@ def test_a_family_row_is_the_index_pick_for_the_card(tmp_path: Path) -> None:
 
 def test_a_family_without_a_qualified_result_links_its_best_evidenced_packet(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    families = {f.slug: replace(f.card, picks=[], pick_for={}) for f in family_views(ctx)}
+    families = {slug: replace(card, picks=[], pick_for={}) for slug, card in family_cards(ctx).items()}
     view = hardware_view(ctx.catalog.hardware["arc_pro_b70"], ctx, families)
     [row] = view.families
     measured = next(p for p in ctx.catalog.packets.values() if p.state.value == "measured")
@@ -49,7 +47,7 @@ def test_a_family_without_a_qualified_result_links_its_best_evidenced_packet(tmp
 
 def test_a_card_without_packets_has_no_rows_and_the_index_counts_each_card(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    families = {f.slug: f.card for f in family_views(ctx)}
+    families = family_cards(ctx)
     assert hardware_view(ctx.catalog.hardware["h100_sxm"], ctx, families).families == []
     counts = {c.id: (c.families.value, c.packets.value) for c in hardware_cards(ctx.catalog)}
     assert counts == {h: (1, 2) if h == "arc_pro_b70" else (0, 0) for h in ctx.catalog.hardware}

@@ -1,5 +1,6 @@
-"""The incremental rebuild (builder/incremental.py): a new packet re-renders only the pages
-routes.pages_affected_by names, and the site is byte for byte the one a full build writes."""
+"""The incremental rebuild (builder/build.py): a new packet re-renders only the pages that
+depend on what it touches (each page's `depends_on`), and the site is byte for byte the one a full
+build writes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from builder.cli import run
 from catalog.packets.layout import signature_path
 from catalog.packets.seal import write_packet
 from catalog.store.repository import load_catalog
-from tests.builder.counting import family_views_made, records_read
+from tests.builder.counting import family_views_made, packets_read
 from tests.builder.factory import measured_parts, write_catalog
 from tests.catalog.factories import seal_parts
 
@@ -97,18 +98,15 @@ def test_a_removed_reproduction_renders_the_page_of_the_packet_it_reproduced_aga
     assert _snapshot(site) == _snapshot(full)
 
 
-def test_a_hand_edit_or_a_removal_from_a_site_that_did_not_record_its_packets_means_a_full_build(
-    built, tmp_path, monkeypatch
-):
+def test_a_hand_edit_or_a_lost_memory_means_a_full_build(built, tmp_path, monkeypatch):
+    from builder.memory import Cache
+
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     data, packets, site = built
     added = _add_campaign(packets, "Fixture 7B, the same campaign again")
     _build(data, packets, site, tmp_path / "t1.json", "--full")
     all_pages = len(list(site.rglob("*.html")))
-    manifest = site / ".catalog-build.json"
-    recorded = json.loads(manifest.read_text())
-    del recorded["packet_places"]  # as a site built before packets were recorded
-    manifest.write_text(json.dumps(recorded))
+    Cache.of(site).memory.unlink()  # as a cache that lost what the last build remembered
     added.unlink()
     signature_path(added).unlink()
     assert sum(_build(data, packets, site, tmp_path / "t2.json").values()) == all_pages - 1
@@ -131,9 +129,8 @@ def test_another_build_date_renders_every_page(built, tmp_path, monkeypatch):
 
 
 def test_a_new_packet_makes_only_its_familys_view_again(built, tmp_path, monkeypatch):
-    """Family views are kept per content (builder/view_cache.py): the rebuild makes the view of
-    the family that gained a packet and takes the rest from the cache, and the site is the one a
-    build that makes every view (no cache at all) writes."""
+    """The rebuild makes the view of the family that gained a packet and takes every other
+    family's card from what the last build remembered; the site is the one a full build writes."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     made = family_views_made(monkeypatch)
     data, packets, site = built
@@ -143,30 +140,26 @@ def test_a_new_packet_makes_only_its_familys_view_again(built, tmp_path, monkeyp
     added = _add_campaign(packets, "Fixture 7B, the same campaign again")
     _build(data, packets, site, tmp_path / "t2.json")
     assert made == [measured_parts().identity.model.slug]
-    made.clear()
-    _build(data, packets, tmp_path / "another", tmp_path / "t3.json")  # a full build: every view from the cache
-    assert made == []
-    uncached = tmp_path / "uncached"
-    _build(data, packets, uncached, tmp_path / "t4.json", "--full", "--no-cache")
-    assert len(made) == len(list((data / "models").glob("*.yaml")))
-    assert _snapshot(site) == _snapshot(uncached)
+    full = tmp_path / "full"
+    _build(data, packets, full, tmp_path / "t3.json", "--full")
+    assert _snapshot(site) == _snapshot(full)
     assert (site / "packets" / added.stem / "index.html").is_file()
 
 
-def test_a_new_packet_reads_the_records_of_its_family_only(tmp_path, monkeypatch):
+def test_a_new_packet_reads_the_packets_of_its_family_only(tmp_path, monkeypatch):
     """The rest of the site (index, hardware pages, API, the page list) reads every packet's
-    listing (catalog/store/listing.py); a record is read only by a family view made again."""
+    listing as the last build remembered it; a packet is read only by its family made again."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     data, packets = write_catalog(tmp_path / "tree", load=True)
     site = tmp_path / "site"
     _build(data, packets, site, tmp_path / "t0.json")
-    records = records_read(monkeypatch)
+    read = packets_read(monkeypatch)
     added = _add_campaign(packets, "Fixture 7B, the same campaign again")
     _build(data, packets, site, tmp_path / "t1.json")
     catalog = load_catalog(data, packets)
     family = catalog.family_ids(measured_parts().identity.model.slug)
     assert len(family) < len(catalog.listing)  # another family has packets: they must not be read
-    assert added.stem in family and sorted(records) == sorted(family)
+    assert added.stem in family and sorted(read) == sorted(f"{i}.json" for i in family)
     full = tmp_path / "full"
-    _build(data, packets, full, tmp_path / "t2.json", "--full", "--no-cache")
+    _build(data, packets, full, tmp_path / "t2.json", "--full")
     assert _snapshot(site) == _snapshot(full)

@@ -1,4 +1,4 @@
-"""The spare (output.swap_in, stamp.spare_site): the site a build replaced waits in the cache, and
+"""The spare (builder/output.py, `Cache.spare`): the site a build replaced waits in the cache, and
 the next build assembles its site in it. What the spare holds is never trusted: a file stays only
 when it is the very inode the current site holds and unchanged; anything else in it goes."""
 
@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from builder import output, stamp
-from builder import spare as spare_module
+from builder import build as build_module
+from builder import inputs, output
 from builder.cli import run
+from builder.memory import Cache
+from builder.pages import Page
 from catalog.errors import CatalogError
 from catalog.packets.seal import write_packet
 from tests.builder.counting import file_reads
@@ -59,13 +61,13 @@ def rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
     _build(data, packets, out)
     _add_campaign(packets, "Fixture 7B, a second campaign")
     _build(data, packets, out)
-    assert stamp.spare_site(out).is_dir()
+    assert Cache.of(out).spare.is_dir()
     return data, packets, out
 
 
 def test_the_next_site_is_assembled_in_the_spare_and_is_the_full_builds(rebuilt, tmp_path):
     data, packets, out = rebuilt
-    spare = stamp.spare_site(out)
+    spare = Cache.of(out).spare
     before, spare_folder, site_folder = _snapshot(out), spare.stat().st_ino, out.stat().st_ino
     kept_ctime = (out / KEPT_PAGE).stat().st_ctime_ns
     _add_campaign(packets, "Fixture 7B, a third campaign")
@@ -97,7 +99,7 @@ def _forge(spare: Path) -> None:
 
 def test_whatever_the_spare_holds_the_site_is_the_full_builds(rebuilt, tmp_path):
     data, packets, out = rebuilt
-    _forge(stamp.spare_site(out))
+    _forge(Cache.of(out).spare)
     _add_campaign(packets, "Fixture 7B, a third campaign")
     _build(data, packets, out)
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
@@ -108,9 +110,9 @@ def test_whatever_the_spare_holds_the_site_is_the_full_builds(rebuilt, tmp_path)
 def test_a_spare_file_edited_in_place_is_caught_through_the_site_it_shares_it_with(rebuilt, tmp_path, monkeypatch):
     """A spare file unchanged since the last build is the site's own inode: editing it edits the
     site, whose fingerprint (ctime) tells, even with size and mtime put back."""
-    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
     data, packets, out = rebuilt
-    shared = stamp.spare_site(out) / KEPT_PAGE
+    shared = Cache.of(out).spare / KEPT_PAGE
     assert shared.stat().st_ino == (out / KEPT_PAGE).stat().st_ino
     before = shared.stat()
     content = shared.read_bytes()
@@ -124,7 +126,7 @@ def test_a_spare_file_edited_in_place_is_caught_through_the_site_it_shares_it_wi
 
 def test_a_spare_another_build_holds_is_left_alone(rebuilt, tmp_path):
     data, packets, out = rebuilt
-    spare = stamp.spare_site(out)
+    spare = Cache.of(out).spare
     (spare / "marker").write_text("the other build's")
     fd = os.open(spare, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -140,13 +142,13 @@ def test_a_spare_another_build_holds_is_left_alone(rebuilt, tmp_path):
 
 def test_a_failed_build_leaves_the_site_and_puts_the_spare_back(rebuilt, monkeypatch):
     data, packets, out = rebuilt
-    spare = stamp.spare_site(out)
+    spare = Cache.of(out).spare
     before, spare_folder = _snapshot(out), spare.stat().st_ino
 
-    def failing_write(path: Path, content: bytes | str) -> None:
+    def failing_write(path: Path, content: bytes) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(output, "write_file", failing_write)
+    monkeypatch.setattr(output, "_write", failing_write)
     _add_campaign(packets, "Fixture 7B, a third campaign")
     with pytest.raises(CatalogError, match="cannot write the site: disk full"):
         _build(data, packets, out)
@@ -157,21 +159,17 @@ def test_a_failed_build_leaves_the_site_and_puts_the_spare_back(rebuilt, monkeyp
 
 @pytest.mark.parametrize("bad", ["../outside.html", "packets/../../outside.html", "/tmp/outside.html"])
 def test_a_path_out_of_the_site_is_refused_when_assembling_in_the_spare(rebuilt, monkeypatch, bad):
-    """Every file the spare does not hold already is written through a checked path: a page
-    routed out of the site fails the build, writes nothing outside, and leaves the site."""
-    from builder import site
-
+    """Every file is written through a checked path: a page routed out of the site fails the
+    build, writes nothing outside, and leaves the site and the spare."""
     data, packets, out = rebuilt
-    spare = stamp.spare_site(out)
+    spare = Cache.of(out).spare
     before, spare_folder = _snapshot(out), spare.stat().st_ino
-    real_build = site.build_files
+    real_pages = build_module.site_pages  # type: ignore[attr-defined]
 
-    def build_out_of_the_site(*args: object, **kwargs: object) -> site.BuildResult:
-        result = real_build(*args, **kwargs)  # type: ignore[arg-type]
-        result.files[bad] = b"written out of the site"
-        return result
+    def pages_out_of_the_site(*args: object, **kwargs: object) -> list[Page]:
+        return [*real_pages(*args, **kwargs), Page(bad, "404.html", {}, "out", "of the site")]  # type: ignore[arg-type]
 
-    monkeypatch.setattr(site, "build_files", build_out_of_the_site)
+    monkeypatch.setattr(build_module, "site_pages", pages_out_of_the_site)
     _add_campaign(packets, "Fixture 7B, a third campaign")
     with pytest.raises(CatalogError, match="refusing to write"):
         _build(data, packets, out)
@@ -183,7 +181,7 @@ def test_a_path_out_of_the_site_is_refused_when_assembling_in_the_spare(rebuilt,
 
 def test_after_a_rebuild_in_the_spare_a_no_op_reads_no_file(rebuilt, monkeypatch):
     """Files left in place keep the fingerprints looked up while publishing; the rest get new ones."""
-    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
     data, packets, out = rebuilt
     _add_campaign(packets, "Fixture 7B, a third campaign")
     _build(data, packets, out)
@@ -207,36 +205,27 @@ def test_a_stray_file_in_the_site_neither_stops_an_incremental_build_nor_survive
 
 def test_a_rebuild_after_the_cache_was_removed_keeps_a_spare_again(rebuilt, tmp_path):
     data, packets, out = rebuilt
-    cache = stamp.spare_site(out).parent
+    cache = Cache.of(out).spare.parent
     shutil.rmtree(cache)  # what a user clearing ~/.cache does
     before = _snapshot(out)
     _add_campaign(packets, "Fixture 7B, a third campaign")
     _build(data, packets, out, "--no-cache")  # nothing else makes the cache folder again first
-    assert _snapshot(stamp.spare_site(out)) == before
+    assert _snapshot(Cache.of(out).spare) == before
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
 
 
-def test_without_a_spare_one_is_made_from_the_current_site_while_the_site_is_built(tmp_path, monkeypatch):
+def test_without_a_spare_the_site_is_built_in_a_new_folder_and_leaves_one(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     data, packets = write_catalog(tmp_path / "tree")
     out = tmp_path / "site"
     _build(data, packets, out)
-    shutil.rmtree(stamp.spare_site(out).parent)  # the cache lost
+    shutil.rmtree(Cache.of(out).spare)  # the spare lost, what the build remembered kept
     before = _snapshot(out)
-    made: list[int] = []
-    real = spare_module._cloned
-
-    def cloning(*args: object) -> object:
-        made.append(1)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(spare_module, "_cloned", cloning)
     _add_campaign(packets, "Fixture 7B, a second campaign")
     _build(data, packets, out)
-    assert made == [1]
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
     assert _folders(out) == _folders(tmp_path / "fresh")
-    assert _snapshot(stamp.spare_site(out)) == before
+    assert _snapshot(Cache.of(out).spare) == before
     assert _siblings(out) == []
 
 
@@ -245,7 +234,7 @@ def test_a_first_build_leaves_a_spare_so_the_first_rebuild_makes_no_folder_again
     data, packets = write_catalog(tmp_path / "tree")
     out = tmp_path / "site"
     _build(data, packets, out)
-    spare = stamp.spare_site(out)
+    spare = Cache.of(out).spare
     assert _snapshot(spare) == _snapshot(out) and _folders(spare) == _folders(out)
     assert (spare / KEPT_PAGE).stat().st_ino == (out / KEPT_PAGE).stat().st_ino  # links, not copies
     spare_folder = spare.stat().st_ino
@@ -264,7 +253,7 @@ def test_a_build_into_an_emptied_folder_replaces_the_spare_of_the_site_that_went
     _build(data, packets, out)
     shutil.rmtree(out)
     _build(data, packets, out)
-    spare = stamp.spare_site(out)
+    spare = Cache.of(out).spare
     assert (spare / KEPT_PAGE).stat().st_ino == (out / KEPT_PAGE).stat().st_ino
     assert _siblings(out) == []
     spare_folder = spare.stat().st_ino
@@ -277,9 +266,7 @@ def test_a_build_into_an_emptied_folder_replaces_the_spare_of_the_site_that_went
 def _editing_during_the_build(monkeypatch: pytest.MonkeyPatch, page: Path) -> bytes:
     """Edit `page` in place once the first build from now has checked the site and rendered its
     pages, its size and mtime put back: only its ctime tells. Returns what it held."""
-    from builder import site as site_module
-
-    content, real = page.read_bytes(), site_module.build_files
+    content, real = page.read_bytes(), build_module.load
     edits = [1]
 
     def building(*args: object, **kwargs: object) -> object:
@@ -292,7 +279,7 @@ def _editing_during_the_build(monkeypatch: pytest.MonkeyPatch, page: Path) -> by
         os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
         return result
 
-    monkeypatch.setattr(site_module, "build_files", building)
+    monkeypatch.setattr(build_module, "load", building)
     return content
 
 
@@ -300,7 +287,7 @@ def test_a_site_page_edited_while_the_site_is_built_is_refused_then_put_back(reb
     """The current site was proven intact when the build began (its snapshot held) and a kept page
     is taken from it; publishing checks it again, so one edited since is refused, naming it, and
     the site is left as it was. The next build finds the site edited and builds it whole."""
-    monkeypatch.setattr(stamp, "RACY_NS", 0)
+    monkeypatch.setattr(inputs, "RACY_NS", 0)
     data, packets, out = rebuilt
     page = out / KEPT_PAGE
     content = _editing_during_the_build(monkeypatch, page)
@@ -312,118 +299,3 @@ def test_a_site_page_edited_while_the_site_is_built_is_refused_then_put_back(reb
     _build(data, packets, out)
     assert page.read_bytes() == content
     assert _snapshot(out) == _full_build(data, packets, tmp_path)
-
-
-def test_publishing_over_a_site_its_snapshot_proves_looks_up_none_of_its_files(rebuilt, monkeypatch):
-    """While the site's snapshot holds when publishing begins, every file is what its manifest
-    records: no file of the site is looked up by its fingerprint (63,000 at 1000 x 20)."""
-    monkeypatch.setattr(stamp, "RACY_NS", 0)
-    data, packets, out = rebuilt
-    site = str(out.resolve()) + os.sep
-    looked_up: list[str] = []
-    real = stamp.Fingerprints.sha256
-
-    def counting(self: stamp.Fingerprints, path: str | Path, *args: object, **kwargs: object) -> str:
-        looked_up.append(os.path.realpath(path))
-        return real(self, path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(stamp.Fingerprints, "sha256", counting)
-    _add_campaign(packets, "Fixture 7B, a third campaign")
-    _build(data, packets, out)
-    assert [path for path in looked_up if path.startswith(site)] == []
-
-
-def test_listing_the_spare_takes_a_stat_per_folder_and_each_files_inode_from_its_folder(tmp_path, monkeypatch):
-    """The spare holds a site: 63,000 files in 22,000 folders at 1000 x 20. A file's inode comes
-    with its folder's listing and its device is its folder's, so a file costs no system call;
-    each folder's subtree follows it, as clear() needs."""
-    spare = tmp_path / "spare"
-    (spare / "a" / "b").mkdir(parents=True)
-    (spare / "c").mkdir()
-    for number in range(5):
-        (spare / "a" / f"{number}.html").write_text("x")
-    (spare / "a" / "b" / "x.html").write_text("x")
-    (spare / "c" / "y.html").write_text("x")
-    (spare / "z.html").write_text("x")
-    (spare / "link").symlink_to(spare / "z.html")
-    stated: list[str] = []
-    real_scandir = os.scandir
-
-    class Counted:
-        def __init__(self, entry: os.DirEntry[str]) -> None:
-            self._entry = entry
-
-        def stat(self, *args: object, **kwargs: object) -> os.stat_result:
-            stated.append(self._entry.name)
-            return self._entry.stat(*args, **kwargs)  # type: ignore[arg-type]
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self._entry, name)
-
-    class Scanning:
-        def __init__(self, path: str) -> None:
-            self._listing = real_scandir(path)
-
-        def __enter__(self) -> list[Counted]:
-            return [Counted(entry) for entry in self._listing.__enter__()]
-
-        def __exit__(self, *exc: object) -> None:
-            self._listing.__exit__(*exc)
-
-    monkeypatch.setattr(os, "scandir", Scanning)
-    listed = spare_module._listed(spare)
-    monkeypatch.undo()
-    assert sorted(stated) == ["a", "b", "c"]
-    assert {e.relative: e.kind for e in listed} == {
-        **{f"a/{n}.html": "file" for n in range(5)},
-        "a": "folder",
-        "a/b": "folder",
-        "a/b/x.html": "file",
-        "c": "folder",
-        "c/y.html": "file",
-        "z.html": "file",
-        "link": "odd",
-    }
-    for entry in listed:
-        if entry.kind == "file":
-            st = os.lstat(entry.path)
-            assert entry.inode == (st.st_ino, st.st_dev)
-    order = [e.relative for e in listed]
-    for folder in ("a", "a/b", "c"):
-        inside = [i for i, relative in enumerate(order) if relative.startswith(folder + "/")]
-        assert inside == list(range(order.index(folder) + 1, order.index(folder) + 1 + len(inside)))
-
-
-def test_a_rebuild_in_the_spare_snapshots_its_site_without_a_stat_per_file_it_kept(rebuilt, monkeypatch):
-    """A file kept in the spare is the inode the replaced site held, whose stat publishing took;
-    a folder nothing was added to or removed from keeps the stat its listing took. So the site's
-    snapshot stats only what this build wrote, and it is exactly the snapshot taken afresh."""
-    from builder import snapshot
-
-    monkeypatch.setattr(stamp, "RACY_NS", 0)
-    data, packets, out = rebuilt
-    stated: list[str] = []
-    real_lstat, real_of_written = os.lstat, snapshot.of_written
-
-    def counting(path: str, *args: object, **kwargs: object) -> os.stat_result:
-        stated.append(path)
-        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
-
-    def of_written(*args: object, **kwargs: object) -> snapshot.Snapshot | None:
-        monkeypatch.setattr(os, "lstat", counting)
-        try:
-            return real_of_written(*args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            monkeypatch.setattr(os, "lstat", real_lstat)
-
-    monkeypatch.setattr(snapshot, "of_written", of_written)
-    (stamp.spare_site(out) / "methodology" / "stray.html").write_text("removed from a folder nothing is written in")
-    _add_campaign(packets, "Fixture 7B, a third campaign")
-    _build(data, packets, out)
-    assert not (out / "methodology" / "stray.html").exists()
-    seen = snapshot.Seen.load(out)
-    assert seen.site is not None
-    files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
-    fresh = real_of_written(out, files)
-    assert fresh is not None and seen.site.snapshot.digest == fresh.digest
-    assert 0 < len(stated) < len(fresh.listing[snapshot.SITE]) / 2

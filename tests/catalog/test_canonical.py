@@ -6,8 +6,11 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from catalog.packets.canonical import canonical_json, canonical_sha256, pretty_json, sha256_hex
+from catalog.packets.canonical import _python_form, canonical_json, canonical_sha256, pretty_json, sha256_hex
+from tests.profiles import examples
 
 # Unicode (BMP and astral), escapes, nesting with unsorted keys, floats that print differently in
 # other languages (0.1, 1e-7, 1.0), an int past 64 bits and an empty list and object.
@@ -121,3 +124,53 @@ def test_non_json_values_are_rejected() -> None:
         canonical_json({"x": {1, 2}})
     with pytest.raises(TypeError):
         canonical_json({("a",): 1})
+
+
+# ---- orjson writes what Python's encoder writes (catalog/packets/canonical.py) ----
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES)
+@settings(max_examples=examples(500), deadline=None)
+def test_the_fast_form_is_pythons_form(value: object) -> None:
+    try:
+        expected = _python_form(value)
+    except (ValueError, UnicodeEncodeError):  # a lone surrogate: neither writes it
+        with pytest.raises((ValueError, UnicodeEncodeError)):
+            canonical_json(value)
+        return
+    assert canonical_json(value) == expected
+
+
+def test_every_float_spelling_is_pythons() -> None:
+    # each power of ten Python switches notation at, either side of it, and both signs
+    values = [s * m * 10.0**e for e in range(-8, 20) for m in (1.0, 1.5, 9.999999999999998) for s in (1, -1)]
+    values += [math.nextafter(v, 0.0) for v in values] + [0.0, -0.0, 5e-324, 1.7976931348623157e308]
+    assert canonical_json(values) == _python_form(values)
+    assert canonical_json({"x": 1e-05}) == b'{"x":1e-05}'
+
+
+def test_every_character_is_written_as_python_writes_it() -> None:
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert canonical_json({text[:70000]: text}) == _python_form({text[:70000]: text})
+
+
+def test_keys_sort_by_code_point_beyond_the_bmp() -> None:
+    value = {"\U0001f680": 1, "\uffff": 2, "a": 3, "é": 4}
+    assert canonical_json(value) == _python_form(value)
+
+
+def test_a_subclassed_container_is_written_by_pythons_encoder() -> None:
+    class Ordered(dict[str, object]):
+        pass
+
+    assert canonical_json(Ordered(b=1e-7, a=1)) == b'{"a":1,"b":1e-07}'

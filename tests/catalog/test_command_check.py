@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from builder.site import build_files
+from builder.build import Options, build
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.packets.seal import write_packet
 from catalog.recipes.command_facts import Image, command_facts, recorded_eager
@@ -127,7 +127,7 @@ def test_an_overlay_configuration_inheriting_the_recipes_eager_override_fails_th
     del document["configurations"]["b70-w4a16-mtp3-int4-head"]["drop_args"]
     overlay.write_text(yaml.safe_dump(document), encoding="utf-8")
     with pytest.raises(CatalogErrors) as caught:
-        build_files(data, REPO / "packets", allow_unsigned=True)
+        build(Options(data, REPO / "packets", tmp_path / "site", allow_unsigned=True))
     named = [e for e in caught.value.errors if "qwen3.5-9b-w4a16-8c08b0d2" in (e.file or "")]
     assert {e.field for e in named} == {"arms[0].config.graph_capture", "arms[1].config.graph_capture"}
     spec = next(e for e in named if "tp1-mtp3-int4-head" in e.message and "configuration" in e.message)

@@ -16,11 +16,9 @@ from typing import Any
 
 import pytest
 
-from catalog.checks.repeats import combine, server_timing, student_t_cdf, t_interval, t_quantile
+from catalog.checks.repeats import combine, student_t_cdf, t_interval, t_quantile
 from catalog.model.arrays import to_uint32
 from catalog.model.packet import CampaignRef, Packet, PromptRow, ServerRun
-from catalog.store.cache import summarize
-from catalog.store.record import record
 from testkit.samples import measured_parts
 from tests.catalog.factories import seal_parts
 
@@ -131,15 +129,3 @@ def test_overlapping_intervals_are_not_distinguishable() -> None:
     assert a is not None and b is not None and c is not None
     assert a.overlaps(b) and b.overlaps(a)  # 97.0-107.0 and 103.5-108.5
     assert not a.overlaps(c) and not c.overlaps(b)
-
-
-def test_a_build_holding_packets_as_records_finds_the_same_copies() -> None:
-    """The builder holds a packet as its record (no rows: catalog/store/record.py); the record keeps
-    its servers' timing fingerprint, so a forged repeat is refused there as in a whole packet."""
-    honest = repeat((99.0, 101.0), day=0)
-    forged = repeat((150.0, 150.0), day=2, copy_of=honest, shift_us=7)
-    held = [record(summarize(p)) for p in (honest, forged)]
-    assert [server_timing(s) for s in held[0].arms[0].servers] == [server_timing(s) for s in honest.arms[0].servers]
-    combined = combine((p, p.arms[0]) for p in held)
-    assert [r.packet.id for r in combined.repeats] == [honest.id]
-    assert [r.packet.id for r in combined.refused] == [forged.id]

@@ -1,0 +1,107 @@
+"""Listings that grow with the catalog (the index, its filter pages, a card's page) show at most
+FAMILIES_PER_PAGE families a page, linked page to page; Pagefind's index of every family is built
+into the site. Here a page holds one family, so the committed catalog's few families page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder import routes, site
+from builder.cli import run
+from builder.views import common
+from catalog.packets.seal import write_packet
+from tests.builder.factory import REPO, measured_parts, write_catalog
+from tests.catalog.factories import seal_parts
+
+
+@pytest.fixture
+def one_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "FAMILIES_PER_PAGE", 1)
+    monkeypatch.setattr(site, "FAMILIES_PER_PAGE", 1)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+
+
+def _build(data: Path, packets: Path, out: Path, *extra: str) -> None:
+    assert run(["build", "--data", str(data), "--packets", str(packets), "--out", str(out), *extra]) == 0
+
+
+def _soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def _families(path: Path) -> list[str]:
+    return [str(a["href"]) for a in _soup(path).select("[data-family-list] > li h2 a")]
+
+
+def _pages(first: Path) -> list[Path]:
+    """A listing's pages, followed from its first page's pager."""
+    pager = _soup(first).select_one("nav.pager")
+    if pager is None:
+        return [first]
+    return [first.parent / (str(a["href"]) if a.name == "a" else first.name) for a in pager.select("a, [aria-current]")]
+
+
+def test_the_index_lists_every_family_a_page_at_a_time(one_a_page, tmp_path):
+    out = tmp_path / "site"
+    _build(REPO / "data", REPO / "packets", out)
+    recipes = sorted(p.stem for p in (REPO / "data" / "models").glob("*.yaml"))
+    pages = _pages(out / routes.INDEX)
+    assert [p.name for p in pages] == [routes.index_page(n) for n in range(1, len(recipes) + 1)]
+    listed = [href for page in pages for href in _families(page)]
+    assert sorted(listed) == sorted(routes.family_page(slug) for slug in recipes)
+    assert all(len(_families(page)) == 1 for page in pages)
+    sitemap = (out / routes.SITEMAP).read_text()
+    assert all(f"<loc>{routes.index_page(n)}</loc>" in sitemap for n in range(2, len(recipes) + 1))
+
+
+def test_a_filter_page_lists_only_the_families_it_matches_a_page_at_a_time(one_a_page, tmp_path):
+    out = tmp_path / "site"
+    _build(REPO / "data", REPO / "packets", out)
+    for first in out.glob("filter/*/*/index.html"):
+        pages = _pages(first)
+        listed = [href for page in pages for href in _families(page)]
+        assert len(listed) == len(set(listed)) == len(pages)
+        assert not [li for page in pages for li in _soup(page).select("[data-family-list] > li[hidden]")]
+
+
+def test_a_cards_page_lists_its_families_a_page_at_a_time(one_a_page, tmp_path):
+    out = tmp_path / "site"
+    _build(REPO / "data", REPO / "packets", out)
+    paged = [p for p in out.glob("hardware/*/index.html") if len(_pages(p)) > 1]
+    assert paged, "a card of the committed catalog has more than one family"
+    for first in paged:
+        pages = _pages(first)
+        rows = [str(a["href"]) for page in pages for a in _soup(page).select("#results tbody tr td:first-child a")]
+        assert len(rows) == len(set(rows)) == len(pages)
+        assert all(_soup(page).select_one("[data-search]") is not None for page in pages)
+
+
+def test_every_family_is_in_the_search_index_and_the_manifest_lists_its_files(tmp_path):
+    out = tmp_path / "site"
+    _build(REPO / "data", REPO / "packets", out)
+    files = json.loads((out / routes.BUILD_MANIFEST).read_text())["files"]
+    search = sorted(p for p in files if p.startswith("pagefind/"))
+    assert "pagefind/pagefind.js" in search and "pagefind/pagefind-ui.js" in search
+    assert sorted(p.relative_to(out).as_posix() for p in (out / "pagefind").rglob("*") if p.is_file()) == search
+    fragments = [p for p in search if p.startswith("pagefind/fragment/")]
+    assert len(fragments) == len(list((REPO / "data" / "models").glob("*.yaml")))
+    assert _soup(out / routes.INDEX).select_one("[data-search][data-bundle='pagefind/']") is not None
+
+
+def test_a_new_packet_on_a_paged_site_gives_the_full_build(one_a_page, tmp_path):
+    data, packets = write_catalog(tmp_path / "tree")
+    out = tmp_path / "site"
+    _build(data, packets, out)
+    write_packet(seal_parts(measured_parts().model_copy(update={"title": "again"})), packets)
+    _build(data, packets, out)
+    full = tmp_path / "full"
+    _build(data, packets, full, "--full")
+
+    def snapshot(folder: Path) -> dict[str, bytes]:
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    assert snapshot(out) == snapshot(full)
