@@ -65,7 +65,7 @@ def _rows(server: ServerRun) -> dict[str, PromptRow]:
     return {row.prompt_id: row for row in server.rows}
 
 
-def _first_copy(mine: ServerRun, theirs: ServerRun) -> tuple[int, str] | None:
+def first_copy(mine: ServerRun, theirs: ServerRun) -> tuple[int, str] | None:
     """(row index, prompt id) of the first of `mine`'s rows that copies `theirs`'s row of that prompt."""
     other = _rows(theirs)
     for k, row in enumerate(mine.rows):
@@ -89,7 +89,7 @@ def copy_problems(packet: Packet) -> list[Problem]:
     problems: list[Problem] = []
     for index, (field, name, server) in enumerate(servers):
         for earlier_field, earlier_name, earlier in servers[:index]:
-            found = _first_copy(server, earlier)
+            found = first_copy(server, earlier)
             if found is not None:
                 k, prompt = found
                 problems.append(
@@ -110,7 +110,7 @@ def copied_from(packet: Packet, original: Packet) -> list[Problem]:
     problems: list[Problem] = []
     for field, name, server in _servers(packet):
         for their_field, their_name, other in theirs:
-            found = _first_copy(server, other)
+            found = first_copy(server, other)
             if found is not None:
                 k, prompt = found
                 problems.append(

@@ -15,9 +15,10 @@ are combined:
 Two results whose intervals overlap are "not distinguishable": neither is shown to be faster. A
 result measured once is never called faster or slower than another on the strength of it.
 
-A repeat counts only once: a packet whose servers repeat the per-token timings of a server
-already counted (the same gaps token by token, whatever the shift: the same servers counted
-twice, re-sealed as a new packet, by the same signer or another) is refused, as is a packet that
+A repeat counts only once: a packet whose servers copy the token times of a server already
+counted (shifted, with gaps shifted, or scaled: catalog/checks/independence.py's one rule for a
+copy; the same servers counted twice, re-sealed as a new packet, by the same signer or another)
+is refused, as is a packet that
 claims a campaign cell and repeat another packet already holds. Repeats by one key on one host
 count (a fleet host repeats its own cells on fresh servers); the page says how many hosts and keys
 the repeats span.
@@ -25,14 +26,12 @@ the repeats span.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
-from catalog.model.metrics import MIN_COMPLETION_TOKENS
-from catalog.model.packet import Arm, Packet, PromptRow, ServerRun
+from catalog.checks.independence import first_copy
+from catalog.model.packet import Arm, Packet, ServerRun
 from catalog.numbers import fmt
 
 CONFIDENCE = 0.95
@@ -180,26 +179,6 @@ class Combined:
         return f"{self.n} repeats on {hosts}: {fmt(interval.centre)}, {CONFIDENCE:.0%} CI {bounds}"
 
 
-def timing_fingerprint(rows: Iterable[PromptRow]) -> str | None:
-    """A server's per-token gaps over the decode window (the first MIN_COMPLETION_TOKENS times of
-    each row, all a summary keeps), prompt by prompt, hashed: equal for the same server re-sealed,
-    whatever constant its times were shifted by; None for a server without rows."""
-    digest = hashlib.sha256()
-    empty = True
-    for row in rows:
-        times = list(row.token_times_us[:MIN_COMPLETION_TOKENS])
-        digest.update(
-            row.prompt_id.encode() + b"\0" + ",".join(str(b - a) for a, b in pairwise(times)).encode() + b"\n"
-        )
-        empty = False
-    return None if empty else digest.hexdigest()
-
-
-def server_timing(server: ServerRun) -> str | None:
-    """The fingerprint of a server's timings (every packet is held whole)."""
-    return timing_fingerprint(server.rows)
-
-
 def _order(candidate: tuple[Packet, Arm]) -> tuple[str, str]:
     packet = candidate[0]
     return (packet.created.isoformat() if packet.created else "", packet.id)
@@ -210,11 +189,12 @@ def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
     counted once. A forged repeat is refused, never silently merged (catalog/checks/repeats.py)."""
     repeats: list[Repeat] = []
     refused: list[RefusedRepeat] = []
-    seen_servers: dict[str, str] = {}
+    counted: list[tuple[str, ServerRun]] = []  # (packet id, server) of every counted repeat
     seen_cells: dict[tuple[str, str | None, str, int], str] = {}
     for packet, arm in sorted(candidates, key=_order):
-        prints = [p for p in map(server_timing, arm.servers) if p is not None]
-        copied = next((seen_servers[p] for p in prints if p in seen_servers), None)
+        copied = next(
+            (owner for server in arm.servers for owner, earlier in counted if first_copy(server, earlier)), None
+        )
         if copied is not None:
             reason = f"its servers' token timings are those of {copied}: not a repeat"
             refused.append(RefusedRepeat(packet, arm, reason))
@@ -226,8 +206,7 @@ def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
                 RefusedRepeat(packet, arm, f"claims the campaign cell and repeat {seen_cells[cell]} already holds")
             )
             continue
-        for p in prints:
-            seen_servers[p] = packet.id
+        counted += [(packet.id, server) for server in arm.servers if server.rows]
         if cell is not None:
             seen_cells[cell] = packet.id
         repeats.append(Repeat(packet, arm))

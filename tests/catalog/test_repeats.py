@@ -54,19 +54,20 @@ def repeat(
     day: int = 0,
     ms_per_token: float = 20.0,
     shift_us: int = 0,
+    scale: float = 1.0,
     copy_of: Packet | None = None,
     campaign: CampaignRef | None = None,
     boot: str = "boot-1",
 ) -> Packet:
     """A measured packet of one oracle arm whose two servers publish `values` (its rows' timings
     are real; their figures stand in so the arithmetic is by hand). `copy_of` re-seals another
-    packet's servers, every time shifted by `shift_us`: a forged repeat."""
+    packet's servers, every time scaled by `scale` and shifted by `shift_us`: a forged repeat."""
     parts = measured_parts(spec=False, ms_per_token=ms_per_token, identity_overrides={"host": {"boot_id": boot}})
     arm = parts.arms[0]
     source = copy_of.arms[0].servers if copy_of is not None else arm.servers
     servers = [
         ServerRun.model_validate(
-            {**server.model_dump(), "decode_tok_s": value, "rows": [_shifted(r, shift_us) for r in server.rows]}
+            {**server.model_dump(), "decode_tok_s": value, "rows": [_shifted(r, shift_us, scale) for r in server.rows]}
         )
         for server, value in zip(source, values, strict=True)
     ]
@@ -77,8 +78,9 @@ def repeat(
     return seal_parts(parts.model_copy(update=changed)).packet
 
 
-def _shifted(row: PromptRow, shift_us: int) -> PromptRow:
-    return row.model_copy(update={"token_times_us": to_uint32([t + shift_us for t in row.token_times_us])})
+def _shifted(row: PromptRow, shift_us: int, scale: float = 1.0) -> PromptRow:
+    times = [round(t * scale) + shift_us for t in row.token_times_us]
+    return row.model_copy(update={"token_times_us": to_uint32(times)})
 
 
 def test_repeats_combine_to_their_mean_with_the_t_interval() -> None:
@@ -100,13 +102,14 @@ def test_one_repeat_says_it_was_measured_once() -> None:
     assert combined.words() == "measured once: no interval"
 
 
-@pytest.mark.parametrize("shift_us", [0, 1, 250_000])
-def test_the_same_servers_counted_twice_are_refused(shift_us: int) -> None:
-    """A forger re-seals an honest packet's servers (exactly, or every time shifted by a constant),
-    with the same key and new figures: not an independent repeat."""
+@pytest.mark.parametrize(("shift_us", "scale"), [(0, 1.0), (1, 1.0), (250_000, 1.0), (0, 1.01), (7, 0.97)])
+def test_the_same_servers_counted_twice_are_refused(shift_us: int, scale: float) -> None:
+    """A forger re-seals an honest packet's servers (exactly, every time shifted by a constant, or
+    slowed or sped up by a percent), with the same key and new figures: not an independent repeat,
+    by the rule catalog/checks/independence.py holds every copy to."""
     honest = repeat((99.0, 101.0), day=0)
     other = repeat((101.0, 103.0), day=1, ms_per_token=21.0)
-    forged = repeat((150.0, 150.0), day=2, copy_of=honest, shift_us=shift_us, boot="boot-9")
+    forged = repeat((150.0, 150.0), day=2, copy_of=honest, shift_us=shift_us, scale=scale, boot="boot-9")
     combined = combine((p, p.arms[0]) for p in (forged, other, honest))
     assert [r.packet.id for r in combined.repeats] == [honest.id, other.id]
     assert [(r.packet.id, r.reason) for r in combined.refused] == [
