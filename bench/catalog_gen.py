@@ -2,7 +2,10 @@
 
 F families × P packets. Each family's recipe is data/models/demo.yaml with a new slug and title.
 Each packet is a realistic measured campaign: two arms (oracle and speculative) × two fresh
-servers × the twelve strict-suite prompts × 512 tokens, with token ids and per-token times,
+servers × the twelve strict-suite prompts × 512 tokens, its arms the ones `make measure DEPTHS=0,3`
+plans for the demo recipe on cpu_generic (runner.plan.plan_arms, recorded by runner.campaign.arm_parts:
+the recipe's command, its VLLM_CPU_KVCACHE_SPACE, n-gram at depth 3), so every command a page shows
+beside them is the command that produced them (catalog/checks/commands.py), with token ids and per-token times,
 built as parts by testkit.samples (every stored figure computed by catalog.model.metrics, every canary
 verdict by catalog.checks.canaries), so load_catalog re-derives and accepts it. Its identity is the demo
 recipe's (repo local/demo-qwen3-tiny, synthetic, vLLM on the CPU) under the family's slug.
@@ -31,11 +34,19 @@ from bench.common import OUT, REPO
 from catalog.model.packet import PacketParts
 from catalog.packets.seal import seal, write_packet
 from catalog.packets.signing import HostKey, host_key
-from testkit.samples import measured_parts
+from catalog.recipes.hardware import HardwareFile
+from catalog.recipes.recipe import Recipe
+from catalog.store.documents import load_file
+from runner.campaign import arm_parts
+from runner.plan import CampaignRequest, plan_arms
+from testkit.samples import PlannedArm, measured_parts
 
-GENERATOR_VERSION = 3  # 2: schema 2 packets, sealed and signed, created in the past; 3: keys.yaml a test catalog
+# 2: schema 2 packets, sealed and signed, created in the past; 3: keys.yaml a test catalog; 4: arms as the
+# runner plans and records them for the recipe
+GENERATOR_VERSION = 4
 TOKENS = 512
 HARDWARE = "cpu_generic"
+DEPTHS = [0, 3]  # the demo recipe's own campaign (its guide's `make measure MODEL=demo DEPTHS=0,3`)
 KEY_DIR = Path(tempfile.gettempdir()) / "llm-serving-catalog-bench" / "keys"
 INPUTS = [
     REPO / "data" / "models" / "demo.yaml",
@@ -50,6 +61,11 @@ INPUTS = [
     REPO / "catalog" / "checks" / "canaries.py",
     REPO / "catalog" / "packets" / "canonical.py",
     REPO / "catalog" / "packets" / "signing.py",
+    REPO / "catalog" / "recipes" / "compose.py",
+    REPO / "catalog" / "recipes" / "recipe.py",
+    REPO / "catalog" / "recipes" / "hardware.py",
+    REPO / "runner" / "plan.py",
+    REPO / "runner" / "campaign.py",
     Path(__file__),
 ]
 # The demo recipe's identity (data/models/demo.yaml and the committed demo packet), under each
@@ -129,6 +145,19 @@ def _write_packet_job(job: tuple[int, int, str]) -> None:
     write_packet(seal(make_parts(family, index), bench_key()), Path(directory))
 
 
+@cache
+def planned_arms() -> tuple[PlannedArm, ...]:
+    """The oracle and the n-gram arm as the runner plans them for the demo recipe on the CPU and
+    records them in a packet (every family's recipe is the demo's under another slug: same commands).
+    No launch command: these servers never ran, so there is no exact command line to record."""
+    recipe = load_file(Recipe, REPO / "data" / "models" / "demo.yaml")
+    hardware = load_file(HardwareFile, REPO / "data" / "hardware.yaml").by_id()[HARDWARE]
+    request = CampaignRequest(model=recipe.meta.slug, hardware=HARDWARE, depths=DEPTHS, max_tokens=TOKENS)
+    plans = plan_arms(request, recipe, hardware, "data/models/demo.yaml")
+    recorded = [arm_parts(plan, [], [], request) for plan in plans]
+    return tuple(PlannedArm(arm.id, arm.label, arm.config.model_dump(mode="json")) for arm in recorded)
+
+
 def make_parts(family: int, index: int) -> PacketParts:
     """One campaign's parts: its own decode speed, the withheld kind every seventh packet."""
     scale = 0.6 + 0.05 * ((family * 31 + index * 7) % 17)  # decode speeds vary across packets
@@ -141,6 +170,7 @@ def make_parts(family: int, index: int) -> PacketParts:
         identity_overrides=DEMO_IDENTITY,
         slug=slug(family),
         hardware=HARDWARE,
+        planned=planned_arms(),
     )
     created = datetime(2025, 1 + index % 12, 1 + family % 28, 10, index % 60, tzinfo=UTC)
     return parts.model_copy(update={"created": created})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,15 @@ def make_server(label: str, rows: list[PromptRow], *, canaries_pass: bool = True
     )
 
 
+@dataclass(frozen=True)
+class PlannedArm:
+    """An arm's id, label and ArmConfig fields (over make_arm's defaults), as a plan records them."""
+
+    id: str
+    label: str
+    config: Mapping[str, Any]
+
+
 def arm_argv(model: str, tp: int, method: str | None, depth: int, *head: str) -> list[str]:
     """`vllm serve MODEL` with `head` (the recipe's own flags), the card count, the protocol's flags
     and the speculative config of an arm at `depth`."""
@@ -222,37 +232,57 @@ def measured_parts(
     ms_per_token: float = 20.0,
     n_tokens: int = N_TOKENS,
     identity_overrides: Mapping[str, Any] | None = None,
+    planned: Sequence[PlannedArm] | None = None,
     **identity_kw: str,
 ) -> PacketParts:
     """A measured campaign: an oracle arm (two fresh servers, G1) and, with `spec`, an MTP arm
     (two servers, G2 between them and G3 of each against the oracle). With `g3_diverges`, the
-    speculative server A drifts on one prompt: G2 and G3-A fail and that arm is withheld."""
+    speculative server A drifts on one prompt: G2 and G3-A fail and that arm is withheld.
+    `planned`: the oracle's and the speculative arm's id, label and config as a runner's plan records
+    them (bench/catalog_gen.py passes runner.plan's for its recipe); by default Qwen3.5's MTP pair."""
     ident = identity(**identity_kw)
     for part, values in (identity_overrides or {}).items():
         ident[part] = {**ident[part], **values}
     model = ident["model"]["repo"]
+    oracle_plan, spec_plan = planned or (
+        PlannedArm(ORACLE_ARM, "1 card, no speculative decoding", {}),
+        PlannedArm(SPEC_ARM, "1 card, MTP depth 2", {"spec_depth": 2}),
+    )
     oracle_a = make_rows(ms_per_token=ms_per_token, n_tokens=n_tokens)
     oracle_b = make_rows(ms_per_token=ms_per_token + 0.05, n_tokens=n_tokens)
     arms = [
         make_arm(
-            ORACLE_ARM,
-            "1 card, no speculative decoding",
+            oracle_plan.id,
+            oracle_plan.label,
             servers=[make_server("A", oracle_a), make_server("B", oracle_b)],
             gates=[compare_rows("G1", SAME_SERVER, oracle_a, oracle_b)],
             model=model,
+            config=oracle_plan.config,
         )
     ]
     if spec:
+        depth = int(spec_plan.config.get("spec_depth", 2))
         drift = {4: 57} if g3_diverges else None
-        spec_a = make_rows(ms_per_token=ms_per_token * 0.6, chunk=3, diverge=drift, n_tokens=n_tokens)
-        spec_b = make_rows(ms_per_token=ms_per_token * 0.6 + 0.05, chunk=3, n_tokens=n_tokens)
+        chunk = depth + 1  # every draft accepted: the drafts and the target's own token arrive together
+        spec_a = make_rows(ms_per_token=ms_per_token * 0.6, chunk=chunk, diverge=drift, n_tokens=n_tokens)
+        spec_b = make_rows(ms_per_token=ms_per_token * 0.6 + 0.05, chunk=chunk, n_tokens=n_tokens)
         gates = [
             compare_rows("G2", SAME_SERVER, spec_a, spec_b),
-            compare_rows("G3", ORACLE_ARM, spec_a, oracle_a, server="A"),
-            compare_rows("G3", ORACLE_ARM, spec_b, oracle_a, server="B"),
+            compare_rows("G3", oracle_plan.id, spec_a, oracle_a, server="A"),
+            compare_rows("G3", oracle_plan.id, spec_b, oracle_a, server="B"),
         ]
         servers = [make_server("A", spec_a), make_server("B", spec_b)]
-        arms.append(make_arm(SPEC_ARM, "1 card, MTP depth 2", servers=servers, gates=gates, spec_depth=2, model=model))
+        arms.append(
+            make_arm(
+                spec_plan.id,
+                spec_plan.label,
+                servers=servers,
+                gates=gates,
+                spec_depth=depth,
+                model=model,
+                config=spec_plan.config,
+            )
+        )
     return PacketParts.model_validate(
         {
             "title": title,
