@@ -1,10 +1,12 @@
 """Energy end to end on the real vLLM CPU server: a campaign on a stand-in B70 (tests/e2e/stand_in_b70.py:
-the fake xpu-smi answers preflight and replays a loaded B70's power trace while writing its hwmon
-energy counter) samples the card beside every window, integrates, cross-checks, seals what it found
-into a packet that verifies, and the site built from that packet shows it.
+the fake xpu-smi answers preflight and replays a loaded B70's power trace, and the card's hwmon
+energy counter gives that trace's counter when read) samples the card beside every window,
+integrates, cross-checks, seals what it found into a packet that verifies, and the site built from
+that packet shows it.
 
 On a loaded host the replaying tool may be descheduled for seconds: a window may then be invalid,
-and it must say "gap" (never a figure). Every valid window's power agrees with its counter."""
+and it must say "gap" (never a figure). Every valid window's power agrees with its counter: the
+counter is computed when it is read, as the driver does, so no descheduling makes it lag the power."""
 
 from __future__ import annotations
 
