@@ -2,7 +2,8 @@
 starts (the idle baseline) to the end, on the clock the requests are timed with.
 
 Samples carry time.perf_counter() seconds, the clock of every request time (CLOCK_MONOTONIC on
-Linux). A reading this process takes itself (hwmon, NVML) is stamped at the middle of the read; a
+Linux). A reading this process takes itself (hwmon, NVML) is stamped at the middle of the read, and
+dropped when the read took longer than READ_BOUND_S (its moment is then unknown); a
 tool's row (xpu-smi dump, nvidia-smi -lms) is stamped with the tool's own timestamp, moved onto the
 same clock by the wall-clock offset at the moment the row arrives: a tool that writes its rows in
 bursts (a pipe is block-buffered) still gives each sample its own time.
@@ -36,6 +37,12 @@ IDLE_BASELINE_S = 10.0
 """How long the cards are sampled idle, before the first server starts."""
 FIRST_SAMPLE_WAIT_S = 10.0
 """How long the meter waits for every card's first sample (xpu-smi's first row comes one interval in)."""
+
+READ_BOUND_S = 0.1
+"""Longest a reading this process takes itself (hwmon, NVML) may last. It is stamped at the middle
+of the read, so its moment is known to within half the read; a read held up longer (this process
+descheduled on a loaded host) is dropped, and the gap rule judges the hole it leaves, where a
+reading stamped a second off would show as a disagreement between power and counter."""
 
 NO_CARD = (
     "no card energy source: the servers run on the CPU, and the host's own power is not measured "
@@ -298,12 +305,18 @@ def _xpu_meter(cards: Sequence[CardAddress], progress: Progress, interval: int, 
     return EnergyMeter(recorded, streams, polls, interval, progress)
 
 
+def read_moment(before: float, after: float) -> float | None:
+    """When a reading taken between `before` and `after` was taken: the middle, if the read was short."""
+    return (before + after) / 2 if after - before <= READ_BOUND_S else None
+
+
 def _hwmon_poll(card: Card, path: Path) -> Poll:
     def poll() -> None:
         before = time.perf_counter()
         value = sources.read_microjoules(path)
-        if value is not None:
-            card.add(card.counter, (before + time.perf_counter()) / 2, value)
+        at = read_moment(before, time.perf_counter())
+        if value is not None and at is not None:
+            card.add(card.counter, at, value)
 
     return poll
 
@@ -329,7 +342,9 @@ def _cuda_meter(cards: Sequence[CardAddress], progress: Progress, interval: int,
                 before = time.perf_counter()
                 milliwatts = nvml.nvmlDeviceGetPowerUsage(handle)
                 millijoules = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
-                at = (before + time.perf_counter()) / 2
+                at = read_moment(before, time.perf_counter())
+                if at is None:
+                    continue
                 card.add(card.power, at, int(milliwatts))
                 card.add(card.counter, at, int(millijoules) * 1000)
 

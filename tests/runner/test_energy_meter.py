@@ -10,12 +10,14 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from catalog.model.energy import Tokens
+from runner.energy import meter as meter_module
 from runner.energy import sources
-from runner.energy.meter import NO_CARD, CardAddress, EnergyMeter, NoEnergy, energy_meter
+from runner.energy.meter import NO_CARD, READ_BOUND_S, Card, CardAddress, EnergyMeter, NoEnergy, energy_meter
 
 HERE = Path(__file__).resolve().parent
 POWER = HERE / "power"
@@ -97,6 +99,23 @@ def test_the_cards_hwmon_energy_counter_is_found_by_its_pci_address(tmp_path: Pa
 def test_a_hwmon_of_another_driver_is_not_the_cards(tmp_path: Path) -> None:
     fake_sysfs(tmp_path, name="nvme")
     assert sources.hwmon_energy_file(BDF, tmp_path) is None
+
+
+def test_a_counter_read_held_up_past_the_bound_is_dropped_not_stamped_at_a_guess(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read is stamped at its middle; one that took longer than READ_BOUND_S (the runner descheduled
+    on a loaded host) has no known moment: kept, it would be stamped up to half its length off and the
+    window would show a disagreement of power and counter; dropped, the gap rule judges the hole."""
+    hwmon = fake_sysfs(tmp_path)
+    reads = iter([10.0, 10.002, 20.0, 20.0 + READ_BOUND_S + 0.5, 30.0, 30.0 + READ_BOUND_S / 2])
+    monkeypatch.setattr(meter_module, "time", SimpleNamespace(perf_counter=lambda: next(reads)))
+    card = Card(0, BDF, sources.XPU_POWER, sources.HWMON_COUNTER)
+    poll = meter_module._hwmon_poll(card, hwmon / "energy1_input")
+    for _ in range(3):
+        poll()
+    assert [value for _, value in card.counter] == [18734521874, 18734521874]  # the second read is gone
+    assert [at for at, _ in card.counter] == pytest.approx([10.001, 30.0 + READ_BOUND_S / 4])
 
 
 def test_a_cpu_host_has_no_card_energy_source_and_says_so() -> None:

@@ -2,14 +2,17 @@
 
 The fake `xpu-smi dump ...` and `nvidia-smi ... -lms=MS` (tests/runner/bin) exec this file with
 their arguments; the fake `pynvml` (tests/runner/power/nvml) imports it. $FAKE_POWER_TRACE names a
-trace (README.md beside this file); time starts when the process does, and the trace loops.
+trace (README.md beside this file); time starts when the process does (or at $FAKE_TRACE_ORIGIN, a
+CLOCK_MONOTONIC reading, which every process on the host shares), and the trace loops.
 
 - `xpu-smi dump -d N --metrics 1 --loop-ms MS`: the 2.x CSV rows (`Timestamp, DeviceId,
   power.draw (W)`, then `HH:MM:SS.mmm, N, P.PP` in UTC, one row per MS, the first one MS after
   start), as intel/xpumanager `core/ial/cmn/cmd_dump.cpp` prints them with stdin not a terminal;
-  1.x options (`-m`, `-i`, `-n`) exit 1 with CLI11's message, as 2.x does. With $FAKE_HWMON, the
-  trace's counter is written to `$FAKE_HWMON/energy1_input` (µJ) every 50 ms, as the xe driver's
-  hwmon shows it.
+  each row's value and timestamp are read at the same moment, as the tool samples. 1.x options
+  (`-m`, `-i`, `-n`) exit 1 with CLI11's message, as 2.x does. With $FAKE_HWMON, the trace's
+  counter is written to `$FAKE_HWMON/energy1_input` (µJ) every 50 ms. The xe driver computes that
+  attribute when it is read; a file rewritten by this process lags it by as long as this process is
+  descheduled, so a reader that must be exact on a loaded host computes it itself (`hwmon_uj`).
 - `nvidia-smi --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits --id=N -lms=MS`:
   `YYYY/MM/DD HH:MM:SS.mmm, N, P.PP` (local time), one row per MS.
 Standard library only: the fake tools run it with the system python3.
@@ -22,15 +25,18 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 Row = tuple[float, float | None, float | None]  # t_s, power W (None: gap), counter J (None: gap)
 
 
-def load(path: str) -> tuple[list[Row], float]:
+def load(path: str) -> tuple[list[Row], float, float]:
+    """The rows, the trace's end and where each repeat starts (`T repeat`; 0 without one)."""
     rows: list[Row] = []
     end = 0.0
+    repeat = 0.0
     for raw in Path(path).read_text().splitlines():
         line = raw.split("#", 1)[0].split()
         if not line:
@@ -38,20 +44,25 @@ def load(path: str) -> tuple[list[Row], float]:
         t = float(line[0])
         if line[1] == "end":
             end = t
+        elif line[1] == "repeat":
+            repeat = t
         elif line[1] == "gap":
             rows.append((t, None, None))
         else:
             rows.append((t, float(line[1]), float(line[2])))
     if end <= 0:
         raise SystemExit(f"{path}: no `T end` row")
-    return rows, end
+    if not 0.0 <= repeat < end:
+        raise SystemExit(f"{path}: `T repeat` must lie before the end")
+    return rows, end, repeat
 
 
 class Trace:
     def __init__(self, path: str) -> None:
-        self.rows, self.period = load(path)
+        self.rows, self.end, self.repeat = load(path)
         self.numeric = [(t, p, c) for t, p, c in self.rows if p is not None and c is not None]
-        self.started = time.monotonic()
+        origin = os.environ.get("FAKE_TRACE_ORIGIN")
+        self.started = float(origin) if origin else time.monotonic()
 
     def _interpolate(self, t: float, column: int) -> float:
         points = [(row[0], row[column]) for row in self.numeric]
@@ -66,18 +77,29 @@ class Trace:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
+    def _position(self, elapsed: float) -> tuple[float, int]:
+        """Where in the trace `elapsed` falls, and how many repeats have been played before it."""
+        if elapsed < self.end:
+            return elapsed, 0
+        period = self.end - self.repeat
+        return self.repeat + (elapsed - self.end) % period, 1 + math.floor((elapsed - self.end) / period)
+
     def in_gap(self, elapsed: float) -> bool:
-        t = elapsed % self.period
+        t, _ = self._position(elapsed)
         current = [row for row in self.rows if row[0] <= t]
         return bool(current) and current[-1][1] is None
 
     def power_w(self, elapsed: float) -> float:
-        return self._interpolate(elapsed % self.period, 1)
+        return self._interpolate(self._position(elapsed)[0], 1)
 
     def counter_j(self, elapsed: float) -> float:
-        loops = math.floor(elapsed / self.period)
-        per_loop = self._interpolate(self.period, 2) - self._interpolate(0.0, 2)
-        return self._interpolate(elapsed % self.period, 2) + loops * per_loop
+        t, repeats = self._position(elapsed)
+        per_repeat = self._interpolate(self.end, 2) - self._interpolate(self.repeat, 2)
+        return self._interpolate(t, 2) + repeats * per_repeat
+
+    def hwmon_uj(self) -> int:
+        """`energy1_input` now: the counter in µJ at the moment it is read, as the driver gives it."""
+        return round(self.counter_j(self.elapsed()) * 1_000_000)
 
 
 def _option(args: list[str], *names: str) -> str | None:
@@ -90,19 +112,19 @@ def _option(args: list[str], *names: str) -> str | None:
     return None
 
 
-def _loop(trace: Trace, interval_s: float, row: object) -> None:
+def _loop(trace: Trace, interval_s: float, row: Callable[[float, datetime], str]) -> None:
     hwmon = os.environ.get("FAKE_HWMON")
     due = interval_s
     while True:
-        elapsed = trace.elapsed()
         if hwmon:
             target = Path(hwmon) / "energy1_input"
             temporary = target.with_name(".energy1_input.tmp")
-            temporary.write_text(f"{round(trace.counter_j(elapsed) * 1_000_000)}\n")
+            temporary.write_text(f"{trace.hwmon_uj()}\n")
             temporary.replace(target)
+        elapsed, now = trace.elapsed(), datetime.now(UTC)  # one moment: the sample's value and its timestamp
         if elapsed >= due:
             if not trace.in_gap(elapsed):
-                print(row(elapsed), flush=True)  # type: ignore[operator]
+                print(row(elapsed, now), flush=True)
             due += interval_s
         time.sleep(min(0.05, max(due - trace.elapsed(), 0.0)))
 
@@ -123,8 +145,7 @@ def xpu_smi(args: list[str], trace: Trace) -> None:
     seconds = int(loop_ms) / 1000.0 if loop_ms else float(interval or 1)
     print("Timestamp, DeviceId, power.draw (W)", flush=True)
 
-    def row(elapsed: float) -> str:
-        now = datetime.now(UTC)
+    def row(elapsed: float, now: datetime) -> str:
         return f"{now:%H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {trace.power_w(elapsed):.2f}"
 
     _loop(trace, seconds, row)
@@ -134,8 +155,8 @@ def nvidia_smi(args: list[str], trace: Trace) -> None:
     device = _option(args, "--id", "-i") or "0"
     loop_ms = _option(args, "-lms", "--loop-ms") or "1000"
 
-    def row(elapsed: float) -> str:
-        now = datetime.now().astimezone()
+    def row(elapsed: float, utc: datetime) -> str:
+        now = utc.astimezone()
         return f"{now:%Y/%m/%d %H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {trace.power_w(elapsed):.2f}"
 
     _loop(trace, int(loop_ms) / 1000.0, row)
