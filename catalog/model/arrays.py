@@ -38,21 +38,26 @@ def encode_uint32(values: array[int]) -> str:
     return base64.b64encode(values.tobytes()).decode("ascii")
 
 
-def decode_uint32(text: str) -> array[int]:
-    """The integers of base64 text, decoded leniently at C speed: a packet's reader re-encodes
-    the whole file and refuses any byte of difference, so a stray character or a non-canonical
-    spelling is refused there (as "not in canonical form"), not here."""
+def _decode(text: str, typecode: str) -> array[int]:
+    """Little-endian integers of `typecode` from base64 text, at C speed."""
     try:
         raw = binascii.a2b_base64(text)
     except (binascii.Error, ValueError):
         raise ValueError("is not base64 (standard alphabet, padded)") from None
-    if len(raw) % 4:
-        raise ValueError(f"decodes to {len(raw)} bytes, not a whole number of 32-bit integers")
-    values = array(ITEM)
+    values = array(typecode)
+    if len(raw) % values.itemsize:
+        raise ValueError(f"decodes to {len(raw)} bytes, not a whole number of {8 * values.itemsize}-bit integers")
     values.frombytes(raw)
     if _SWAP:  # pragma: no cover - big-endian hosts
         values.byteswap()
     return values
+
+
+def decode_uint32(text: str) -> array[int]:
+    """The integers of base64 text, decoded leniently at C speed: a packet's reader re-encodes
+    the whole file and refuses any byte of difference, so a stray character or a non-canonical
+    spelling is refused there (as "not in canonical form"), not here."""
+    return _decode(text, ITEM)
 
 
 def _validate(value: Any) -> array[int]:
@@ -96,17 +101,7 @@ def encode_int64(values: array[int]) -> str:
 
 def decode_int64(text: str) -> array[int]:
     """As decode_uint32, for signed 64-bit integers (the reader refuses a non-canonical spelling)."""
-    try:
-        raw = binascii.a2b_base64(text)
-    except (binascii.Error, ValueError):
-        raise ValueError("is not base64 (standard alphabet, padded)") from None
-    if len(raw) % 8:
-        raise ValueError(f"decodes to {len(raw)} bytes, not a whole number of 64-bit integers")
-    values = array(INT64)
-    values.frombytes(raw)
-    if _SWAP:  # pragma: no cover - big-endian hosts
-        values.byteswap()
-    return values
+    return _decode(text, INT64)
 
 
 def _validate_int64(value: Any) -> array[int]:
