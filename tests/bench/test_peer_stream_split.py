@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # a subprocess that imports vLLM
+
 VLLM_PYTHON = Path(os.environ.get("VLLM_VENV", REPO / ".venv-vllm")) / "bin" / "python"
 
 CUT_EVERYWHERE = r"""
