@@ -16,7 +16,7 @@ regular to tell (fewer than MIN_DISTINCT_TIMES distinct times) says nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from catalog.model.packet import Packet, PromptRow, ServerRun
 
@@ -34,29 +34,32 @@ points to tell a copy from two servers that happened to agree."""
 _PROBES = 8  # points tried before a whole row is compared: honest rows part at the first ones
 
 
-def _on_a_line(value: Callable[[int], int], along: Callable[[int], int], n: int) -> bool:
-    """Whether value(k) lies within the tolerance of the line through its two ends, along along(k):
-    a few probes first (honest rows part there), then every point."""
-    span = along(n - 1) - along(0)
-    if span == 0:
-        return False
-    start, slope = value(0), (value(n - 1) - value(0)) / span
-
-    def off(k: int) -> bool:
-        return abs(value(k) - start - slope * (along(k) - along(0))) > COPY_TOLERANCE_US
-
-    if any(off(k) for k in range(1, n - 1, max(1, n // _PROBES))):
-        return False
-    return not any(off(k) for k in range(1, n - 1))
+def _lines(a: Sequence[int], b: Sequence[int], n: int) -> bool:
+    """Whether a[k] - b[k] lies on a line in k, or a[k] on a line in b[k], each the line through
+    its two ends, within the tolerance at every point. Both lines are followed together, point by
+    point, a few probes first (honest rows part there, at the first), then every point: one pass,
+    as a family page asks it of every pair of its repeats' rows (builder/views/repeats.py)."""
+    shift_start = a[0] - b[0]
+    shift_slope = (a[n - 1] - b[n - 1] - shift_start) / (n - 1)
+    along = b[n - 1] - b[0]
+    shifted, scaled = True, along != 0
+    scale_start, scale_base = a[0], b[0]
+    scale_slope = (a[n - 1] - scale_start) / along if scaled else 0.0
+    for points in (range(1, n - 1, max(1, n // _PROBES)), range(1, n - 1)):
+        for k in points:
+            if shifted and abs(a[k] - b[k] - shift_start - shift_slope * k) > COPY_TOLERANCE_US:
+                shifted = False
+            if scaled and abs(a[k] - scale_start - scale_slope * (b[k] - scale_base)) > COPY_TOLERANCE_US:
+                scaled = False
+            if not (shifted or scaled):
+                return False
+    return True
 
 
 def copied(a: Sequence[int], b: Sequence[int]) -> bool:
     """Whether one row's token times are the other's shifted, with gaps shifted, or scaled."""
     n = len(a)
-    if n != len(b) or n < MIN_DISTINCT_TIMES:
-        return False
-    shifted = _on_a_line(lambda k: a[k] - b[k], lambda k: k, n)
-    if not (shifted or _on_a_line(a.__getitem__, b.__getitem__, n)):
+    if n != len(b) or n < MIN_DISTINCT_TIMES or not _lines(a, b, n):
         return False
     return len(set(a)) >= MIN_DISTINCT_TIMES and len(set(b)) >= MIN_DISTINCT_TIMES
 
