@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from catalog.checks.independence import first_copy
 from catalog.model.packet import Arm, Packet, ServerRun
@@ -142,6 +142,12 @@ class Combined:
 
     repeats: list[Repeat]
     refused: list[RefusedRepeat]
+    # derived once, on creation: a family page reads a run's interval for its scorecard cell, its
+    # history row and its words, and each reading solved for Student's t again
+    interval: Interval | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "interval", t_interval([r.value for r in self.repeats]))
 
     @property
     def n(self) -> int:
@@ -150,10 +156,6 @@ class Combined:
     @property
     def centre(self) -> float:
         return sum(r.value for r in self.repeats) / self.n
-
-    @property
-    def interval(self) -> Interval | None:
-        return t_interval([r.value for r in self.repeats])
 
     @property
     def measured_once(self) -> bool:
