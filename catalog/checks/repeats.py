@@ -30,7 +30,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from catalog.checks.independence import first_copy
+from catalog.checks.independence import CopyIndex, first_copy
 from catalog.model.packet import Arm, Packet, ServerRun
 from catalog.numbers import fmt
 
@@ -192,10 +192,17 @@ def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
     repeats: list[Repeat] = []
     refused: list[RefusedRepeat] = []
     counted: list[tuple[str, ServerRun]] = []  # (packet id, server) of every counted repeat
+    index = CopyIndex()  # the counted servers, numbered as listed: each tested only against those it could copy
     seen_cells: dict[tuple[str, str | None, str, int], str] = {}
     for packet, arm in sorted(candidates, key=_order):
         copied = next(
-            (owner for server in arm.servers for owner, earlier in counted if first_copy(server, earlier)), None
+            (
+                counted[number][0]
+                for server in arm.servers
+                for number in index.suspects(server)
+                if first_copy(server, counted[number][1])
+            ),
+            None,
         )
         if copied is not None:
             reason = f"its servers' token timings are those of {copied}: not a repeat"
@@ -208,7 +215,10 @@ def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
                 RefusedRepeat(packet, arm, f"claims the campaign cell and repeat {seen_cells[cell]} already holds")
             )
             continue
-        counted += [(packet.id, server) for server in arm.servers if server.rows]
+        for server in arm.servers:
+            if server.rows:
+                index.add(server)
+                counted.append((packet.id, server))
         if cell is not None:
             seen_cells[cell] = packet.id
         repeats.append(Repeat(packet, arm))
