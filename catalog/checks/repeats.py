@@ -189,6 +189,12 @@ def _order(candidate: tuple[Packet, Arm]) -> tuple[str, str]:
 def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
     """The candidates (qualified measured arms of one configuration and setup), oldest first; each
     counted once. A forged repeat is refused, never silently merged (catalog/checks/repeats.py)."""
+    return Combined(*count_repeats(candidates))
+
+
+def count_repeats(candidates: Iterable[tuple[Packet, Arm]]) -> tuple[list[Repeat], list[RefusedRepeat]]:
+    """`combine`'s repeats, oldest first, and the refused; for a caller that combines them per
+    setup (catalog/checks/history.py), without an interval over all of them."""
     repeats: list[Repeat] = []
     refused: list[RefusedRepeat] = []
     counted: list[tuple[str, ServerRun]] = []  # (packet id, server) of every counted repeat
@@ -222,4 +228,4 @@ def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
         if cell is not None:
             seen_cells[cell] = packet.id
         repeats.append(Repeat(packet, arm))
-    return Combined(repeats, refused)
+    return repeats, refused
