@@ -92,9 +92,18 @@ def test_a_reproduction_shifted_by_a_microsecond() -> None:
 
 def _server(rows: dict[str, list[int]]) -> ServerRun:
     """A server of just what the copy rule reads: each prompt's token times."""
-    return ServerRun.model_construct(
-        label="A", rows=[PromptRow.model_construct(prompt_id=p, token_times_us=array("I", t)) for p, t in rows.items()]
-    )
+    made = [
+        PromptRow.model_construct(
+            prompt_id=p,
+            class_id="c",
+            token_ids=array("I", range(len(t))),
+            token_times_us=array("I", t),
+            prompt_tokens=1,
+            completion_tokens=len(t),
+        )
+        for p, t in rows.items()
+    ]
+    return ServerRun.model_construct(label="A", rows=made)
 
 
 def _honest(draw: random.Random, n: int) -> list[int]:
@@ -125,7 +134,7 @@ def test_the_copy_index_leaves_out_no_copy() -> None:
     """CopyIndex.suspects names every indexed server that first_copy finds a copy of: servers made
     honest, copied, nearly copied, flat, short and of every length, in the order they were indexed."""
     draw = random.Random(30)
-    index, indexed, caught = CopyIndex(), [], 0
+    index, indexed, caught = CopyIndex(), list[ServerRun](), 0
     for _ in range(400):
         prompts = ("p0", "p1", "p2")
         if indexed and draw.random() < 0.6:
