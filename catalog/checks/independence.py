@@ -16,7 +16,7 @@ regular to tell (fewer than MIN_DISTINCT_TIMES distinct times) says nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from catalog.model.packet import Packet, PromptRow, ServerRun
 
@@ -34,20 +34,28 @@ points to tell a copy from two servers that happened to agree."""
 _PROBES = 8  # points tried before a whole row is compared: honest rows part at the first ones
 
 
-def _on_a_line(value: Callable[[int], int], along: Callable[[int], int], n: int) -> bool:
+def _on_a_line(values: Sequence[int], along: Sequence[int] | None, minus: Sequence[int] | None, n: int) -> bool:
     """Whether value(k) lies within the tolerance of the line through its two ends, along along(k):
-    a few probes first (honest rows part there), then every point."""
-    span = along(n - 1) - along(0)
+    value(k) is values[k] (less minus[k] when given), along(k) is along[k] (k when None). A few
+    probes first (honest rows part there), then every point. Written without a call per point:
+    copy_problems asks it of every prompt of every pair of servers."""
+    last = n - 1
+    x0, x1 = (along[0], along[last]) if along is not None else (0, last)
+    span = x1 - x0
     if span == 0:
         return False
-    start, slope = value(0), (value(n - 1) - value(0)) / span
-
-    def off(k: int) -> bool:
-        return abs(value(k) - start - slope * (along(k) - along(0))) > COPY_TOLERANCE_US
-
-    if any(off(k) for k in range(1, n - 1, max(1, n // _PROBES))):
-        return False
-    return not any(off(k) for k in range(1, n - 1))
+    if minus is None:
+        start, end = values[0], values[last]
+    else:
+        start, end = values[0] - minus[0], values[last] - minus[last]
+    slope = (end - start) / span
+    for points in (range(1, last, max(1, n // _PROBES)), range(1, last)):
+        for k in points:
+            value = values[k] if minus is None else values[k] - minus[k]
+            x = along[k] if along is not None else k
+            if abs(value - start - slope * (x - x0)) > COPY_TOLERANCE_US:
+                return False
+    return True
 
 
 def copied(a: Sequence[int], b: Sequence[int]) -> bool:
@@ -55,8 +63,8 @@ def copied(a: Sequence[int], b: Sequence[int]) -> bool:
     n = len(a)
     if n != len(b) or n < MIN_DISTINCT_TIMES:
         return False
-    shifted = _on_a_line(lambda k: a[k] - b[k], lambda k: k, n)
-    if not (shifted or _on_a_line(a.__getitem__, b.__getitem__, n)):
+    shifted = _on_a_line(a, None, b, n)  # a[k] - b[k] along k
+    if not (shifted or _on_a_line(a, b, None, n)):  # a[k] along b[k]
         return False
     return len(set(a)) >= MIN_DISTINCT_TIMES and len(set(b)) >= MIN_DISTINCT_TIMES
 
