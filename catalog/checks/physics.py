@@ -230,18 +230,20 @@ def _floor_problems(packet: Packet, index: int, arm: Arm, limits: ArmLimits, car
             times = row.token_times_us
             if not times:
                 continue
-            field = f"{where}.servers[{j}].rows[{k}].token_times_us"
             first = limits.first_token_ms(row.prompt_tokens)
             if times[0] / 1000.0 < first:
                 problems.append(
-                    (f"{field}[0]", _too_soon("first token", times[0] / 1000.0, first, row.prompt_tokens, 1, on))
+                    (
+                        f"{where}.servers[{j}].rows[{k}].token_times_us[0]",
+                        _too_soon("first token", times[0] / 1000.0, first, row.prompt_tokens, 1, on),
+                    )
                 )
                 continue
             last = first + limits.decode_ms(len(times))
             if times[-1] / 1000.0 < last:
                 problems.append(
                     (
-                        f"{field}[{len(times) - 1}]",
+                        f"{where}.servers[{j}].rows[{k}].token_times_us[{len(times) - 1}]",
                         _too_soon("last token", times[-1] / 1000.0, last, row.prompt_tokens, len(times), on, limits),
                     )
                 )
@@ -290,15 +292,20 @@ def _load_floor_problems(where: str, levels: list[LoadLevel], limits: ArmLimits,
     first = limits.first_token_ms(1)
     for j, level in enumerate(levels):
         for k, request in enumerate(level.requests):
-            field = f"{where}.levels[{j}].requests[{k}]"
+            # the field is named only where a problem is (a level's requests are hundreds per packet)
             if request.ttft_ms is not None and request.ttft_ms < first:
-                problems.append((f"{field}.ttft_ms", _too_soon("first token", request.ttft_ms, first, 1, 1, on)))
+                problems.append(
+                    (
+                        f"{where}.levels[{j}].requests[{k}].ttft_ms",
+                        _too_soon("first token", request.ttft_ms, first, 1, 1, on),
+                    )
+                )
                 break  # one per level
             last = first + limits.decode_ms(request.output_tokens)
             if request.e2e_ms is not None and request.e2e_ms < last:
                 problems.append(
                     (
-                        f"{field}.e2e_ms",
+                        f"{where}.levels[{j}].requests[{k}].e2e_ms",
                         _too_soon("last token", request.e2e_ms, last, 1, request.output_tokens, on, limits),
                     )
                 )
