@@ -19,7 +19,12 @@ API_VERSION = 1
 OMIT = frozenset({"figure_json"})
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # written as they are: most of a view's values
+
+
 def jsonable(value: Any) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, Num):
         return value.value
     if isinstance(value, Markup):

@@ -37,6 +37,7 @@ from catalog.checks.independence import copied_from, copy_problems
 from catalog.checks.load_sweep import load_problems
 from catalog.checks.physics import physics_problems
 from catalog.checks.workload import workload_problems
+from catalog.model.arrays import decreasing
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
 from catalog.projection.precision import DRAFT_INT4_ENV
 from catalog.recipes.hardware import Hardware
@@ -305,27 +306,24 @@ def figure_problems(packet: Packet) -> list[Problem]:
 def token_problems(packet: Packet) -> list[Problem]:
     """Token times are non-decreasing (token 0 arrives at TTFT by definition). Token ids lie in
     the model's vocabulary: catalog/checks/facts.py, which knows the model's."""
-    problems: list[Problem] = []
-    for i, arm in enumerate(packet.arms):
-        for j, server in enumerate(arm.servers):
-            for k, row in enumerate(server.rows):
-                problems.extend(_time_problems(row, f"arms[{i}].servers[{j}].rows[{k}]"))
-    return problems
+    rows = [
+        (f"arms[{i}].servers[{j}].rows[{k}]", row)
+        for i, arm in enumerate(packet.arms)
+        for j, server in enumerate(arm.servers)
+        for k, row in enumerate(server.rows)
+    ]
+    # unsigned microseconds: order is all there is to check, every row's at once
+    out_of_order = decreasing([_token_times(row)[1] for _, row in rows])
+    return [_time_problem(*rows[index]) for index in out_of_order]
 
 
-def _time_problems(row: PromptRow, where: str) -> list[Problem]:
+def _time_problem(where: str, row: PromptRow) -> Problem:
     name, times = _token_times(row)
-    if not times:
-        return []
-    field = f"{where}.{name}"
-    problems: list[Problem] = []
-    values = times.tolist()
-    if values != sorted(values):  # unsigned microseconds: order is all there is to check
-        p = next(p for p in range(1, len(times)) if times[p] < times[p - 1])
-        problems.append(
-            (f"{field}[{p}]", f"token time {times[p]:,} µs is earlier than the token before it ({times[p - 1]:,} µs)")
-        )
-    return problems
+    p = next(p for p in range(1, len(times)) if times[p] < times[p - 1])
+    return (
+        f"{where}.{name}[{p}]",
+        f"token time {times[p]:,} µs is earlier than the token before it ({times[p - 1]:,} µs)",
+    )
 
 
 def spec_metric_problems(packet: Packet) -> list[Problem]:

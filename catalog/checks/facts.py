@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from catalog.model.arrays import largest
 from catalog.model.packet import Packet, weight_file_bytes
 from catalog.projection.facts import PACKET_FIELDS, catalog_facts, resolve_architecture
 from catalog.projection.physics import layout_from
@@ -158,6 +159,10 @@ def _vocabulary_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]
     if vocab_fact is None:
         return []
     vocab = vocab_fact.value
+    rows = [row.token_ids for arm in packet.arms for server in arm.servers for row in server.rows]
+    top = largest(rows)
+    if top is None or top < vocab:  # unsigned: nothing below 0; every row at once, at C speed
+        return []
     problems: list[Problem] = []
     for i, arm in enumerate(packet.arms):
         for j, server in enumerate(arm.servers):
@@ -169,7 +174,7 @@ def _vocabulary_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]
 
 
 def _outside(ids: Sequence[int], vocab: int, where: str, origin: str) -> Problem | None:
-    if not ids or max(ids) < vocab:  # unsigned: nothing below 0; decided at C speed
+    if not ids or max(ids) < vocab:  # unsigned: nothing below 0
         return None
     position, token = next((p, t) for p, t in enumerate(ids) if t >= vocab)
     whose = "the catalog's" if origin == "model-table" else "the synthetic model's declared"

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from catalog.checks.repeats import CONFIDENCE, Combined, Interval, RefusedRepeat, Repeat, combine, t_quantile
+from catalog.checks.repeats import CONFIDENCE, Combined, Interval, RefusedRepeat, Repeat, count_repeats, t_quantile
 from catalog.model.packet import Arm, Packet
 from catalog.numbers import fmt
 
@@ -158,16 +158,16 @@ def history_of(candidates: Iterable[tuple[Packet, Arm]]) -> History:
     """The candidates (qualified measured arms of one configuration): every repeat counted once
     across all setups (a copy re-sealed under another setup is still a copy), then grouped by
     setup, oldest run first."""
-    counted = combine(candidates)
+    counted, refused = count_repeats(candidates)
     groups: dict[Setup, list[Repeat]] = {}
-    for repeat in counted.repeats:
+    for repeat in counted:
         groups.setdefault(setup_of(repeat.packet), []).append(repeat)
     runs = []
     for setup, repeats in groups.items():
         dates = [r.packet.created for r in repeats if r.packet.created is not None]
         runs.append(Run(setup, Combined(repeats, []), min(dates, default=None), max(dates, default=None)))
     runs.sort(key=lambda run: (run.first.isoformat() if run.first else "", run.combined.repeats[0].packet.id))
-    return History(runs, counted.refused)
+    return History(runs, refused)
 
 
 def changes(runs: Sequence[Run]) -> list[Change]:

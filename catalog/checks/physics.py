@@ -20,9 +20,8 @@ Each check returns `(field, message)` problems, like catalog.checks.consistency'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import Protocol
 
 from catalog.checks.load_sweep import per_user_rates
 from catalog.model.load_sweep import LoadLevel
@@ -32,7 +31,7 @@ from catalog.projection.cells import ALLREDUCE_LATENCY_US, Inputs, cell_for_arm
 from catalog.projection.facts import catalog_facts
 from catalog.projection.physics import step_ceiling
 from catalog.projection.precision import W4A16, packet_scheme
-from catalog.projection.prefill import prefill_floor_ms
+from catalog.projection.prefill import prefill_floor
 from catalog.projection.steps import step_model
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -64,10 +63,6 @@ half the least prefill time after sending is not a fast card but a forged or mis
 (the real imported and measured TTFTs sit at 5 to 100 times the bound)."""
 
 
-class _PrefillFloor(Protocol):
-    def __call__(self, prompt_tokens: int) -> float: ...
-
-
 @dataclass(frozen=True)
 class ArmLimits:
     """One arm's physics on its card, without margins: the single-stream decode ceiling without
@@ -78,7 +73,7 @@ class ArmLimits:
     factor: float
     why: str
     tokens_per_step: float
-    prefill_ms: _PrefillFloor
+    prefill_ms: Callable[[int], float]
 
     @property
     def step_ms(self) -> float:
@@ -91,8 +86,12 @@ class ArmLimits:
 
     def last_token_ms(self, prompt_tokens: int, tokens: float) -> float:
         """The earliest the last of `tokens` tokens may arrive after sending, margins included."""
-        decode = max(tokens - 1.0, 0.0) / self.tokens_per_step * self.step_ms / CEILING_MARGIN
-        return self.first_token_ms(prompt_tokens) + decode
+        return self.first_token_ms(prompt_tokens) + self.decode_ms(tokens)
+
+    def decode_ms(self, tokens: float) -> float:
+        """The least time after the first of `tokens` tokens that the last may arrive, margin included
+        (`last_token_ms` less the prefill, for callers that hold the prefill already)."""
+        return max(tokens - 1.0, 0.0) / self.tokens_per_step * self.step_ms / CEILING_MARGIN
 
 
 def arm_limits(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | None) -> ArmLimits | None:
@@ -136,7 +135,7 @@ def arm_limits(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | No
     # floors: a step yields at most depth + 1 tokens; a screened arm's depth is unknown, so what its
     # counters recorded (as for its rates)
     per_step = factor if packet.provenance.kind == "screened" else depth + 1.0
-    return ArmLimits(ceiling.tok_s, factor, why, per_step, partial(prefill_floor_ms, cell, layout, step, link))
+    return ArmLimits(ceiling.tok_s, factor, why, per_step, prefill_floor(cell, layout, step, link))
 
 
 def _acceptance_length(arm: Arm) -> float | None:
@@ -231,18 +230,20 @@ def _floor_problems(packet: Packet, index: int, arm: Arm, limits: ArmLimits, car
             times = row.token_times_us
             if not times:
                 continue
-            field = f"{where}.servers[{j}].rows[{k}].token_times_us"
             first = limits.first_token_ms(row.prompt_tokens)
             if times[0] / 1000.0 < first:
                 problems.append(
-                    (f"{field}[0]", _too_soon("first token", times[0] / 1000.0, first, row.prompt_tokens, 1, on))
+                    (
+                        f"{where}.servers[{j}].rows[{k}].token_times_us[0]",
+                        _too_soon("first token", times[0] / 1000.0, first, row.prompt_tokens, 1, on),
+                    )
                 )
                 continue
-            last = limits.last_token_ms(row.prompt_tokens, len(times))
+            last = first + limits.decode_ms(len(times))
             if times[-1] / 1000.0 < last:
                 problems.append(
                     (
-                        f"{field}[{len(times) - 1}]",
+                        f"{where}.servers[{j}].rows[{k}].token_times_us[{len(times) - 1}]",
                         _too_soon("last token", times[-1] / 1000.0, last, row.prompt_tokens, len(times), on, limits),
                     )
                 )
@@ -291,15 +292,20 @@ def _load_floor_problems(where: str, levels: list[LoadLevel], limits: ArmLimits,
     first = limits.first_token_ms(1)
     for j, level in enumerate(levels):
         for k, request in enumerate(level.requests):
-            field = f"{where}.levels[{j}].requests[{k}]"
+            # the field is named only where a problem is (a level's requests are hundreds per packet)
             if request.ttft_ms is not None and request.ttft_ms < first:
-                problems.append((f"{field}.ttft_ms", _too_soon("first token", request.ttft_ms, first, 1, 1, on)))
+                problems.append(
+                    (
+                        f"{where}.levels[{j}].requests[{k}].ttft_ms",
+                        _too_soon("first token", request.ttft_ms, first, 1, 1, on),
+                    )
+                )
                 break  # one per level
-            last = limits.last_token_ms(1, request.output_tokens)
+            last = first + limits.decode_ms(request.output_tokens)
             if request.e2e_ms is not None and request.e2e_ms < last:
                 problems.append(
                     (
-                        f"{field}.e2e_ms",
+                        f"{where}.levels[{j}].requests[{k}].e2e_ms",
                         _too_soon("last token", request.e2e_ms, last, 1, request.output_tokens, on, limits),
                     )
                 )

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from catalog.checks.independence import first_copy
+from catalog.checks.independence import CopyIndex, first_copy
 from catalog.model.packet import Arm, Packet, ServerRun
 from catalog.numbers import fmt
 
@@ -142,6 +142,12 @@ class Combined:
 
     repeats: list[Repeat]
     refused: list[RefusedRepeat]
+    # derived once, on creation: a family page reads a run's interval for its scorecard cell, its
+    # history row and its words, and each reading solved for Student's t again
+    interval: Interval | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "interval", t_interval([r.value for r in self.repeats]))
 
     @property
     def n(self) -> int:
@@ -150,10 +156,6 @@ class Combined:
     @property
     def centre(self) -> float:
         return sum(r.value for r in self.repeats) / self.n
-
-    @property
-    def interval(self) -> Interval | None:
-        return t_interval([r.value for r in self.repeats])
 
     @property
     def measured_once(self) -> bool:
@@ -187,13 +189,26 @@ def _order(candidate: tuple[Packet, Arm]) -> tuple[str, str]:
 def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
     """The candidates (qualified measured arms of one configuration and setup), oldest first; each
     counted once. A forged repeat is refused, never silently merged (catalog/checks/repeats.py)."""
+    return Combined(*count_repeats(candidates))
+
+
+def count_repeats(candidates: Iterable[tuple[Packet, Arm]]) -> tuple[list[Repeat], list[RefusedRepeat]]:
+    """`combine`'s repeats, oldest first, and the refused; for a caller that combines them per
+    setup (catalog/checks/history.py), without an interval over all of them."""
     repeats: list[Repeat] = []
     refused: list[RefusedRepeat] = []
     counted: list[tuple[str, ServerRun]] = []  # (packet id, server) of every counted repeat
+    index = CopyIndex()  # the counted servers, numbered as listed: each tested only against those it could copy
     seen_cells: dict[tuple[str, str | None, str, int], str] = {}
     for packet, arm in sorted(candidates, key=_order):
         copied = next(
-            (owner for server in arm.servers for owner, earlier in counted if first_copy(server, earlier)), None
+            (
+                counted[number][0]
+                for server in arm.servers
+                for number in index.suspects(server)
+                if first_copy(server, counted[number][1])
+            ),
+            None,
         )
         if copied is not None:
             reason = f"its servers' token timings are those of {copied}: not a repeat"
@@ -206,8 +221,11 @@ def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
                 RefusedRepeat(packet, arm, f"claims the campaign cell and repeat {seen_cells[cell]} already holds")
             )
             continue
-        counted += [(packet.id, server) for server in arm.servers if server.rows]
+        for server in arm.servers:
+            if server.rows:
+                index.add(server)
+                counted.append((packet.id, server))
         if cell is not None:
             seen_cells[cell] = packet.id
         repeats.append(Repeat(packet, arm))
-    return Combined(repeats, refused)
+    return repeats, refused

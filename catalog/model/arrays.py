@@ -14,9 +14,10 @@ import base64
 import binascii
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
+import numpy
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
 ITEM = "I"
@@ -118,3 +119,36 @@ Int64Array = Annotated[
     PlainSerializer(encode_int64, return_type=str),
     WithJsonSchema({"type": "string", "contentEncoding": "base64", "description": "little-endian int64 array"}),
 ]
+
+
+# --- checks over many arrays at once ------------------------------------------------------------
+# A packet holds about a hundred arrays of a few hundred integers: checked one by one in Python
+# (a list each, then sorted, or max() over the array) they took 0.7 and 1.0 ms of a demo packet's
+# verification; numpy reads all of them as one buffer in a hundredth of that. Only the verdict is
+# taken from numpy: where a check fails, the caller finds and words the failing value itself.
+
+
+def _joined(arrays: Sequence[array[int]]) -> numpy.ndarray[Any, Any]:
+    """Every array end to end, as one numpy view of the same integers (the arrays share one typecode)."""
+    return numpy.frombuffer(b"".join(arrays), dtype=numpy.dtype(arrays[0].typecode))
+
+
+def decreasing(arrays: Sequence[array[int]]) -> list[int]:
+    """The index of each array in which a value is smaller than the one before it."""
+    if not arrays:
+        return []
+    values = _joined(arrays)
+    drops = numpy.flatnonzero(values[1:] < values[:-1]) + 1  # where the smaller value sits
+    if not len(drops):
+        return []
+    starts = numpy.cumsum([0, *(len(a) for a in arrays)])
+    owners = numpy.searchsorted(starts, drops, side="right") - 1
+    # a drop at an array's first value compares it with the last value of the array before
+    return sorted({int(i) for i, at in zip(owners, drops, strict=True) if at != starts[i]})
+
+
+def largest(arrays: Sequence[array[int]]) -> int | None:
+    """The largest value in any of the arrays; None when they hold none."""
+    if not any(arrays):
+        return None
+    return int(_joined(arrays).max())

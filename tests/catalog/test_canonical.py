@@ -154,8 +154,11 @@ def test_the_fast_form_is_pythons_form(value: object) -> None:
 def test_every_float_spelling_is_pythons() -> None:
     # each power of ten Python switches notation at, either side of it, and both signs
     values = [s * m * 10.0**e for e in range(-8, 20) for m in (1.0, 1.5, 9.999999999999998) for s in (1, -1)]
-    values += [math.nextafter(v, 0.0) for v in values] + [0.0, -0.0, 5e-324, 1.7976931348623157e308]
+    values += [math.nextafter(v, 0.0) for v in values] + [math.nextafter(v, math.inf) for v in values]
+    values += [0.0, -0.0, 5e-324, 1.7976931348623157e308]
     assert canonical_json(values) == _python_form(values)
+    for value in values:  # one at a time: whether each is written by orjson is decided value by value
+        assert canonical_json([value]) == _python_form([value]), value
     assert canonical_json({"x": 1e-05}) == b'{"x":1e-05}'
 
 

@@ -6,6 +6,7 @@ are migrated only while their own seal holds."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import shutil
 from array import array
@@ -14,11 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from catalog.checks.canaries import verdict
 from catalog.errors import CatalogError, CatalogErrors
-from catalog.model.arrays import UINT32_MAX, UInt32Array, decode_uint32, encode_uint32, to_uint32
+from catalog.model.arrays import (
+    UINT32_MAX,
+    UInt32Array,
+    decode_uint32,
+    decreasing,
+    encode_uint32,
+    largest,
+    to_uint32,
+)
 from catalog.model.packet import ArmParts, CanaryResult, GateResult, PacketParts, PromptRow, ServerRun, State
 from catalog.packets import layout
 from catalog.packets import seal as packet_io
@@ -44,6 +55,7 @@ from tests.catalog.factories import (
     signed_data,
 )
 from tests.catalog.factories import test_key as signing_key
+from tests.profiles import examples
 
 FIXTURES = REPO / "tests" / "fixtures" / "schema1"
 SCHEMA1 = FIXTURES / "qwen3.5-4b-w4a16-882591a8.json"
@@ -369,6 +381,25 @@ def test_array_values_out_of_uint32_range_overflow(value: int) -> None:
     with pytest.raises(OverflowError):
         to_uint32([1, value])
     assert list(to_uint32([UINT32_MAX])) == [2**32 - 1]
+
+
+def _slowly_decreasing(arrays: list[list[int]]) -> list[int]:
+    return [i for i, values in enumerate(arrays) if any(b < a for a, b in itertools.pairwise(values))]
+
+
+@given(st.lists(st.lists(st.integers(0, UINT32_MAX), max_size=6), max_size=6))
+@settings(max_examples=examples(300), deadline=None)
+def test_all_arrays_checked_at_once_agree_with_each_one_alone(arrays: list[list[int]]) -> None:
+    """A drop across two arrays (the last of one, the first of the next) is no drop within either."""
+    packed = [to_uint32(values) for values in arrays]
+    assert decreasing(packed) == _slowly_decreasing(arrays)
+    assert largest(packed) == max((v for values in arrays for v in values), default=None)
+
+
+def test_a_drop_only_between_arrays_is_not_a_drop() -> None:
+    assert decreasing([to_uint32([5, 9]), to_uint32([1, 2]), to_uint32([]), to_uint32([0]), to_uint32([3, 2])]) == [4]
+    assert decreasing([]) == [] and largest([]) is None and largest([to_uint32([])]) is None
+    assert largest([to_uint32([1]), to_uint32([UINT32_MAX, 0])]) == UINT32_MAX
 
 
 # --- seal ----------------------------------------------------------------------------------
