@@ -83,6 +83,9 @@ class LoadSweepView:
     requests_per_level: Num
     rows: list[LoadLevelRow]
     projection_note: str
+    # every level's energy absent for one reason: said once in the caption, not in a column of
+    # identical cells (a CPU campaign's sixteen levels repeated it on each row)
+    energy_absent: str = ""
 
 
 def slo_words(slo: Slo) -> str:
@@ -180,6 +183,7 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         if projection
         else "No multi-user projection: speculative arms and incomplete architectures are not modelled under load."
     )
+    rows = [_row(level, sweep, projected.get(level.label), own_client, packet) for level in sweep.levels]
     return LoadSweepView(
         arm=arm.id,
         arm_label=arm.label,
@@ -191,9 +195,16 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         seed=sweep.seed,
         own_client=own_client,
         requests_per_level=num(sweep.requests_per_level, 0),
-        rows=[_row(level, sweep, projected.get(level.label), own_client, packet) for level in sweep.levels],
+        rows=rows,
         projection_note=note,
+        energy_absent=_one_absence(rows),
     )
+
+
+def _one_absence(rows: Sequence[LoadLevelRow]) -> str:
+    """Why no level has energy, when every level is without it for the same reason; else ""."""
+    reasons = {row.energy.why if row.energy is not None and row.energy.state == "absent" else None for row in rows}
+    return reasons.pop() or "" if len(reasons) == 1 else ""
 
 
 def load_sweep_ladders(ladders: Sequence[tuple[Packet, Ladder]]) -> list[tuple[Packet, Ladder]]:
