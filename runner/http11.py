@@ -13,9 +13,13 @@ httpx's default transport, created on first use (building its TLS context costs 
 which every new client paid before, loopback or not).
 
 Timing hooks, as request extensions (callables given time.perf_counter() values):
-- SENT_EXTENSION: called once the request's bytes are handed to the socket, so a caller times
-  from the send itself, not from before its own request-building work (with 64 requests started
-  at once, that work queues behind the other requests);
+- SENT_EXTENSION: called once the request's bytes are handed to the socket, with the time taken
+  just before they were, so a caller times from the send itself, not from before its own
+  request-building work (with 64 requests started at once, that work queues behind the other
+  requests). Before, not after: a client descheduled between the write and the clock read (seen
+  in CI, a two-core host beside a vLLM CPU server) stamped the send after the server had answered,
+  and a 458-token prefill read as 0.13 ms, which the catalog's physics floor rightly refused.
+  Stamped before, a stall there can only lengthen a time, never make one impossible;
 - ARRIVED_EXTENSION: called just before each piece of the body is yielded, with the time the
   socket read that delivered it happened, so a busy consumer's parsing backlog never delays a
   token's timestamp.
@@ -245,9 +249,10 @@ class LoopbackTransport(httpx.AsyncBaseTransport):
                 conn, reused = await self._connection(key, timeouts.get("connect"))
                 try:
                     assert conn.transport is not None
+                    sending = perf_counter()
                     conn.transport.write(head + body)
                     if on_sent is not None:
-                        on_sent(perf_counter())
+                        on_sent(sending)
                     status, headers = await _read_head(conn, timeouts.get("read"))
                 except httpx.RemoteProtocolError:
                     conn.close()

@@ -160,3 +160,37 @@ def test_truncated_chunk_and_read_timeout_raise_client_errors() -> None:
 
     with pytest.raises(ClientError, match="ReadTimeout"):
         run(silent())
+
+
+def test_a_client_stalled_after_its_write_never_reads_a_time_shorter_than_the_stall(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A process descheduled between handing the request to the socket and reading the clock
+    # (CI: a 458-token prefill read as 0.13 ms, refused by the physics floor) must count from
+    # before the write: the server can answer during the stall, and the time grows, never shrinks.
+    import time
+
+    from runner import http11
+
+    stall_s = 0.05
+    made = http11._Connection.connection_made
+
+    def stalling(self: http11._Connection, transport: asyncio.BaseTransport) -> None:
+        made(self, transport)
+        write = transport.write  # type: ignore[attr-defined]
+
+        def write_then_stall(data: bytes) -> None:
+            write(data)
+            time.sleep(stall_s)  # the server's reply lands in the socket meanwhile
+
+        transport.write = write_then_stall  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(http11._Connection, "connection_made", stalling)
+    whole = stream_bytes()
+
+    async def go() -> float:
+        async with raw_server(lambda _: [whole]) as srv:
+            return (await stream_completion(str(srv["url"]), "m", "hi", 3, 1)).ttft_s
+
+    ttft = run(go())
+    assert isinstance(ttft, float) and ttft >= stall_s
