@@ -204,7 +204,9 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
 def _one_absence(rows: Sequence[LoadLevelRow]) -> str:
     """Why no level has energy, when every level is without it for the same reason; else ""."""
     reasons = {row.energy.why if row.energy is not None and row.energy.state == "absent" else None for row in rows}
-    return reasons.pop() or "" if len(reasons) == 1 else ""
+    if len(reasons) != 1:
+        return ""
+    return reasons.pop() or ""
 
 
 def load_sweep_ladders(ladders: Sequence[tuple[Packet, Ladder]]) -> list[tuple[Packet, Ladder]]:
