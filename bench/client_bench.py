@@ -38,6 +38,7 @@ from bench.common import (
     http_json,
     load_average,
     peer_worker,
+    stop_server,
 )
 from bench.results import Benchmark, Figure
 from catalog.model.metrics import decode_rate
@@ -100,13 +101,7 @@ class FastServer:
         return result
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
+        stop_server(self.process, self._log)
 
 
 class Served(Protocol):

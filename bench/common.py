@@ -171,6 +171,17 @@ def close_peer_worker() -> None:
             _PEER = None
 
 
+def stop_server(process: subprocess.Popen[Any], log: IO[str]) -> None:
+    """Stop a server the benchmark started (SIGTERM, then SIGKILL after 10 s) and close its log."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
+
+
 def _wait4(process: subprocess.Popen[Any], timeout: float) -> dict[str, float]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -22,7 +22,7 @@ from pathlib import Path
 from statistics import median
 
 from bench.client_bench import MODEL, ClientPlan, FastServer, _ours_request
-from bench.common import OUT, REPO, CpuSampler, Worker, child_env, http_json, load_average
+from bench.common import OUT, REPO, CpuSampler, Worker, child_env, http_json, load_average, stop_server
 from runner.server import find_free_port
 from testkit.fake_vllm import PYTHONPATH
 
@@ -50,13 +50,7 @@ class FakeVllmProcess:
                 time.sleep(0.1)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
+        stop_server(self.process, self._log)
 
 
 def run(quick: bool) -> dict[str, dict[int, dict[str, float]]]:
