@@ -15,7 +15,7 @@ from builder.pages import ANY_PACKET, Context, Page, card_key, family_key, packe
 from builder.seo import family_jsonld
 from builder.views.common import FAMILIES_PER_PAGE, SiteContext, page_numbers
 from builder.views.family import FamilyView
-from builder.views.hardware import hardware_cards, hardware_pages
+from builder.views.hardware import hardware_cards, hardware_pages, listed_on_card
 from builder.views.index import FamilyCard, IndexView, filtered_index_views, index_pages
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
@@ -134,14 +134,14 @@ def site_pages(
         )
     for hw_id, hw in sorted(catalog.hardware.items()):
         views = cache(partial(hardware_pages, hw, ctx, cards))  # made for the first of its pages rendered
-        families = len(catalog.families_on(hw_id))
-        for number in page_numbers(families):
+        listed = listed_on_card(catalog, hw_id)
+        for number in page_numbers(listed):
             found.append(
                 Page(
                     routes.hardware_page(hw_id, number),
                     "hardware.html",
                     partial(_page_of, views, routes.hardware_page(hw_id, number)),
-                    hw.name + (f" (page {number})" if families > FAMILIES_PER_PAGE else ""),
+                    hw.name + (f" (page {number})" if listed > FAMILIES_PER_PAGE else ""),
                     f"{hw.name}: specs and results",
                     frozenset({card_key(hw_id)}),
                 )

@@ -57,6 +57,7 @@ class HardwareView:
     packet_count: Num
     recipes: list[RecipeOnCard]
     family_count: int = 0  # every family on the card, of which `families` is a page's share
+    recipe_count: int = 0  # every recipe naming the card, of which `recipes` is a page's share
     pager: Pager | None = None
 
 
@@ -136,14 +137,25 @@ def _fastest_first(row: FamilyRow) -> tuple[float, str]:
     return (-(row.value.value if row.value else -1.0), row.family.label.lower())
 
 
+def listed_on_card(catalog: Catalog, hw_id: str) -> int:
+    """How far a card's listings run: its families and the recipes naming it, paged together (a
+    page holds each one's share), so neither makes a page grow with the catalog."""
+    naming = sum(1 for recipe in catalog.recipes.values() if hw_id in recipe.meta.hardware)
+    return max(len(catalog.families_on(hw_id)), naming)
+
+
 def hardware_pages(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyCard]) -> dict[str, HardwareView]:
-    """A card's page, or its pages when more families ran on it than a page holds, by path."""
+    """A card's page, or its pages when more families ran on it, or more recipes name it, than a
+    page holds, by path."""
     whole = hardware_view(hw, ctx, families)
-    count, pages = len(whole.families), {}
+    count, pages = listed_on_card(ctx.catalog, hw.id), {}
     for number in page_numbers(count):
         pager = Pager.of(count, number, partial(routes.hardware_page, hw.id))
-        shown = page_of(whole.families, number) if pager else whole.families
-        pages[routes.hardware_page(hw.id, number)] = replace(whole, families=shown, pager=pager)
+        if pager is None:
+            pages[routes.hardware_page(hw.id, number)] = whole
+            continue
+        shown = replace(whole, families=page_of(whole.families, number), recipes=page_of(whole.recipes, number))
+        pages[routes.hardware_page(hw.id, number)] = replace(shown, pager=pager)
     return pages
 
 
@@ -168,6 +180,7 @@ def hardware_view(hw: Hardware, ctx: SiteContext, families: Mapping[str, FamilyC
         packet_count=num(sum(map(len, on_card.values())), 0),
         recipes=recipes,
         family_count=len(rows),
+        recipe_count=len(recipes),
     )
 
 

@@ -14,6 +14,7 @@ from builder import routes, site
 from builder.cli import run
 from builder.views import common
 from catalog.packets.seal import write_packet
+from catalog.store.repository import load_data
 from tests.builder.factory import REPO, measured_parts, write_catalog
 from tests.catalog.factories import seal_parts
 
@@ -72,12 +73,38 @@ def test_a_cards_page_lists_its_families_a_page_at_a_time(one_a_page, tmp_path):
     out = tmp_path / "site"
     _build(REPO / "data", REPO / "packets", out)
     paged = [p for p in out.glob("hardware/*/index.html") if len(_pages(p)) > 1]
-    assert paged, "a card of the committed catalog has more than one family"
+    by_family = 0
     for first in paged:
         pages = _pages(first)
-        rows = [str(a["href"]) for page in pages for a in _soup(page).select("#results tbody tr td:first-child a")]
-        assert len(rows) == len(set(rows)) == len(pages)
+        each = [[str(a["href"]) for a in _soup(page).select("#results tbody tr td:first-child a")] for page in pages]
+        rows = [row for shown in each for row in shown]
+        assert len(rows) == len(set(rows)) and all(len(shown) <= 1 for shown in each)
+        assert [bool(shown) for shown in each] == [True] * len(rows) + [False] * (len(pages) - len(rows))
         assert all(_soup(page).select_one("[data-search]") is not None for page in pages)
+        by_family += len(rows) > 1
+    assert by_family, "a card of the committed catalog has more than one family"
+
+
+def test_a_cards_page_lists_the_recipes_naming_it_a_page_at_a_time(one_a_page, tmp_path):
+    """The recipes naming a card are paged with its families (1,000 recipes on every page of a card
+    made each of them grow with the catalog): each page holds its share, every recipe once."""
+    out = tmp_path / "site"
+    _build(REPO / "data", REPO / "packets", out)
+    recipes = load_data(REPO / "data").recipes
+    checked = 0
+    for hw_id in load_data(REPO / "data").hardware:
+        naming = sorted(routes.recipe_page(slug) for slug, r in recipes.items() if hw_id in r.meta.hardware)
+        pages = _pages(out / routes.hardware_page(hw_id))
+        listed = [str(a["href"]).replace("../", "") for page in pages for a in _soup(page).select("#recipes li a")]
+        assert sorted(listed) == naming
+        assert all(len(_soup(page).select("#recipes li")) <= 1 for page in pages)
+        if len(naming) > 1:
+            assert len(pages) >= len(naming)
+            checked += 1
+        for page in pages[len(naming) :] if naming else []:  # past its recipes, a page says where they are
+            section = _soup(page).select_one("#recipes")
+            assert section is not None and "listed on the pages before this one" in section.get_text()
+    assert checked, "a card of the committed catalog is named by more than one recipe"
 
 
 def test_every_family_is_in_the_search_index_and_the_manifest_lists_its_files(tmp_path):
