@@ -94,12 +94,11 @@ class Costs:
 @dataclass(frozen=True)
 class Outcome:
     """What the build did, for the command line to say: its warnings (said once each, in order:
-    --strict counts them), the files --check found stale; `published` False: nothing written."""
+    --strict counts them), the files --check found stale."""
 
     message: str
     warnings: tuple[str, ...]
     stale: list[str] = field(default_factory=list)
-    published: bool = True
     costs: Costs = field(default_factory=Costs)
 
 
@@ -238,7 +237,7 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
             cache.keep(planned.proof)
         elapsed = time.perf_counter() - started
         message = f"{options.out} is up to date: inputs and files unchanged ({elapsed:.2f} s)"
-        return Outcome(message, planned.proof.warnings, published=False, costs=costs)
+        return Outcome(message, planned.proof.warnings, costs=costs)
     # the models, the views and Jinja, imported only once there is work: a no-op never pays for them
     from builder.assemble import assemble, compiled, sha256
     from builder.manifest import packets_in_site, read_manifest
@@ -250,15 +249,13 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
         built = {**manifest.files, routes.BUILD_MANIFEST: sha256(manifest.to_bytes())}
         present = {relative: file_sha256(out / relative) for relative in _files_in(out)}
         stale = differences(built, out, present)
-        return Outcome(
-            f"{options.out} is up to date ({len(built)} files)", tuple(manifest.warnings), stale, False, costs
-        )
+        return Outcome(f"{options.out} is up to date ({len(built)} files)", tuple(manifest.warnings), stale, costs)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
     with staging(out, cache.spare) as (folder, _):
         kept = _keep(folder, planned.keep, out)
         loaded, manifest = assemble(options, planned, folder, True, env, costs)
         if options.strict and manifest.warnings:
-            return Outcome("", tuple(manifest.warnings), published=False, costs=costs)
+            return Outcome("", tuple(manifest.warnings), costs=costs)
         step = time.perf_counter()
         _prune(folder, kept, manifest)
         _refuse_changed(options, folder, loaded, kept, manifest, out)
