@@ -1,6 +1,6 @@
 """A page: where it goes, its template, its view (or how to make it where it is rendered), and what
 it depends on (`depends_on`): an incremental build renders a page again when one of those keys
-changed since the site it updates, and keeps it byte for byte otherwise (builder/build.py). A key
+changed since the site it updates, and keeps it byte for byte otherwise (builder/assemble.py). A key
 names what a packet change touches: its own packet, its family, its card, or any packet at all.
 
 Rendering writes each page straight into the staging folder, hashed from the bytes in hand (the

@@ -1,4 +1,4 @@
-"""Families and pages made on every core (builder/build.py) are the bytes one process makes, and
+"""Families and pages made on every core (builder/assemble.py) are the bytes one process makes, and
 the per-kind page costs cover every page."""
 
 from __future__ import annotations
