@@ -47,7 +47,7 @@ def family_api(view: FamilyView, build_date: str) -> bytes:
 
 
 def models_entry(card: FamilyCard) -> str:
-    """A family's entry of the models API, made once with its view (builder/build.py): as
+    """A family's entry of the models API, made once with its view (builder/assemble.py): as
     `dumps` writes it at the top level."""
     return json.dumps(jsonable(card), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
 

@@ -17,7 +17,7 @@ import os
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from builder.views.recipe import RecipeEvidence
     from catalog.store.listing import Listed
 
-FORMAT = 3  # bump when Proof's or Memory's fields change: an older one is then a full build
+FORMAT = 4  # bump when Proof's or Memory's fields change: an older one is then a full build
 
 Stat = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
 
@@ -37,10 +37,11 @@ def stat_of(st: os.stat_result) -> Stat:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-@dataclass(frozen=True, slots=True)
-class FileSeen:
+class FileSeen(NamedTuple):
     """An input file as a build saw it: its stat, and its sha256. `stat` is None when the file was
-    hashed within a second of its last change (git's "racy clean" case): it is hashed again."""
+    hashed within a second of its last change (git's "racy clean" case): it is hashed again. A
+    tuple: the proof holds 41,000 at 1000 x 20, and unpickled as dataclasses they took 0.25 s of
+    a 1 s no-op (0.14 s as tuples)."""
 
     stat: tuple[int, int, int, int] | None  # size, mtime_ns, ctime_ns, inode
     sha256: str

@@ -1,6 +1,6 @@
 """A page: where it goes, its template, its view (or how to make it where it is rendered), and what
 it depends on (`depends_on`): an incremental build renders a page again when one of those keys
-changed since the site it updates, and keeps it byte for byte otherwise (builder/build.py). A key
+changed since the site it updates, and keeps it byte for byte otherwise (builder/assemble.py). A key
 names what a packet change touches: its own packet, its family, its card, or any packet at all.
 
 Rendering writes each page straight into the staging folder, hashed from the bytes in hand (the
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from jinja2 import Environment
@@ -96,28 +96,3 @@ def write(targets: Targets, path: str, body: bytes, kind: str, started: float) -
 def needed(page: Page, changed: frozenset[str] | None) -> bool:
     """Whether an incremental build renders the page again (`changed` None: a full build)."""
     return changed is None or not page.depends_on.isdisjoint(changed)
-
-
-@dataclass
-class Costs:
-    """CPU seconds and page count by kind of page, summed over every process, and the wall time of
-    each step of the build: what `--timings` writes (the benchmark reads it)."""
-
-    seconds: dict[str, float] = field(default_factory=dict)
-    count: dict[str, int] = field(default_factory=dict)
-    steps: dict[str, float] = field(default_factory=dict)
-
-    def add(self, written: Iterable[Written]) -> None:
-        for item in written:
-            self.seconds[item.kind] = self.seconds.get(item.kind, 0.0) + item.seconds
-            self.count[item.kind] = self.count.get(item.kind, 0) + 1
-
-    def step(self, name: str, started: float) -> None:
-        self.steps[name] = round(time.perf_counter() - started, 3)
-
-    def report(self) -> Mapping[str, object]:
-        pages = {
-            kind: {"pages": self.count[kind], "cpu_ms_per_page": 1000 * self.seconds[kind] / self.count[kind]}
-            for kind in sorted(self.count)
-        }
-        return {"pages": pages, "phases_s": dict(self.steps)}

@@ -44,7 +44,7 @@ def url(context: Context, target: str) -> str:
 
 def make_environment(templates: Path = TEMPLATES) -> Environment:
     """The templates, each compiled on first use (a build compiles them all before it forks, so
-    its workers inherit them compiled: builder/build.py)."""
+    its workers inherit them compiled: builder/assemble.py)."""
     env = Environment(
         loader=FileSystemLoader(str(templates)),
         autoescape=True,

@@ -104,10 +104,6 @@ def _paged(page: int) -> str:
     return INDEX if page == 1 else f"index-{page}.html"
 
 
-def is_filtered_index(path: str) -> bool:
-    return path.startswith(f"{FILTER_FOLDER}/") and path.endswith(".html")
-
-
 def hardware_page(hardware_id: str, page: int = 1) -> str:
     return f"hardware/{hardware_id}/{_paged(page)}"
 

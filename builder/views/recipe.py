@@ -133,7 +133,7 @@ class RecipeView:
 @dataclass(frozen=True)
 class RecipeEvidence:
     """What a recipe page shows of its family's packets, made where they are held whole
-    (builder/build.py), for the recipe page made beside the site's others from listings: each
+    (builder/assemble.py), for the recipe page made beside the site's others from listings: each
     arm's energy cost, and how each measured configuration's command differs from what its
     packets' source ran."""
 
@@ -170,7 +170,7 @@ def _differences(recipe: Recipe, ctx: SiteContext) -> dict[str, list[str]]:
 
 def energy_costs(ctx: SiteContext, slug: str) -> list[EnergyCost]:
     """Every arm of this model with a valid energy figure: its card, configuration and J/token.
-    Reads the family's packets whole: made where they are held (builder/build.py), for the recipe
+    Reads the family's packets whole: made where they are held (builder/assemble.py), for the recipe
     page made beside the site's others from listings."""
     found = []
     for packet_id in ctx.catalog.family_ids(slug):

@@ -4,7 +4,7 @@ family's read.
 The index, hardware pages, sitemap, API and recipe pages read of every packet only its family,
 card, state, signature, title, dates and image. The builder holds every packet's listing (and
 remembers them for the next build: builder/memory.py) while it holds a family's packets whole only
-where that family's pages are made (builder/build.py).
+where that family's pages are made (builder/assemble.py).
 """
 
 from __future__ import annotations

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import build as build_module
-from builder import inputs
+from builder import assemble, inputs
 
 
 def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -26,27 +25,27 @@ def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 def family_views_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The slug of every family view the build makes (in this process: no worker is forked)."""
-    monkeypatch.setattr(build_module, "PACKETS_PER_WORKER", 10**9)
+    monkeypatch.setattr(assemble, "PACKETS_PER_WORKER", 10**9)
     made: list[str] = []
-    real = build_module.family_view  # type: ignore[attr-defined]
+    real = assemble.family_view  # type: ignore[attr-defined]
 
     def counting(slug: str, *args: object) -> object:
         made.append(slug)
         return real(slug, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(build_module, "family_view", counting)
+    monkeypatch.setattr(assemble, "family_view", counting)
     return made
 
 
 def packets_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The file name of every packet the build reads and verifies (in this process)."""
-    monkeypatch.setattr(build_module, "PACKETS_PER_WORKER", 10**9)
+    monkeypatch.setattr(assemble, "PACKETS_PER_WORKER", 10**9)
     read: list[str] = []
-    real = build_module.read_one  # type: ignore[attr-defined]
+    real = assemble.read_one  # type: ignore[attr-defined]
 
     def counting(path: Path, *args: object, **kwargs: object) -> object:
         read.append(path.name)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(build_module, "read_one", counting)
+    monkeypatch.setattr(assemble, "read_one", counting)
     return read

@@ -1,5 +1,5 @@
 """A loaded catalog's views as a build makes them, for tests of views and of what the pages and
-the API make of them (builder/build.py makes them where each family's pages are rendered)."""
+the API make of them (builder/assemble.py makes them where each family's pages are rendered)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import build as build_module
-from builder import inputs
+from builder import assemble, inputs
 from builder.cli import run
 from builder.memory import Cache
 from catalog.packets.seal import write_packet
@@ -41,7 +40,7 @@ def _must_not_load(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a no-op loaded the catalog")
 
-    monkeypatch.setattr(build_module, "load", refuse)
+    monkeypatch.setattr(assemble, "load", refuse)
 
 
 def test_a_no_op_reads_no_file_and_loads_nothing(built, monkeypatch, capsys):

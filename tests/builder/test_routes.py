@@ -15,7 +15,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder import routes
-from builder.build import changed_keys
+from builder.assemble import changed_keys
 from builder.cli import run
 from builder.pages import ANY_PACKET
 from builder.search import FOLDER as SEARCH

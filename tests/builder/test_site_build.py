@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import build as build_module
-from builder import inputs, output
+from builder import assemble, inputs, output
 from builder.cli import run
 from builder.output import Targets, check_output_folder, safe_target
 from catalog.errors import CatalogError
@@ -273,7 +272,7 @@ def test_noop_rebuild_skips_rendering_but_not_hand_edits(tmp_path, catalog, caps
     def must_not_load(*args, **kwargs):
         raise AssertionError("a no-op rebuild loaded the catalog")
 
-    monkeypatch.setattr(build_module, "load", must_not_load)
+    monkeypatch.setattr(assemble, "load", must_not_load)
     capsys.readouterr()
     assert _build(*catalog, out) == 0
     assert "inputs and files unchanged" in capsys.readouterr().out
@@ -351,7 +350,7 @@ def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, 
     monkeypatch.setattr(inputs, "RACY_NS", 0)  # the packet was hashed a moment ago: trust its fingerprint
     data, packets = catalog
     victim = _packet_file(packets)
-    real_load = build_module.load
+    real_load = assemble.load
 
     def build_then_edit(*args, **kwargs):  # type: ignore[no-untyped-def]
         result = real_load(*args, **kwargs)
@@ -363,7 +362,7 @@ def test_a_packet_changed_while_the_site_is_built_is_refused(tmp_path, catalog, 
             victim.write_text(edited)
         return result
 
-    monkeypatch.setattr(build_module, "load", build_then_edit)
+    monkeypatch.setattr(assemble, "load", build_then_edit)
     out = tmp_path / "site"
     with pytest.raises(CatalogError, match="changed while the site was being built") as caught:
         _build(data, packets, out)

@@ -1,4 +1,4 @@
-"""Families and pages made on every core (builder/build.py) are the bytes one process makes, and
+"""Families and pages made on every core (builder/assemble.py) are the bytes one process makes, and
 the per-kind page costs cover every page."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import build as build_module
+from builder import assemble
 from builder.cli import run
 from catalog import forked
 from tests.builder.factory import write_catalog
@@ -25,8 +25,8 @@ def test_a_build_on_every_core_is_the_build_one_process_makes(tmp_path, monkeypa
     argv = ["build", "--data", str(data), "--packets", str(packets)]
     assert run([*argv, "--out", str(tmp_path / "one")]) == 0
     one_said = capsys.readouterr().err
-    monkeypatch.setattr(build_module, "PACKETS_PER_WORKER", 1)  # every family in a worker
-    monkeypatch.setattr(build_module, "PAGES_PER_WORKER", 1)  # and the site's pages
+    monkeypatch.setattr(assemble, "PACKETS_PER_WORKER", 1)  # every family in a worker
+    monkeypatch.setattr(assemble, "PAGES_PER_WORKER", 1)  # and the site's pages
     pools: list[int] = []
     real_pool = forked.ProcessPoolExecutor  # type: ignore[attr-defined]
 

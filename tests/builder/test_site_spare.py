@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import build as build_module
-from builder import inputs, output
+from builder import assemble, inputs, output
 from builder.cli import run
 from builder.memory import Cache
 from builder.pages import Page
@@ -164,12 +163,12 @@ def test_a_path_out_of_the_site_is_refused_when_assembling_in_the_spare(rebuilt,
     data, packets, out = rebuilt
     spare = Cache.of(out).spare
     before, spare_folder = _snapshot(out), spare.stat().st_ino
-    real_pages = build_module.site_pages  # type: ignore[attr-defined]
+    real_pages = assemble.site_pages  # type: ignore[attr-defined]
 
     def pages_out_of_the_site(*args: object, **kwargs: object) -> list[Page]:
         return [*real_pages(*args, **kwargs), Page(bad, "404.html", {}, "out", "of the site")]  # type: ignore[arg-type]
 
-    monkeypatch.setattr(build_module, "site_pages", pages_out_of_the_site)
+    monkeypatch.setattr(assemble, "site_pages", pages_out_of_the_site)
     _add_campaign(packets, "Fixture 7B, a third campaign")
     with pytest.raises(CatalogError, match="refusing to write"):
         _build(data, packets, out)
@@ -266,7 +265,7 @@ def test_a_build_into_an_emptied_folder_replaces_the_spare_of_the_site_that_went
 def _editing_during_the_build(monkeypatch: pytest.MonkeyPatch, page: Path) -> bytes:
     """Edit `page` in place once the first build from now has checked the site and rendered its
     pages, its size and mtime put back: only its ctime tells. Returns what it held."""
-    content, real = page.read_bytes(), build_module.load
+    content, real = page.read_bytes(), assemble.load
     edits = [1]
 
     def building(*args: object, **kwargs: object) -> object:
@@ -279,7 +278,7 @@ def _editing_during_the_build(monkeypatch: pytest.MonkeyPatch, page: Path) -> by
         os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
         return result
 
-    monkeypatch.setattr(build_module, "load", building)
+    monkeypatch.setattr(assemble, "load", building)
     return content
 
 
