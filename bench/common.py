@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from runner.server import stop_process
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out"
 VLLM_PYTHON = Path(os.environ.get("VLLM_VENV", REPO / ".venv-vllm")) / "bin" / "python"
@@ -173,12 +175,7 @@ def close_peer_worker() -> None:
 
 def stop_server(process: subprocess.Popen[Any], log: IO[str]) -> None:
     """Stop a server the benchmark started (SIGTERM, then SIGKILL after 10 s) and close its log."""
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    stop_process(process, grace_s=10.0)
     log.close()
 
 

@@ -72,6 +72,19 @@ def find_free_port(host: str = LOOPBACK) -> int:
         return port
 
 
+def stop_process(process: subprocess.Popen[bytes] | subprocess.Popen[str], grace_s: float) -> None:
+    """SIGTERM a child that is still running, SIGKILL it after `grace_s`, and reap it (a child of
+    its own: a server in a process group of its own is stopped by `VllmServer.stop`)."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def is_port_free(port: int, host: str = LOOPBACK) -> bool:
     """True when a server could listen on the port now.
 

@@ -29,6 +29,7 @@ from catalog.model.arrays import to_int64, to_uint32
 from catalog.model.energy import US, CardTrace, EnergyBounds, EnergySetup, EnergyWindow, Tokens, judge_window
 from runner.energy import sources
 from runner.energy.sources import Nvml, Reading
+from runner.server import stop_process
 from runner.settings import Progress
 
 INTERVAL_MS = 1000
@@ -169,13 +170,7 @@ class EnergyMeter:
     def stop(self) -> None:
         self._stop.set()
         for process in self._processes:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_process(process, grace_s=5.0)
         for thread in self._threads:
             thread.join(timeout=5)
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from runner.server import ServerError, VllmServer, find_free_port, is_port_free, live_group_members
+from runner.server import ServerError, VllmServer, find_free_port, is_port_free, live_group_members, stop_process
 
 
 def python_argv(code: str, port: int) -> list[str]:
@@ -102,3 +104,25 @@ def test_missing_executable_raises(tmp_path: Path) -> None:
     port = find_free_port()
     with pytest.raises(ServerError, match="cannot execute"):
         VllmServer([str(tmp_path / "no-such-python")], port=port, run_dir=tmp_path).start()
+
+
+def test_stop_process_kills_a_child_that_ignores_sigterm_and_leaves_a_finished_one() -> None:
+    """The one way a benchmark's server or an energy reader is stopped (runner.server.stop_process)."""
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert stubborn.stdout is not None and stubborn.stdout.readline() == "ready\n"  # its handler is set
+    stop_process(stubborn, grace_s=0.2)
+    assert stubborn.returncode == -signal.SIGKILL
+    stubborn.stdout.close()
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    stop_process(done, grace_s=0.2)
+    assert done.returncode == 0
