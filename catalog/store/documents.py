@@ -11,10 +11,12 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
-from yaml._yaml import CParser
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
+from yaml.parser import Parser
+from yaml.reader import Reader
 from yaml.resolver import Resolver
+from yaml.scanner import Scanner
 
 from catalog.errors import CatalogError
 from catalog.model.base import FieldError
@@ -30,47 +32,62 @@ MAX_DEPTH = 64
 MAX_NODES = 1_000_000
 
 
-class _UniqueKeyLoader(Composer, SafeConstructor, Resolver, CParser):
-    """A safe loader on libyaml's parser that composes in Python, refusing a mapping with the same
-    key twice (PyYAML keeps the last), nesting deeper than MAX_DEPTH (while the parser runs, before
-    Python's recursion limit) and aliases that expand past MAX_NODES values.
-
-    libyaml, not PyYAML's scanner in Python: data/ at 1,000 recipes loaded in 5.1 s, now 0.95 s
-    (bench/FINDINGS.md). libyaml (0.2.6 in PyYAML 6.0.4's wheels) keeps its own stacks, refuses
-    nesting past 1,000 levels itself (src/parser.c, MAX_NESTING_LEVEL) and gives up a possible
-    simple key after 1,024 characters (src/scanner.c, yaml_parser_stale_simple_keys), so 100,000
-    open brackets are refused in a millisecond."""
+class PythonParser(Reader, Scanner, Parser):
+    """PyYAML's parser in Python, for a PyYAML built without libyaml (no wheel for the platform,
+    built from source without its headers): about five times slower. It parses as the composer
+    asks, so 100,000 open brackets stop at the composer's MAX_DEPTH, in a tenth of a second."""
 
     def __init__(self, stream: str) -> None:
-        CParser.__init__(self, stream)
-        Composer.__init__(self)
-        SafeConstructor.__init__(self)
-        Resolver.__init__(self)
-        self._depth = 0
-        self.nodes = 0  # composed: the document's size when it holds no alias
-        self.aliased = False
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
 
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                event = self.peek_event()
-                mark: Any = event.start_mark if event is not None else None  # libyaml's Mark: line and column alike
-                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
-            self.nodes += 1
-            self.aliased = self.aliased or self.check_event(yaml.AliasEvent)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        try:
-            return super().construct_yaml_int(node)
-        except ValueError:  # more digits than int() converts
-            limit = sys.get_int_max_str_digits()
-            raise yaml.constructor.ConstructorError(
-                None, None, f"an integer longer than {limit} digits", node.start_mark
-            ) from None
+def loader_on(parser: type[Any]) -> type[Any]:
+    """A safe loader on `parser` (libyaml's or PyYAML's in Python) that composes in Python,
+    refusing a mapping with the same key twice (PyYAML keeps the last), nesting deeper than
+    MAX_DEPTH (while the parser runs, before Python's recursion limit) and aliases that expand
+    past MAX_NODES values."""
+
+    class UniqueKeyLoader(Composer, SafeConstructor, Resolver, parser):  # type: ignore[misc]
+        def __init__(self, stream: str) -> None:
+            parser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self._depth = 0
+            self.nodes = 0  # composed: the document's size when it holds no alias
+            self.aliased = False
+
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            self._depth += 1
+            try:
+                if self._depth > MAX_DEPTH:
+                    event = self.peek_event()
+                    mark: Any = event.start_mark if event is not None else None  # libyaml's Mark: line and column alike
+                    raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+                self.nodes += 1
+                self.aliased = self.aliased or self.check_event(yaml.AliasEvent)
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+            try:
+                return super().construct_yaml_int(node)
+            except ValueError:  # more digits than int() converts
+                limit = sys.get_int_max_str_digits()
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"an integer longer than {limit} digits", node.start_mark
+                ) from None
+
+    constructors: list[tuple[str, Any]] = [
+        (yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping),
+        ("tag:yaml.org,2002:int", UniqueKeyLoader.construct_yaml_int),
+    ]
+    for tag, constructor in constructors:  # the stubs type add_constructor for PyYAML's own loaders only
+        UniqueKeyLoader.add_constructor(tag, constructor)
+    return UniqueKeyLoader
 
 
 def _expanded_size(root: yaml.Node) -> int:
@@ -104,12 +121,16 @@ def _construct_unique_mapping(loader: SafeConstructor, node: yaml.MappingNode, d
     return loader.construct_mapping(node, deep=deep)
 
 
-_constructors: list[tuple[str, Any]] = [
-    (yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping),
-    ("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int),
-]
-for _tag, _constructor in _constructors:  # the stubs type add_constructor for PyYAML's own loaders only
-    _UniqueKeyLoader.add_constructor(_tag, _constructor)
+try:  # libyaml, not PyYAML's scanner in Python: data/ at 1,000 recipes loaded in 5.1 s, now 0.95 s
+    # (bench/FINDINGS.md). libyaml (0.2.6 in PyYAML 6.0.4's wheels) keeps its own stacks, refuses
+    # nesting past 1,000 levels itself (src/parser.c, MAX_NESTING_LEVEL) and gives up a possible
+    # simple key after 1,024 characters (src/scanner.c, yaml_parser_stale_simple_keys), so 100,000
+    # open brackets are refused in a millisecond.
+    from yaml._yaml import CParser
+
+    _UniqueKeyLoader = loader_on(CParser)
+except ImportError:  # pragma: no cover - PyYAML without libyaml (tests/catalog/test_yaml_limits.py runs it)
+    _UniqueKeyLoader = loader_on(PythonParser)
 
 
 def read_text(path: Path) -> str:

@@ -1,6 +1,7 @@
 """The YAML loader's own limits, each at its edge (tests/adversarial/test_bad_files.py throws the
 hostile files at both command lines): the values a document holds are counted as composed when it
-has no alias, and walked with every alias expanded when it has one."""
+has no alias, and walked with every alias expanded when it has one. Every test runs on libyaml's
+parser and on PyYAML's in Python (what a PyYAML built without libyaml uses)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ from catalog.store import documents
 from catalog.store.documents import parse_yaml
 
 HERE = Path("data/models/x.yaml")
+
+
+@pytest.fixture(autouse=True, params=["libyaml", "python"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "python":
+        monkeypatch.setattr(documents, "_UniqueKeyLoader", documents.loader_on(documents.PythonParser))
+    else:
+        from yaml._yaml import CParser  # PyYAML's wheels carry libyaml (yaml.__with_libyaml__)
+
+        monkeypatch.setattr(documents, "_UniqueKeyLoader", documents.loader_on(CParser))
+    return str(request.param)
 
 
 @pytest.fixture
@@ -53,3 +65,10 @@ def test_a_key_twice_is_refused() -> None:
     with pytest.raises(CatalogError, match="duplicate key 'a'") as refused:
         parse_yaml("a: 1\nb: 2\na: 3\n", HERE)
     assert refused.value.line == 3
+
+
+def test_open_brackets_are_refused_in_a_moment() -> None:
+    """100,000 open brackets: libyaml gives up on its own, PyYAML's parser in Python at the
+    composer's MAX_DEPTH."""
+    with pytest.raises(CatalogError, match="invalid YAML"):
+        parse_yaml("[" * 100_000, HERE)
