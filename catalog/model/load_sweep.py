@@ -14,7 +14,9 @@ Definitions (the one home of each; docs/measuring.md explains them for readers):
 - goodput is the share of a level's *planned* requests that completed and met every SLO given;
 - a level is usable when its p99 schedule lag is within the sweep's lag bound and the client read
   every response as it streamed (no response of two or more tokens arrived in one read): otherwise
-  the client, not the server, set the pace, and its figures say nothing about the server.
+  the client, not the server, set the pace, and its figures say nothing about the server;
+- a level's per-user decode rate is the median of its requests' decode rates, and there is none
+  when any response arrived in one read (the client's reads timed the others too).
 """
 
 from __future__ import annotations
@@ -253,8 +255,13 @@ class LoadLevel(StrictModel):
 
     @property
     def per_user_tok_s(self) -> float | None:
-        """Median per-request decode rate: what one user sees at this load."""
+        """Median per-request decode rate: what one user sees at this load. None when the client
+        read a response in one go: it fell behind the streams, so the rates of the others were timed
+        by its reads too (a loaded CPU host's 2-user level read four of five responses in one go and
+        the fifth in two reads half a millisecond apart: 245,942 tok/s, which physics refuses)."""
         # each request's rate once (verification bounds every level's by physics, the pages show it)
+        if self.read_in_one_go:
+            return None
         rates = [rate for r in self.requests if r.completed and (rate := r.decode_tok_s) is not None]
         return percentile(rates, 50) if rates else None
 

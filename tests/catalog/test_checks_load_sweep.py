@@ -156,6 +156,25 @@ def test_one_request_read_in_a_burst_does_not_refuse_an_honest_level() -> None:
     assert found(burst.packet) == {}
 
 
+def test_a_level_the_client_fell_behind_has_no_per_user_rate_to_refuse() -> None:
+    """CI's real CPU sweep on a loaded host: a 2-user level read four of its five responses in one go
+    and the fifth in two reads 0.47 ms apart (TPOT 0.004 ms, 245,942 tok/s). That median of one
+    was refused by physics and the whole packet with it; the level has no per-user rate instead,
+    and stays flagged unusable. Every request over the ceiling with none read in one go is still
+    refused (the test above)."""
+
+    def behind(sweep: Draft) -> None:
+        rows = sweep["levels"][1]["requests"]
+        for row in rows[:-1]:
+            row.update(tpot_ms=None)
+        rows[-1].update(tpot_ms=0.004)
+
+    packet = sealed(with_sweep(behind))
+    assert found(packet.packet) == {}
+    level = packet.packet.ladders[0].load.levels[1]  # type: ignore[union-attr]
+    assert level.per_user_tok_s is None and not level.usable(packet.packet.ladders[0].load.lag_bound_ms)  # type: ignore[union-attr]
+
+
 def test_a_speculative_arms_users_may_reach_depth_plus_one_times_the_ceiling() -> None:
     plain = plain_ceiling(edited(lambda d: None), 1)
     rate = plain * 3 * 1.5 * 0.99  # the factory's speculative arm has depth 2

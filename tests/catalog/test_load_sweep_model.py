@@ -116,6 +116,13 @@ def test_responses_read_in_one_go_mark_a_level_unusable() -> None:
     assert closed([request(tpot_ms=None, output_tokens=1)]).usable(10.0)  # one token: nothing to read late
 
 
+def test_a_level_with_a_response_read_in_one_go_has_no_per_user_rate() -> None:
+    """The client's reads timed the other responses too: their median is no user's decode rate."""
+    behind = closed([request(tpot_ms=0.004), request("p2", tpot_ms=None, output_tokens=101)])
+    assert behind.per_user_tok_s is None
+    assert closed([request(tpot_ms=0.004), request("p2")]).per_user_tok_s == pytest.approx((250_000 + 50) / 2)
+
+
 def test_divergence_names_the_first_request_that_differs() -> None:
     level = closed([request(), request("p2", identical_to_oracle=False, first_divergence=7)])
     assert level.first_diverging_request is not None and level.first_diverging_request.prompt_id == "p2"
