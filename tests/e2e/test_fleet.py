@@ -29,6 +29,7 @@ tests/e2e/processes.py), even when it fails.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -127,8 +128,14 @@ def fleet(tmp_path: Path, demo_model_dir: Path, vllm_python: Path, monkeypatch: 
     plan = tmp_path / "campaigns" / "fleet-e2e.yaml"
     plan.parent.mkdir()
     plan.write_text(PLAN.format(health=int(HEALTH_DEADLINE_S)))
-    # Ray's sockets live under its temp dir, and a unix socket path has 107 bytes at most
-    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    # Ray's sockets live under its temp dir, and a unix socket path has 107 bytes at most. The
+    # cluster's temp dir is Ray's default one under RAY_TMPDIR: Ray 2.60's Cluster.add_node writes
+    # the head's address to <default temp dir>/ray_current_cluster (cluster_utils.py, through
+    # write_ray_address with no temp_dir) without making that folder, so on a machine where no Ray
+    # ever ran (/tmp/ray absent: a fresh CI machine) the head failed to start.
+    base = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    monkeypatch.setenv("RAY_TMPDIR", base)  # here and in every child, the head's command included
+    temp_dir = os.path.join(base, "ray")
     common: dict[str, Any] = {
         "object_store_memory": NODE_OBJECT_STORE,
         "include_dashboard": False,
@@ -168,7 +175,7 @@ def fleet(tmp_path: Path, demo_model_dir: Path, vllm_python: Path, monkeypatch: 
         while any(tagged_processes(tag) for tag in tags.values()) and time.monotonic() < end:
             time.sleep(1.0)
         leftovers = [p for tag in tags.values() for p in sweep(tag)]
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
         assert not leftovers, f"processes outlived the cluster: {leftovers}"
 
 
