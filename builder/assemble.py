@@ -61,12 +61,11 @@ PAGES_PER_WORKER = 16
 
 @dataclass(frozen=True)
 class Job:
-    """One family's part of the build: its packet files, whether to stage them into the new site,
-    and the page keys that changed (None: a full build, every page rendered)."""
+    """One family's part of the build: its packet files and the page keys that changed (None: a
+    full build, every page rendered)."""
 
     slug: str
     names: tuple[str, ...]
-    staged: bool
     changed: frozenset[str] | None
 
 
@@ -263,7 +262,7 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
         wanted, unchanged, keys = set(groups) | set(data.recipes), {}, None
         when = build_date(data.recipes, [created_hint(options.packets / n) for n in files], os.environ)
     shared = Shared(options, data, frozenset(n.removesuffix(".json") for n in files), when, pages, staged, env)
-    done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), staged, keys) for s in sorted(wanted)])
+    done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), keys) for s in sorted(wanted)])
     misplaced = {d.slug for d in done.values() for r in d.packets if r.listed and r.listed.slug != d.slug}
     if misplaced:  # a name put a packet in another family: those families again, as verified
         moved = {r.name: r.listed.slug for s in misplaced for r in done[s].packets if r.listed}
@@ -271,7 +270,7 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
         for name, slug in moved.items():
             groups.setdefault(slug, []).append(name)
         again = misplaced | set(moved.values())
-        done |= _family_pass(shared, [Job(s, tuple(sorted(groups.get(s, []))), staged, keys) for s in sorted(again)])
+        done |= _family_pass(shared, [Job(s, tuple(sorted(groups.get(s, []))), keys) for s in sorted(again)])
     reads = {r.name: r for d in done.values() for r in d.packets}
     listing = {**unchanged, **{r.listed.id: r.listed for r in reads.values() if r.listed is not None}}
     errors += [e for name in sorted(reads) for e in reads[name].problems]
@@ -285,7 +284,7 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
         if memory is not None:
             raise Restart
         shared = replace(shared, date=true_date)
-        done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), staged, None) for s in sorted(wanted)])
+        done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), None) for s in sorted(wanted)])
     families = {s: f for s, f in (memory.families.items() if memory else []) if s not in done}
     families |= {s: d.made for s, d in done.items() if d.made is not None}
     written = {w.path: w for d in done.values() for w in d.written}

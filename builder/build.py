@@ -39,11 +39,9 @@ from builder.output import (
     differences,
     keep_only,
     publish,
-    real_output,
     staging,
 )
 from catalog.errors import CatalogError
-from catalog.files import file_sha256
 from catalog.packets.layout import SIGNATURE_SUFFIX
 
 if TYPE_CHECKING:
@@ -215,7 +213,7 @@ def inputs_seen(
 
 def build(options: Options) -> Outcome:
     started, costs = time.perf_counter(), Costs()
-    out = real_output(options.out)
+    out = options.out.resolve() if options.out.is_symlink() else options.out  # a link: its target replaced
     try:
         return _build(options, out, costs, started)
     except Restart:
@@ -244,8 +242,7 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
         with tempfile.TemporaryDirectory(prefix="catalog-check-") as scratch:
             loaded, manifest = assemble(options, planned, Path(scratch), False, env, costs)
         built = {**manifest.files, routes.BUILD_MANIFEST: sha256(manifest.to_bytes())}
-        present = {relative: file_sha256(out / relative) for relative in _files_in(out)}
-        stale = differences(built, out, present)
+        stale = differences(built, out)
         return Outcome(f"{options.out} is up to date ({len(built)} files)", tuple(manifest.warnings), stale, costs)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
     with staging(out, cache.spare) as (folder, _):
@@ -381,9 +378,3 @@ def remember(cache: Cache, planned: Plan, loaded: Loaded, manifest: Manifest, ou
         Proof(planned.settings, seen_now, site, tuple(manifest.warnings)),
         Memory(manifest, loaded.listing, loaded.families),
     )
-
-
-def _files_in(out: Path) -> list[str]:
-    if not out.is_dir():
-        return []
-    return sorted(Path(root, name).relative_to(out).as_posix() for root, _, names in os.walk(out) for name in names)

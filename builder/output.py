@@ -25,6 +25,7 @@ from pathlib import Path
 
 from builder import routes
 from catalog.errors import CatalogError
+from catalog.files import file_sha256
 
 NEW, OLD = ".new-", ".old-"  # sibling folders `.site.new-*` (being built) and `.site.old-*` (retired)
 AT_FDCWD = -100
@@ -74,11 +75,6 @@ class Targets:
         if not target.is_relative_to(self.base) or target == self.base:
             raise CatalogError(f"refusing to write {relative!r}: it resolves outside {self.base}")
         return target
-
-
-def safe_target(root: Path, relative: str) -> Path:
-    """The absolute path of `relative` under `root`; refuses anything that could escape it."""
-    return Targets(root).of(relative)
 
 
 def _blocking(folder: Path) -> Path:
@@ -146,11 +142,6 @@ def check_output_folder(out: Path, protected: Iterable[Path]) -> None:
         raise CatalogError(f"output {out} exists and is not a folder")
     if resolved.is_dir() and any(resolved.iterdir()) and not (resolved / routes.INDEX).is_file():
         raise CatalogError(f"refusing to replace {out}: it is not empty and does not look like a built site")
-
-
-def real_output(out: Path) -> Path:
-    """The folder to replace: a link is followed (its target is replaced, the link kept)."""
-    return out.resolve() if out.is_symlink() else out
 
 
 # ---- the staging folder: new, or the spare taken ----
@@ -346,9 +337,11 @@ def _swap(staging: Path, out: Path) -> bool:
     return True
 
 
-def differences(built: Mapping[str, str], out: Path, sha256_of: Mapping[str, str]) -> list[str]:
-    """One line per file that would change (`built`: relative path -> sha256; `sha256_of`: the
-    site's files' sha256 by relative path, every file of it): what `--check` reports."""
+def differences(built: Mapping[str, str], out: Path) -> list[str]:
+    """One line per file of the site in `out` that would change (`built`: relative path -> sha256):
+    what `--check` reports."""
+    found = [Path(root, name) for root, _, names in os.walk(out) for name in names]
+    sha256_of = {path.relative_to(out).as_posix(): file_sha256(path) for path in found}
     lines = []
     for relative in sorted(built):
         if relative not in sha256_of:

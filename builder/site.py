@@ -5,7 +5,6 @@ and every family's index card. Also the build date, which every page shows."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
 from functools import cache, partial
@@ -36,10 +35,6 @@ def build_date(recipes: Mapping[str, Recipe], created: list[datetime | None], en
             raise CatalogError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}") from None
     dates = [r.meta.date_updated for r in recipes.values()] + [c.date() for c in created if c]
     return max(dates, default=date(1970, 1, 1))
-
-
-def today(recipes: Mapping[str, Recipe], created: list[datetime | None]) -> date:
-    return build_date(recipes, created, os.environ)
 
 
 def family_pages(view: FamilyView, packets: list[Packet], ctx: SiteContext) -> list[Page]:
