@@ -243,9 +243,8 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
     groups: dict[str, list[str]] = {}
     for name in files:
         groups.setdefault(_guess(name, slugs), []).append(name)
-    previous = planned.previous
-    memory = previous.memory if previous else None
-    changed_ids = {n.removesuffix(".json") for n in previous.changed} if previous else set()
+    memory = planned.memory
+    changed_ids = {n.removesuffix(".json") for n in planned.changed}
     if memory is not None:  # the families whose packets changed, as they were and as their names say
         wanted = {memory.listing[i].slug for i in changed_ids if i in memory.listing}
         wanted |= {_guess(f"{i}.json", slugs) for i in changed_ids if f"{i}.json" in set(files)}

@@ -110,15 +110,6 @@ class Restart(Exception):
 
 
 @dataclass(frozen=True)
-class Previous:
-    """What an incremental build takes from the last: what it remembered of the site it updates,
-    and the packet files changed since (by name)."""
-
-    memory: Memory
-    changed: frozenset[str]
-
-
-@dataclass(frozen=True)
 class Plan:
     named: dict[str, str]
     walked: Walked
@@ -126,7 +117,10 @@ class Plan:
     proof: Proof | None
     noop: bool = False
     refreshed: bool = False  # a no-op whose input files were touched, not changed: `proof` holds their new stats
-    previous: Previous | None = None  # set: an incremental build
+    # an incremental build's: what the last build remembered of the site it updates (None: a full
+    # build), and the packet files changed since (by name)
+    memory: Memory | None = None
+    changed: frozenset[str] = frozenset()
     # the current site's files this build keeps, each with its stat as proven: every file for an
     # incremental build; for a full one, the packets (their bytes do not depend on the templates)
     keep: dict[str, Stat] = field(default_factory=dict)
@@ -168,7 +162,7 @@ def plan(options: Options, cache: Cache, out: Path) -> Plan:
     context = digests(inputs_seen(named, walked, proof, {}, packets=False), walked, settings_hash)[1]
     if context != memory.manifest.context:
         return Plan(named, walked, settings_hash, proof, keep=packets)
-    return Plan(named, walked, settings_hash, proof, previous=Previous(memory, changed), keep=intact)
+    return Plan(named, walked, settings_hash, proof, memory=memory, changed=changed, keep=intact)
 
 
 def _stats_now(out: Path, recorded: Mapping[str, Stat]) -> dict[str, Stat]:
