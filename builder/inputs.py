@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -174,23 +174,22 @@ def digests(files: Mapping[str, FileSeen], walked: Walked, settings_hash: str) -
     return everything.hexdigest(), context.hexdigest()
 
 
-def site_stats(out: Path, relatives: Mapping[str, object] | list[str]) -> dict[str, Stat] | None:
-    """The stat of each of these entries of the site (and of the site folder itself, ""), taken by
-    name, links not followed; None when one is gone or cannot be read."""
-    root = os.fspath(out)
-    try:
-        found = {"": stat_of(os.stat(root))}
-        for relative in relatives:
-            if relative:
-                found[relative] = stat_of(os.lstat(os.path.join(root, relative)))
-    except OSError:
-        return None
+def site_stats(out: Path, relatives: Iterable[str]) -> dict[str, Stat]:
+    """The stat of each of these entries of the site ("" the site folder itself) that is there,
+    taken by name, links not followed."""
+    found: dict[str, Stat] = {}
+    root = os.path.join(out, "")  # joined by hand: os.path.join was 0.09 s of a 1 s no-op
+    for relative in relatives:
+        try:
+            found[relative] = stat_of(os.lstat(root + relative) if relative else os.stat(root))
+        except OSError:
+            continue
     return found
 
 
 def site_entries(files: list[str]) -> list[str]:
-    """The files and every folder above them, each once."""
-    entries = set(files)
+    """The files, every folder above them and the site folder itself (""), each once."""
+    entries = {"", *files}
     for relative in files:
         folder = relative.rpartition("/")[0]
         while folder and folder not in entries:

@@ -24,6 +24,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from builder import routes
+from builder.inputs import site_entries
 from catalog.errors import CatalogError
 from catalog.files import file_sha256
 
@@ -188,7 +189,7 @@ def keep_only(folder: Path, kept: Mapping[str, tuple[str, int]]) -> None:
     """Make `folder` (the staging folder) hold exactly the `kept` files (relative path -> the
     current site's file and its inode), each that very inode, and the folders above them: a file
     that is another is removed and the site's linked there; everything else is removed."""
-    needed = {f for relative in kept for f in _folders_of(relative)}
+    needed = set(site_entries(list(kept))) - kept.keys()  # the folders above the kept files
     present: set[str] = set()
     stack = [""]
     while stack:
@@ -206,13 +207,6 @@ def keep_only(folder: Path, kept: Mapping[str, tuple[str, int]]) -> None:
     targets = Targets(folder)
     for relative in sorted(kept.keys() - present):
         os.link(kept[relative][0], targets.made(relative))
-
-
-def _folders_of(relative: str) -> Iterator[str]:
-    folder = relative.rpartition("/")[0]
-    while folder:
-        yield folder
-        folder = folder.rpartition("/")[0]
 
 
 def _made_beside(out: Path, infix: str) -> Path:
