@@ -24,7 +24,6 @@ from builder.manifest import Manifest
 from builder.memory import FamilyMade
 from builder.output import Targets, stage
 from builder.pages import ANY_PACKET, Written, card_key, family_key, needed, packet_key, render, write
-from builder.render import make_environment
 from builder.search import search_files
 from builder.seo import sitemap
 from builder.site import build_date, family_pages, site_pages
@@ -422,14 +421,3 @@ def _manifest(planned: Plan, loaded: Loaded, pages: list[str], warnings: list[st
         packets=count,
         warnings=warnings,
     )
-
-
-# ---- helpers ----
-
-
-def compiled(templates: Path) -> Environment:
-    """Every template compiled once, before a worker forks: each inherits them compiled."""
-    env = make_environment(templates)
-    for template in env.list_templates(extensions=["html"]):
-        env.get_template(template)
-    return env

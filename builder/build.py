@@ -217,10 +217,11 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
         message = f"{options.out} is up to date: inputs and files unchanged ({elapsed:.2f} s)"
         return Outcome(message, planned.proof.warnings, costs=costs)
     # the models, the views and Jinja, imported only once there is work: a no-op never pays for them
-    from builder.assemble import assemble, compiled, sha256
+    from builder.assemble import assemble, sha256
     from builder.manifest import packets_in_site, read_manifest
+    from builder.render import make_environment
 
-    env = compiled(options.templates)
+    env = make_environment(options.templates)
     if options.check:
         with tempfile.TemporaryDirectory(prefix="catalog-check-") as scratch:
             loaded, manifest = assemble(options, planned, Path(scratch), False, env, costs)
