@@ -172,13 +172,21 @@ def staging(out: Path, spare: Path | None = None) -> Iterator[tuple[Path, bool]]
 def _taken(spare: Path, folder: Path) -> int | None:
     """The spare moved over `folder` (an empty folder beside the output) and its lock, unless
     another build holds it or it cannot move there (another file system)."""
+    fd = _locked(spare)
+    if fd is not None and not _moved(spare, folder):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _locked(folder: Path) -> int | None:
+    """`folder` opened and locked; None when it cannot be opened or another build holds it."""
     try:
-        fd = os.open(spare, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.rename(spare, folder)
         return fd
     except OSError:
         os.close(fd)
@@ -263,21 +271,6 @@ def _moved(folder: Path, to: Path) -> bool:
         return False
 
 
-def _abandoned(folder: Path) -> bool:
-    """True when no live build holds `folder` (the build that made it was killed)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 def clean_leftovers(out: Path) -> None:
     """Remove what a killed build left beside `out`: staging folders, and retired sites (one is
     put back first when `out` itself is missing: a build killed mid-swap without renameat2)."""
@@ -287,8 +280,10 @@ def clean_leftovers(out: Path) -> None:
     for leftover in sorted(parent.glob(f".{glob.escape(out.name)}{OLD}*")) + sorted(
         parent.glob(f".{glob.escape(out.name)}{NEW}*")
     ):
-        if not _abandoned(leftover):
+        fd = _locked(leftover)  # none: a live build holds it
+        if fd is None:
             continue
+        os.close(fd)
         if OLD in leftover.name and not os.path.lexists(out) and (leftover / routes.INDEX).is_file():
             os.rename(leftover, out)
         else:
