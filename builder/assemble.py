@@ -373,15 +373,12 @@ def assemble(
     options: Options, planned: Plan, pages: Path, staged: bool, env: Environment, costs: Costs
 ) -> tuple[Loaded, Manifest]:
     """load → views → render, into `pages`; and the manifest of the site they make."""
-    step = time.perf_counter()
-    loaded = load(options, planned, pages, staged, env)
-    costs.step("load", step)
-    step = time.perf_counter()
-    ctx, index = views(loaded, options)
-    costs.step("views", step)
-    step = time.perf_counter()
-    every = render_site(loaded, options, ctx, index, pages, env)
-    costs.step("render", step)
+    with costs.timed("load"):
+        loaded = load(options, planned, pages, staged, env)
+    with costs.timed("views"):
+        ctx, index = views(loaded, options)
+    with costs.timed("render"):
+        every = render_site(loaded, options, ctx, index, pages, env)
     costs.add(w for w in loaded.written.values() if w.kind not in ("api", "data", "kept"))
     said = dict.fromkeys(ctx.catalog.warnings)  # the data's warnings, then each family's, each once
     for made in loaded.families.values():

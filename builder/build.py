@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
-from contextlib import suppress
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from stat import S_ISDIR
@@ -79,7 +79,10 @@ class Costs:
             self.seconds[item.kind] = self.seconds.get(item.kind, 0.0) + item.seconds
             self.count[item.kind] = self.count.get(item.kind, 0) + 1
 
-    def step(self, name: str, started: float) -> None:
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
         self.steps[name] = round(time.perf_counter() - started, 3)
 
     def report(self) -> Mapping[str, object]:
@@ -205,11 +208,10 @@ def build(options: Options) -> Outcome:
 
 def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome:
     cache = Cache.of(out)
-    step = time.perf_counter()
-    if not options.check:
-        clean_leftovers(out)
-    planned = plan(options, cache, out)
-    costs.step("plan", step)
+    with costs.timed("plan"):
+        if not options.check:
+            clean_leftovers(out)
+        planned = plan(options, cache, out)
     if planned.noop and planned.proof is not None:
         if planned.refreshed:
             cache.keep(planned.proof)
@@ -234,17 +236,15 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
         loaded, manifest = assemble(options, planned, folder, True, env, costs)
         if options.strict and manifest.warnings:
             return Outcome("", tuple(manifest.warnings), costs=costs)
-        step = time.perf_counter()
-        _prune(folder, kept, manifest)
-        _refuse_changed(options, folder, loaded, kept, manifest, out)
-        current = read_manifest(out)
-        _refuse_shrink(options, manifest.packets, packets_in_site(out, current))
-        _write(folder / routes.BUILD_MANIFEST, manifest.to_bytes())  # never through the site's own
-        publish(folder, out, cache.spare)
-        costs.step("publish", step)
-    step = time.perf_counter()
-    remember(cache, planned, loaded, manifest, out)
-    costs.step("remember", step)
+        with costs.timed("publish"):
+            _prune(folder, kept, manifest)
+            _refuse_changed(options, folder, loaded, kept, manifest, out)
+            current = read_manifest(out)
+            _refuse_shrink(options, manifest.packets, packets_in_site(out, current))
+            _write(folder / routes.BUILD_MANIFEST, manifest.to_bytes())  # never through the site's own
+            publish(folder, out, cache.spare)
+    with costs.timed("remember"):
+        remember(cache, planned, loaded, manifest, out)
     elapsed = time.perf_counter() - started
     before = current.files if current is not None else {}
     changed = sum(1 for path, sha in manifest.files.items() if before.get(path) != sha)
