@@ -66,16 +66,13 @@ class Targets:
         found = self._folders.get(folder)
         if found is None:
             parent, _, name = folder.rpartition("/")
-            found = self._folders[folder] = self._inside(self._folder(parent, relative) / name, relative)
+            found = self._folder(parent, relative) / name
+            if found.is_symlink():
+                found = found.resolve()
+                if not found.is_relative_to(self.base) or found == self.base:
+                    raise CatalogError(f"refusing to write {relative!r}: it resolves outside {self.base}")
+            self._folders[folder] = found
         return found
-
-    def _inside(self, path: Path, relative: str) -> Path:
-        if not path.is_symlink():
-            return path
-        target = path.resolve()
-        if not target.is_relative_to(self.base) or target == self.base:
-            raise CatalogError(f"refusing to write {relative!r}: it resolves outside {self.base}")
-        return target
 
 
 def _blocking(folder: Path) -> Path:
