@@ -96,8 +96,7 @@ class Shared:
     data: Data
     ids: frozenset[str]  # every packet's id, from its file name
     date: date
-    pages: Path  # where pages are written: the staging folder, or --check's temporary one
-    staged: bool  # packets linked into `pages` (not under --check)
+    pages: Path  # where pages are written: the staging folder (packets linked in), or --check's temporary one
     env: Environment
 
 
@@ -149,7 +148,7 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
     envelope = signature_path(path)
     stats: tuple[Linked, Linked | None] | None = None
     staged: Staged | None = None
-    if shared.staged and os.path.isfile(path):  # anything else is refused by verification
+    if not options.check and os.path.isfile(path):  # anything else is refused by verification
         try:
             check_size(path)  # a file larger than a packet may be is neither staged nor read
         except CatalogError as error:
@@ -232,7 +231,7 @@ class Loaded:
     before: Mapping[str, str]  # the files of the site an incremental build updates (its manifest's)
 
 
-def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Environment) -> Loaded:
+def load(options: Options, planned: Plan, pages: Path, env: Environment) -> Loaded:
     require_inputs(options.data, options.packets)
     data = load_data(options.data, host_keys=options.host_key)
     names, leaving = packet_names(options.packets)
@@ -259,7 +258,7 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
     else:
         wanted, unchanged, keys = set(groups) | set(data.recipes), {}, None
         when = build_date(data.recipes, [created_hint(options.packets / n) for n in files], os.environ)
-    shared = Shared(options, data, frozenset(n.removesuffix(".json") for n in files), when, pages, staged, env)
+    shared = Shared(options, data, frozenset(n.removesuffix(".json") for n in files), when, pages, env)
     done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), keys) for s in sorted(wanted)])
     misplaced = {d.slug for d in done.values() for r in d.packets if r.listed and r.listed.slug != d.slug}
     if misplaced:  # a name put a packet in another family: those families again, as verified
@@ -369,12 +368,10 @@ def render_site(
     return every
 
 
-def assemble(
-    options: Options, planned: Plan, pages: Path, staged: bool, env: Environment, costs: Costs
-) -> tuple[Loaded, Manifest]:
+def assemble(options: Options, planned: Plan, pages: Path, env: Environment, costs: Costs) -> tuple[Loaded, Manifest]:
     """load → views → render, into `pages`; and the manifest of the site they make."""
     with costs.timed("load"):
-        loaded = load(options, planned, pages, staged, env)
+        loaded = load(options, planned, pages, env)
     with costs.timed("views"):
         ctx, index = views(loaded, options)
     with costs.timed("render"):

@@ -226,14 +226,14 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
     env = make_environment(options.templates)
     if options.check:
         with tempfile.TemporaryDirectory(prefix="catalog-check-") as scratch:
-            loaded, manifest = assemble(options, planned, Path(scratch), False, env, costs)
+            loaded, manifest = assemble(options, planned, Path(scratch), env, costs)
         built = {**manifest.files, routes.BUILD_MANIFEST: sha256(manifest.to_bytes())}
         stale = differences(built, out)
         return Outcome(f"{options.out} is up to date ({len(built)} files)", tuple(manifest.warnings), stale, costs)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
     with staging(out, cache.spare) as (folder, _):
         kept = _keep(folder, planned.keep, out)
-        loaded, manifest = assemble(options, planned, folder, True, env, costs)
+        loaded, manifest = assemble(options, planned, folder, env, costs)
         if options.strict and manifest.warnings:
             return Outcome("", tuple(manifest.warnings), costs=costs)
         with costs.timed("publish"):
