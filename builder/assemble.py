@@ -71,11 +71,11 @@ class Job:
 @dataclass(frozen=True)
 class PacketRead:
     name: str
-    listed: Listed | None
     problems: list[CatalogError]
-    sha256: str | None  # of the packet's bytes and of its signature's, as verified
-    signature_sha256: str | None
-    staged: tuple[Linked, Linked | None] | None  # the staged files' stats, checked before publishing
+    listed: Listed | None = None
+    sha256: str | None = None  # of the packet's bytes and of its signature's, as verified
+    signature_sha256: str | None = None
+    staged: tuple[Linked, Linked | None] | None = None  # the staged files' stats, checked before publishing
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
         try:
             check_size(path)  # a file larger than a packet may be is neither staged nor read
         except CatalogError as error:
-            return PacketRead(name, None, [error], None, None, None), None
+            return PacketRead(name, [error]), None
         try:
             packet_file = targets.made(routes.packet_json(path.stem))
             packet_stat = stage(packet_file, path)
@@ -160,9 +160,7 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
             signature_stat = stage(signature_file, envelope) if os.path.lexists(envelope) else None
             staged = Staged(packet_file.read_bytes(), signature_file.read_bytes() if signature_stat else None)
         except OSError as error:
-            return PacketRead(
-                name, None, [CatalogError(f"cannot read: {error.strerror}", file=path)], None, None, None
-            ), None
+            return PacketRead(name, [CatalogError(f"cannot read: {error.strerror}", file=path)]), None
         stats = (linked_stat(packet_stat), linked_stat(signature_stat) if signature_stat else None)
     data = shared.data
     read = read_one(path, data.keys, options.allow_unsigned, data.reference, staged, signatures=data.signatures)
@@ -175,7 +173,7 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
     else:
         signed = file_sha256(envelope) if os.path.isfile(envelope) else None
     sha = packet.sha256 if packet is not None else None
-    return PacketRead(name, read.listed, [*read.problems, *read.reference_problems], sha, signed, stats), packet
+    return PacketRead(name, [*read.problems, *read.reference_problems], read.listed, sha, signed, stats), packet
 
 
 def sha256(data: bytes) -> str:
@@ -341,8 +339,7 @@ def render_site(
     evidence = {slug: made.recipe_evidence for slug, made in loaded.families.items()}
     found = site_pages(ctx, cards, index, evidence)
     targets = Targets(pages)
-    before = loaded.before
-    todo = [p for p in found if needed(p, loaded.changed) or p.path not in before]  # a new page: rendered
+    todo = [p for p in found if needed(p, loaded.changed) or p.path not in loaded.before]  # a new page: rendered
     rendered = forked_map(
         partial(render, env=env, ctx=ctx, targets=targets), todo, per_worker=PAGES_PER_WORKER, chunk=16
     )
