@@ -169,15 +169,11 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
         targets.of(routes.packet_signature(path.stem)).unlink()  # a key not listed: a local, unsigned packet
         stats = (stats[0], None)
     if staged is not None:
-        signed = sha256(staged.envelope) if staged.envelope is not None else None
+        signed = hashlib.sha256(staged.envelope).hexdigest() if staged.envelope is not None else None
     else:
         signed = file_sha256(envelope) if os.path.isfile(envelope) else None
     sha = packet.sha256 if packet is not None else None
     return PacketRead(name, [*read.problems, *read.reference_problems], read.listed, sha, signed, stats), packet
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def created_hint(path: Path) -> datetime | None:
@@ -357,7 +353,7 @@ def render_site(
             if p.is_file():
                 files[routes.asset(p.relative_to(assets).as_posix())] = p.read_bytes()
     for path, body in files.items():
-        sha = sha256(body)
+        sha = hashlib.sha256(body).hexdigest()
         if loaded.before.get(path) == sha and loaded.changed is not None:  # kept from the site: as it is
             loaded.written[path] = Written(path, sha, "kept", 0.0)
         else:

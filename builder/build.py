@@ -19,6 +19,7 @@ tests/builder/test_site_incremental.py holds the result to a full build's bytes.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
@@ -219,7 +220,7 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
         message = f"{options.out} is up to date: inputs and files unchanged ({elapsed:.2f} s)"
         return Outcome(message, planned.proof.warnings, costs=costs)
     # the models, the views and Jinja, imported only once there is work: a no-op never pays for them
-    from builder.assemble import assemble, sha256
+    from builder.assemble import assemble
     from builder.manifest import packets_in_site, read_manifest
     from builder.render import make_environment
 
@@ -227,7 +228,7 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
     if options.check:
         with tempfile.TemporaryDirectory(prefix="catalog-check-") as scratch:
             loaded, manifest = assemble(options, planned, Path(scratch), env, costs)
-        built = {**manifest.files, routes.BUILD_MANIFEST: sha256(manifest.to_bytes())}
+        built = {**manifest.files, routes.BUILD_MANIFEST: hashlib.sha256(manifest.to_bytes()).hexdigest()}
         stale = differences(built, out)
         return Outcome(f"{options.out} is up to date ({len(built)} files)", tuple(manifest.warnings), stale, costs)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
