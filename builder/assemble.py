@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import partial
@@ -59,16 +59,6 @@ PAGES_PER_WORKER = 16
 
 
 @dataclass(frozen=True)
-class Job:
-    """One family's part of the build: its packet files and the page keys that changed (None: a
-    full build, every page rendered)."""
-
-    slug: str
-    names: tuple[str, ...]
-    changed: frozenset[str] | None
-
-
-@dataclass(frozen=True)
 class PacketRead:
     name: str
     problems: list[CatalogError]
@@ -98,15 +88,16 @@ class Shared:
     date: date
     pages: Path  # where pages are written: the staging folder (packets linked in), or --check's temporary one
     env: Environment
+    changed: frozenset[str] | None  # the page keys that changed (None: a full build, every page rendered)
 
 
-def family(shared: Shared, job: Job) -> FamilyDone:
-    """Load, view and render one family: its packets read and checked; then, when every one of
-    them holds, its view, its page, its API file and its packets' pages."""
-    options, data = shared.options, shared.data
+def family(shared: Shared, job: tuple[str, list[str]]) -> FamilyDone:
+    """Load, view and render one family (its slug, its packet files): its packets read and checked;
+    then, when every one of them holds, its view, its page, its API file and its packets' pages."""
+    (slug, names), options, data = job, shared.options, shared.data
     targets = Targets(shared.pages)
     reads, held, paths = [], {}, {}
-    for name in job.names:
+    for name in names:
         read, packet = _read(shared, targets, name)
         reads.append(read)
         if packet is not None and not read.problems:
@@ -117,18 +108,18 @@ def family(shared: Shared, job: Job) -> FamilyDone:
     }
     outside = [(i, p.reproduces) for i, p in held.items() if p.reproduces and i not in inside]
     problems = reproduction_errors(inside, paths, shared.ids)
-    misplaced = any(p.identity.model.slug != job.slug for p in held.values())
-    if job.slug not in data.recipes or problems or outside or misplaced or any(r.problems for r in reads):
-        return FamilyDone(job.slug, reads, problems, None, [], outside)
+    misplaced = any(p.identity.model.slug != slug for p in held.values())
+    if slug not in data.recipes or problems or outside or misplaced or any(r.problems for r in reads):
+        return FamilyDone(slug, reads, problems, None, [], outside)
     started = time.process_time()
     listing = {i: Listed.of(p) for i, p in held.items()}
     ctx = SiteContext(data.catalog(held, listing, paths), shared.date, options.base_url)
-    said = family_view(job.slug, data.recipes[job.slug], ctx)
+    said = family_view(slug, data.recipes[slug], ctx)
     view, card = said.view, family_card(said.view, data.hardware)
-    api = write(targets, routes.family_api(job.slug), family_api(view, shared.date.isoformat()), "api", started)
-    evidence = recipe_evidence(ctx, job.slug)  # the recipe page's, made while the packets are held
+    api = write(targets, routes.family_api(slug), family_api(view, shared.date.isoformat()), "api", started)
+    evidence = recipe_evidence(ctx, slug)  # the recipe page's, made while the packets are held
     made = FamilyMade(card, view.quantizations, models_entry(card), list(said.warnings), tuple(sorted(held)), evidence)
-    changed = job.changed
+    changed = shared.changed
     if changed is not None:  # a packet page shows the packets reproducing it
         changed = changed | {
             packet_key(p.reproduces) for i, p in held.items() if p.reproduces and packet_key(i) in changed
@@ -137,7 +128,7 @@ def family(shared: Shared, job: Job) -> FamilyDone:
     page = render(family_page, shared.env, ctx, targets)
     written = [api._replace(seconds=0.0), page._replace(seconds=page.seconds + api.seconds)]  # the view counts here
     written += [render(p, shared.env, ctx, targets) for p in packet_pages if needed(p, changed)]
-    return FamilyDone(job.slug, reads, [], made, written, [])
+    return FamilyDone(slug, reads, [], made, written, [])
 
 
 def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Packet | None]:
@@ -205,12 +196,12 @@ def _guess(name: str, slugs: Container[str]) -> str:
     return next((name[:at] for at in reversed(dashes) if name[:at] in slugs), "")
 
 
-def _family_pass(shared: Shared, jobs: list[Job]) -> dict[str, FamilyDone]:
-    total = sum(len(j.names) for j in jobs)
-    workers = worker_count(total, PACKETS_PER_WORKER)
+def _family_pass(shared: Shared, groups: Mapping[str, list[str]], slugs: Iterable[str]) -> dict[str, FamilyDone]:
+    jobs = [(slug, sorted(groups.get(slug, []))) for slug in sorted(slugs)]
+    workers = worker_count(sum(len(names) for _, names in jobs), PACKETS_PER_WORKER)
     per_worker = len(jobs) // workers if workers >= 2 else len(jobs) + 1
-    ordered = sorted(jobs, key=lambda j: -len(j.names))  # the largest first: no worker ends long after the other
-    return {d.slug: d for d in forked_map(partial(family, shared), ordered, per_worker=max(per_worker, 1), chunk=1)}
+    jobs.sort(key=lambda job: -len(job[1]))  # the largest first: no worker ends long after the other
+    return {d.slug: d for d in forked_map(partial(family, shared), jobs, per_worker=max(per_worker, 1), chunk=1)}
 
 
 @dataclass
@@ -252,8 +243,8 @@ def load(options: Options, planned: Plan, pages: Path, env: Environment) -> Load
     else:
         wanted, unchanged, keys = set(groups) | set(data.recipes), {}, None
         when = build_date(data.recipes, [created_hint(options.packets / n) for n in files], os.environ)
-    shared = Shared(options, data, frozenset(n.removesuffix(".json") for n in files), when, pages, env)
-    done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), keys) for s in sorted(wanted)])
+    shared = Shared(options, data, frozenset(n.removesuffix(".json") for n in files), when, pages, env, keys)
+    done = _family_pass(shared, groups, wanted)
     misplaced = {d.slug for d in done.values() for r in d.packets if r.listed and r.listed.slug != d.slug}
     if misplaced:  # a name put a packet in another family: those families again, as verified
         moved = {r.name: r.listed.slug for s in misplaced for r in done[s].packets if r.listed}
@@ -261,7 +252,7 @@ def load(options: Options, planned: Plan, pages: Path, env: Environment) -> Load
         for name, slug in moved.items():
             groups.setdefault(slug, []).append(name)
         again = misplaced | set(moved.values())
-        done |= _family_pass(shared, [Job(s, tuple(sorted(groups.get(s, []))), keys) for s in sorted(again)])
+        done |= _family_pass(shared, groups, again)
     reads = {r.name: r for d in done.values() for r in d.packets}
     listing = {**unchanged, **{r.listed.id: r.listed for r in reads.values() if r.listed is not None}}
     errors += [e for name in sorted(reads) for e in reads[name].problems]
@@ -274,8 +265,7 @@ def load(options: Options, planned: Plan, pages: Path, env: Environment) -> Load
     if true_date != when:  # a `created` the hint misread: every page again, under the true date
         if memory is not None:
             raise Restart
-        shared = replace(shared, date=true_date)
-        done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), None) for s in sorted(wanted)])
+        done = _family_pass(replace(shared, date=true_date), groups, wanted)  # a full build: changed is None
     families = {s: f for s, f in (memory.families.items() if memory else []) if s not in done}
     families |= {s: d.made for s, d in done.items() if d.made is not None}
     written = {w.path: w for d in done.values() for w in d.written}
