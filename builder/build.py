@@ -232,7 +232,7 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
         stale = differences(built, out)
         return Outcome(f"{options.out} is up to date ({len(built)} files)", tuple(manifest.warnings), stale, costs)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
-    with staging(out, cache.spare) as (folder, _):
+    with staging(out, cache.spare) as folder:
         kept = _keep(folder, planned.keep, out)
         loaded, manifest = assemble(options, planned, folder, env, costs)
         if options.strict and manifest.warnings:

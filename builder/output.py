@@ -146,34 +146,28 @@ def check_output_folder(out: Path, protected: Iterable[Path]) -> None:
 
 
 @contextmanager
-def staging(out: Path, spare: Path | None = None) -> Iterator[tuple[Path, bool]]:
+def staging(out: Path, spare: Path) -> Iterator[Path]:
     """A folder beside `out` to assemble the new site in, locked while this build lives (so a
-    concurrent build's clean_leftovers spares it), and whether it is the spare taken from `spare`
-    (which goes back there if the build fails; a new folder is removed)."""
+    concurrent build's clean_leftovers spares it): the spare moved there, unless another build
+    holds it or it cannot move (another file system). A spare taken goes back if the build fails;
+    a new folder is removed."""
     folder = _made_beside(out, NEW)
-    fd = _taken(spare, folder) if spare is not None else None
+    fd = _locked(spare)
+    if fd is not None and not _moved(spare, folder):
+        os.close(fd)
+        fd = None
     taken = fd is not None
     if fd is None:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel however the process ends
     try:
-        yield folder, taken
+        yield folder
     except BaseException:
-        if not (taken and spare is not None and _moved(folder, spare)):
+        if not (taken and _moved(folder, spare)):
             shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
         os.close(fd)
-
-
-def _taken(spare: Path, folder: Path) -> int | None:
-    """The spare moved over `folder` (an empty folder beside the output) and its lock, unless
-    another build holds it or it cannot move there (another file system)."""
-    fd = _locked(spare)
-    if fd is not None and not _moved(spare, folder):
-        os.close(fd)
-        return None
-    return fd
 
 
 def _locked(folder: Path) -> int | None:
