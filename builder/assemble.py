@@ -360,9 +360,8 @@ def assemble(options: Options, planned: Plan, pages: Path, env: Environment, cos
     with costs.timed("render"):
         every = render_site(loaded, options, ctx, index, pages, env)
     costs.add(w for w in loaded.written.values() if w.kind not in ("api", "data", "kept"))
-    said = dict.fromkeys(ctx.catalog.warnings)  # the data's warnings, then each family's, each once
-    for made in loaded.families.values():
-        said |= dict.fromkeys(made.warnings)
+    families = [w for made in loaded.families.values() for w in made.warnings]
+    said = dict.fromkeys([*ctx.catalog.warnings, *families])  # the data's warnings, then each family's, each once
     return loaded, _manifest(planned, loaded, every, list(said))
 
 
@@ -389,12 +388,11 @@ def _manifest(planned: Plan, loaded: Loaded, pages: list[str], warnings: list[st
         files[path] = written.sha256 if written else verified.get(path) or kept[path]
     files_seen = inputs_seen(planned.named, planned.walked, planned.proof, loaded.reads)
     everything, context = digests(files_seen, planned.walked, planned.settings)
-    count = sum(1 for p in files if routes.is_packet_json(p))
     return Manifest(
         inputs=everything,
         context=context,
         build_date=loaded.date.isoformat(),
         files=files,
-        packets=count,
+        packets=sum(1 for p in files if routes.is_packet_json(p)),
         warnings=warnings,
     )

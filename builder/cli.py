@@ -68,8 +68,7 @@ def run(argv: list[str] | None = None) -> int:
         print(f"stale: {line}", file=sys.stderr)
     if outcome.stale:
         print(f"error: {options.out} is stale ({len(outcome.stale)} file(s)); run `make site`", file=sys.stderr)
-        return 1
-    if failed:
+    if outcome.stale or failed:
         return 1
     if outcome.message:
         print(outcome.message)
