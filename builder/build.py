@@ -130,19 +130,10 @@ class Plan:
     keep: dict[str, Stat] = field(default_factory=dict)
 
 
-def host_key_ids(host_key: bool) -> tuple[str, ...]:
-    """The ids of this host's own keys a --host-key build admits: read from their files, never made."""
-    if not host_key:
-        return ()
-    from catalog.packets.signing import host_public_keys  # only here: a plain no-op imports no signing
-
-    return tuple(sorted(entry.id for entry in host_public_keys()))
-
-
 def plan(options: Options, cache: Cache, out: Path) -> Plan:
     named = roots(options.data, options.packets, options.templates)
     walked = walk(named)
-    settings_hash = settings(options.base_url, options.allow_unsigned, host_key_ids(options.host_key))
+    settings_hash = settings(options.base_url, options.allow_unsigned, options.host_key)
     proof = None if options.full or options.check else cache.recall_proof()
     if proof is None or proof.settings != settings_hash or walked.irregular:
         return Plan(named, walked, settings_hash, proof)

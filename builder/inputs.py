@@ -139,13 +139,19 @@ def seen(walked: Walked, named: Mapping[str, str], before: Mapping[str, FileSeen
     return found
 
 
-def settings(base_url: str, allow_unsigned: bool, host_keys: tuple[str, ...] = ()) -> str:
-    """What the output is a function of besides the files: options, library versions, Python.
-    `host_keys`: the ids of this host's own keys a --host-key build admits (a new key is a new site)."""
+def settings(base_url: str, allow_unsigned: bool, host_key: bool) -> str:
+    """What the output is a function of besides the files: options, library versions, Python; with
+    --host-key, the ids of this host's own keys it admits, read from their files, never made (a new
+    key is a new site)."""
+    host_keys: list[str] = []
+    if host_key:
+        from catalog.packets.signing import host_public_keys  # only here: a plain no-op imports no signing
+
+        host_keys = sorted(entry.id for entry in host_public_keys())
     options = {
         "base_url": base_url,
         "allow_unsigned": allow_unsigned,  # a local site must not pass for the one a plain build refuses
-        "host_keys": list(host_keys),  # likewise a site showing this host's own, unlisted keys' packets
+        "host_keys": host_keys,  # likewise a site showing this host's own, unlisted keys' packets
         "epoch": os.environ.get("SOURCE_DATE_EPOCH", "").strip(),
         "python": list(sys.version_info[:2]),
         "libraries": {library: _version(library) for library in LIBRARIES},
