@@ -61,9 +61,8 @@ def family_pages(view: FamilyView, packets: list[Packet], ctx: SiteContext) -> l
     ]
 
 
-def _view(make: object, *args: object) -> Context:
+def _view(make: Callable[..., object], *args: object) -> Context:
     """A page's view, made where the page is rendered, so its cost is the page's."""
-    assert callable(make)
     return {"view": make(*args)}
 
 
@@ -82,22 +81,15 @@ def site_pages(
                 path,
                 "index.html",
                 {"view": view},
-                "Choose a model" + (f" (page {view.pager.number})" if view.pager else ""),
-                "Honest LLM serving performance: every number from a sealed evidence packet.",
+                "Choose a model"
+                + (f": {view.chosen_words}" if view.chosen else "")
+                + (f" (page {view.pager.number})" if view.pager else ""),
+                f"Every model family with a result for {view.chosen_words}, each with its best matching result."
+                if view.chosen  # the index filtered on one value
+                else "Honest LLM serving performance: every number from a sealed evidence packet.",
                 every,
             )
-            for path, view in index_pages(index).items()
-        ],
-        *[
-            Page(
-                path,
-                "index.html",
-                {"view": view},
-                f"Choose a model: {view.chosen_words}" + (f" (page {view.pager.number})" if view.pager else ""),
-                f"Every model family with a result for {view.chosen_words}, each with its best matching result.",
-                every,
-            )
-            for path, view in filtered_index_views(index).items()
+            for path, view in (index_pages(index) | filtered_index_views(index)).items()
         ],
         Page(
             routes.METHODOLOGY,
