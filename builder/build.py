@@ -134,7 +134,7 @@ def plan(options: Options, cache: Cache, out: Path) -> Plan:
     named = roots(options.data, options.packets, options.templates)
     walked = walk(named)
     settings_hash = settings(options.base_url, options.allow_unsigned, options.host_key)
-    proof = None if options.full or options.check else cache.recall_proof()
+    proof = None if options.full or options.check else cache.recall(Proof)
     if proof is None or proof.settings != settings_hash or walked.irregular:
         return Plan(named, walked, settings_hash, proof)
     now = site_stats(out, proof.site)
@@ -151,7 +151,7 @@ def plan(options: Options, cache: Cache, out: Path) -> Plan:
     files = {r: s for r, s in proof.site.items() if r and not S_ISDIR(s[0]) and r not in moved}
     intact = {r: s for r, s in files.items() if now.get(r) == s}
     packets = {r: s for r, s in intact.items() if r.startswith(routes.PACKETS_FOLDER + "/") and r.count("/") == 1}
-    memory = cache.recall_memory()
+    memory = cache.recall(Memory)
     if memory is None or len(intact) < len(files):  # a file of the site edited by hand (a stray is left out)
         return Plan(named, walked, settings_hash, proof, keep=packets)
     context = digests(inputs_seen(named, walked, proof, {}, packets=False), walked, settings_hash)[1]
