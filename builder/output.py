@@ -265,12 +265,8 @@ def _moved(folder: Path, to: Path) -> bool:
 def clean_leftovers(out: Path) -> None:
     """Remove what a killed build left beside `out`: staging folders, and retired sites (one is
     put back first when `out` itself is missing: a build killed mid-swap without renameat2)."""
-    parent = out.parent
-    if not parent.is_dir():
-        return
-    for leftover in sorted(parent.glob(f".{glob.escape(out.name)}{OLD}*")) + sorted(
-        parent.glob(f".{glob.escape(out.name)}{NEW}*")
-    ):
+    prefix = f".{glob.escape(out.name)}"  # a missing parent folder globs nothing
+    for leftover in [*sorted(out.parent.glob(prefix + OLD + "*")), *sorted(out.parent.glob(prefix + NEW + "*"))]:
         fd = _locked(leftover)  # none: a live build holds it
         if fd is None:
             continue
