@@ -284,8 +284,7 @@ def _moved(was: Linked, path: str) -> bool:
         now = linked_stat(os.lstat(path))
     except OSError:
         return True
-    mode, size, mtime, _, inode, links = was
-    return now != was and not (now[:3] + now[4:5] == (mode, size, mtime, inode) and now[5] != links)
+    return now != was and not (now[:3] + now[4:5] == was[:3] + was[4:5] and now[5] != was[5])
 
 
 def _refuse_changed(
