@@ -81,8 +81,6 @@ def walk(named: Mapping[str, str]) -> Walked:
         code = name in CODE
         for relative, st in _entries(root, irregular):
             key = f"{name}/{relative}"
-            if st is None:
-                continue
             if S_ISDIR(st.st_mode):
                 if not code:
                     folders.append(key)
@@ -93,7 +91,7 @@ def walk(named: Mapping[str, str]) -> Walked:
     return Walked(files, tuple(sorted(folders)), tuple(irregular))
 
 
-def _entries(root: str, irregular: list[str], prefix: str = "") -> Iterator[tuple[str, os.stat_result | None]]:
+def _entries(root: str, irregular: list[str], prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
     """Every entry under `root`, depth first, links not followed; an odd one goes to `irregular`."""
     try:
         with os.scandir(os.path.join(root, prefix)) as listing:
