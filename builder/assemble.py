@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import partial
@@ -24,7 +24,6 @@ from builder.manifest import Manifest
 from builder.memory import FamilyMade
 from builder.output import Targets, stage
 from builder.pages import ANY_PACKET, Written, card_key, family_key, needed, packet_key, render, write
-from builder.render import make_environment
 from builder.search import search_files
 from builder.seo import sitemap
 from builder.site import build_date, family_pages, site_pages
@@ -60,24 +59,13 @@ PAGES_PER_WORKER = 16
 
 
 @dataclass(frozen=True)
-class Job:
-    """One family's part of the build: its packet files, whether to stage them into the new site,
-    and the page keys that changed (None: a full build, every page rendered)."""
-
-    slug: str
-    names: tuple[str, ...]
-    staged: bool
-    changed: frozenset[str] | None
-
-
-@dataclass(frozen=True)
 class PacketRead:
     name: str
-    listed: Listed | None
     problems: list[CatalogError]
-    sha256: str | None  # of the packet's bytes and of its signature's, as verified
-    signature_sha256: str | None
-    staged: tuple[Linked, Linked | None] | None  # the staged files' stats, checked before publishing
+    listed: Listed | None = None
+    sha256: str | None = None  # of the packet's bytes and of its signature's, as verified
+    signature_sha256: str | None = None
+    staged: tuple[Linked, Linked | None] | None = None  # the staged files' stats, checked before publishing
 
 
 @dataclass(frozen=True)
@@ -98,18 +86,18 @@ class Shared:
     data: Data
     ids: frozenset[str]  # every packet's id, from its file name
     date: date
-    pages: Path  # where pages are written: the staging folder, or --check's temporary one
-    staged: bool  # packets linked into `pages` (not under --check)
+    pages: Path  # where pages are written: the staging folder (packets linked in), or --check's temporary one
     env: Environment
+    changed: frozenset[str] | None  # the page keys that changed (None: a full build, every page rendered)
 
 
-def family(shared: Shared, job: Job) -> FamilyDone:
-    """Load, view and render one family: its packets read and checked; then, when every one of
-    them holds, its view, its page, its API file and its packets' pages."""
-    options, data = shared.options, shared.data
+def family(shared: Shared, job: tuple[str, list[str]]) -> FamilyDone:
+    """Load, view and render one family (its slug, its packet files): its packets read and checked;
+    then, when every one of them holds, its view, its page, its API file and its packets' pages."""
+    (slug, names), options, data = job, shared.options, shared.data
     targets = Targets(shared.pages)
     reads, held, paths = [], {}, {}
-    for name in job.names:
+    for name in names:
         read, packet = _read(shared, targets, name)
         reads.append(read)
         if packet is not None and not read.problems:
@@ -120,18 +108,18 @@ def family(shared: Shared, job: Job) -> FamilyDone:
     }
     outside = [(i, p.reproduces) for i, p in held.items() if p.reproduces and i not in inside]
     problems = reproduction_errors(inside, paths, shared.ids)
-    misplaced = any(p.identity.model.slug != job.slug for p in held.values())
-    if job.slug not in data.recipes or problems or outside or misplaced or any(r.problems for r in reads):
-        return FamilyDone(job.slug, reads, problems, None, [], outside)
+    misplaced = any(p.identity.model.slug != slug for p in held.values())
+    if slug not in data.recipes or problems or outside or misplaced or any(r.problems for r in reads):
+        return FamilyDone(slug, reads, problems, None, [], outside)
     started = time.process_time()
     listing = {i: Listed.of(p) for i, p in held.items()}
     ctx = SiteContext(data.catalog(held, listing, paths), shared.date, options.base_url)
-    said = family_view(job.slug, data.recipes[job.slug], ctx)
+    said = family_view(slug, data.recipes[slug], ctx)
     view, card = said.view, family_card(said.view, data.hardware)
-    api = write(targets, routes.family_api(job.slug), family_api(view, shared.date.isoformat()), "api", started)
-    evidence = recipe_evidence(ctx, job.slug)  # the recipe page's, made while the packets are held
+    api = write(targets, routes.family_api(slug), family_api(view, shared.date.isoformat()), "api", started)
+    evidence = recipe_evidence(ctx, slug)  # the recipe page's, made while the packets are held
     made = FamilyMade(card, view.quantizations, models_entry(card), list(said.warnings), tuple(sorted(held)), evidence)
-    changed = job.changed
+    changed = shared.changed
     if changed is not None:  # a packet page shows the packets reproducing it
         changed = changed | {
             packet_key(p.reproduces) for i, p in held.items() if p.reproduces and packet_key(i) in changed
@@ -140,7 +128,7 @@ def family(shared: Shared, job: Job) -> FamilyDone:
     page = render(family_page, shared.env, ctx, targets)
     written = [api._replace(seconds=0.0), page._replace(seconds=page.seconds + api.seconds)]  # the view counts here
     written += [render(p, shared.env, ctx, targets) for p in packet_pages if needed(p, changed)]
-    return FamilyDone(job.slug, reads, [], made, written, [])
+    return FamilyDone(slug, reads, [], made, written, [])
 
 
 def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Packet | None]:
@@ -151,11 +139,11 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
     envelope = signature_path(path)
     stats: tuple[Linked, Linked | None] | None = None
     staged: Staged | None = None
-    if shared.staged and os.path.isfile(path):  # anything else is refused by verification
+    if not options.check and os.path.isfile(path):  # anything else is refused by verification
         try:
             check_size(path)  # a file larger than a packet may be is neither staged nor read
         except CatalogError as error:
-            return PacketRead(name, None, [error], None, None, None), None
+            return PacketRead(name, [error]), None
         try:
             packet_file = targets.made(routes.packet_json(path.stem))
             packet_stat = stage(packet_file, path)
@@ -163,9 +151,7 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
             signature_stat = stage(signature_file, envelope) if os.path.lexists(envelope) else None
             staged = Staged(packet_file.read_bytes(), signature_file.read_bytes() if signature_stat else None)
         except OSError as error:
-            return PacketRead(
-                name, None, [CatalogError(f"cannot read: {error.strerror}", file=path)], None, None, None
-            ), None
+            return PacketRead(name, [CatalogError(f"cannot read: {error.strerror}", file=path)]), None
         stats = (linked_stat(packet_stat), linked_stat(signature_stat) if signature_stat else None)
     data = shared.data
     read = read_one(path, data.keys, options.allow_unsigned, data.reference, staged, signatures=data.signatures)
@@ -174,15 +160,11 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
         targets.of(routes.packet_signature(path.stem)).unlink()  # a key not listed: a local, unsigned packet
         stats = (stats[0], None)
     if staged is not None:
-        signed = sha256(staged.envelope) if staged.envelope is not None else None
+        signed = hashlib.sha256(staged.envelope).hexdigest() if staged.envelope is not None else None
     else:
         signed = file_sha256(envelope) if os.path.isfile(envelope) else None
     sha = packet.sha256 if packet is not None else None
-    return PacketRead(name, read.listed, [*read.problems, *read.reference_problems], sha, signed, stats), packet
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return PacketRead(name, [*read.problems, *read.reference_problems], read.listed, sha, signed, stats), packet
 
 
 def created_hint(path: Path) -> datetime | None:
@@ -214,12 +196,12 @@ def _guess(name: str, slugs: Container[str]) -> str:
     return next((name[:at] for at in reversed(dashes) if name[:at] in slugs), "")
 
 
-def _family_pass(shared: Shared, jobs: list[Job]) -> dict[str, FamilyDone]:
-    total = sum(len(j.names) for j in jobs)
-    workers = worker_count(total, PACKETS_PER_WORKER)
+def _family_pass(shared: Shared, groups: Mapping[str, list[str]], slugs: Iterable[str]) -> dict[str, FamilyDone]:
+    jobs = [(slug, sorted(groups.get(slug, []))) for slug in sorted(slugs)]
+    workers = worker_count(sum(len(names) for _, names in jobs), PACKETS_PER_WORKER)
     per_worker = len(jobs) // workers if workers >= 2 else len(jobs) + 1
-    ordered = sorted(jobs, key=lambda j: -len(j.names))  # the largest first: no worker ends long after the other
-    return {d.slug: d for d in forked_map(partial(family, shared), ordered, per_worker=max(per_worker, 1), chunk=1)}
+    jobs.sort(key=lambda job: -len(job[1]))  # the largest first: no worker ends long after the other
+    return {d.slug: d for d in forked_map(partial(family, shared), jobs, per_worker=max(per_worker, 1), chunk=1)}
 
 
 @dataclass
@@ -234,7 +216,7 @@ class Loaded:
     before: Mapping[str, str]  # the files of the site an incremental build updates (its manifest's)
 
 
-def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Environment) -> Loaded:
+def load(options: Options, planned: Plan, pages: Path, env: Environment) -> Loaded:
     require_inputs(options.data, options.packets)
     data = load_data(options.data, host_keys=options.host_key)
     names, leaving = packet_names(options.packets)
@@ -244,9 +226,8 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
     groups: dict[str, list[str]] = {}
     for name in files:
         groups.setdefault(_guess(name, slugs), []).append(name)
-    previous = planned.previous
-    memory = previous.memory if previous else None
-    changed_ids = {n.removesuffix(".json") for n in previous.changed} if previous else set()
+    memory = planned.memory
+    changed_ids = {n.removesuffix(".json") for n in planned.changed}
     if memory is not None:  # the families whose packets changed, as they were and as their names say
         wanted = {memory.listing[i].slug for i in changed_ids if i in memory.listing}
         wanted |= {_guess(f"{i}.json", slugs) for i in changed_ids if f"{i}.json" in set(files)}
@@ -262,8 +243,8 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
     else:
         wanted, unchanged, keys = set(groups) | set(data.recipes), {}, None
         when = build_date(data.recipes, [created_hint(options.packets / n) for n in files], os.environ)
-    shared = Shared(options, data, frozenset(n.removesuffix(".json") for n in files), when, pages, staged, env)
-    done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), staged, keys) for s in sorted(wanted)])
+    shared = Shared(options, data, frozenset(n.removesuffix(".json") for n in files), when, pages, env, keys)
+    done = _family_pass(shared, groups, wanted)
     misplaced = {d.slug for d in done.values() for r in d.packets if r.listed and r.listed.slug != d.slug}
     if misplaced:  # a name put a packet in another family: those families again, as verified
         moved = {r.name: r.listed.slug for s in misplaced for r in done[s].packets if r.listed}
@@ -271,7 +252,7 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
         for name, slug in moved.items():
             groups.setdefault(slug, []).append(name)
         again = misplaced | set(moved.values())
-        done |= _family_pass(shared, [Job(s, tuple(sorted(groups.get(s, []))), staged, keys) for s in sorted(again)])
+        done |= _family_pass(shared, groups, again)
     reads = {r.name: r for d in done.values() for r in d.packets}
     listing = {**unchanged, **{r.listed.id: r.listed for r in reads.values() if r.listed is not None}}
     errors += [e for name in sorted(reads) for e in reads[name].problems]
@@ -284,8 +265,7 @@ def load(options: Options, planned: Plan, pages: Path, staged: bool, env: Enviro
     if true_date != when:  # a `created` the hint misread: every page again, under the true date
         if memory is not None:
             raise Restart
-        shared = replace(shared, date=true_date)
-        done = _family_pass(shared, [Job(s, tuple(groups.get(s, [])), staged, None) for s in sorted(wanted)])
+        done = _family_pass(replace(shared, date=true_date), groups, wanted)  # a full build: changed is None
     families = {s: f for s, f in (memory.families.items() if memory else []) if s not in done}
     families |= {s: d.made for s, d in done.items() if d.made is not None}
     written = {w.path: w for d in done.values() for w in d.written}
@@ -345,8 +325,7 @@ def render_site(
     evidence = {slug: made.recipe_evidence for slug, made in loaded.families.items()}
     found = site_pages(ctx, cards, index, evidence)
     targets = Targets(pages)
-    before = loaded.before
-    todo = [p for p in found if needed(p, loaded.changed) or p.path not in before]  # a new page: rendered
+    todo = [p for p in found if needed(p, loaded.changed) or p.path not in loaded.before]  # a new page: rendered
     rendered = forked_map(
         partial(render, env=env, ctx=ctx, targets=targets), todo, per_worker=PAGES_PER_WORKER, chunk=16
     )
@@ -364,7 +343,7 @@ def render_site(
             if p.is_file():
                 files[routes.asset(p.relative_to(assets).as_posix())] = p.read_bytes()
     for path, body in files.items():
-        sha = sha256(body)
+        sha = hashlib.sha256(body).hexdigest()
         if loaded.before.get(path) == sha and loaded.changed is not None:  # kept from the site: as it is
             loaded.written[path] = Written(path, sha, "kept", 0.0)
         else:
@@ -372,23 +351,17 @@ def render_site(
     return every
 
 
-def assemble(
-    options: Options, planned: Plan, pages: Path, staged: bool, env: Environment, costs: Costs
-) -> tuple[Loaded, Manifest]:
+def assemble(options: Options, planned: Plan, pages: Path, env: Environment, costs: Costs) -> tuple[Loaded, Manifest]:
     """load → views → render, into `pages`; and the manifest of the site they make."""
-    step = time.perf_counter()
-    loaded = load(options, planned, pages, staged, env)
-    costs.step("load", step)
-    step = time.perf_counter()
-    ctx, index = views(loaded, options)
-    costs.step("views", step)
-    step = time.perf_counter()
-    every = render_site(loaded, options, ctx, index, pages, env)
-    costs.step("render", step)
+    with costs.timed("load"):
+        loaded = load(options, planned, pages, env)
+    with costs.timed("views"):
+        ctx, index = views(loaded, options)
+    with costs.timed("render"):
+        every = render_site(loaded, options, ctx, index, pages, env)
     costs.add(w for w in loaded.written.values() if w.kind not in ("api", "data", "kept"))
-    said = dict.fromkeys(ctx.catalog.warnings)  # the data's warnings, then each family's, each once
-    for made in loaded.families.values():
-        said |= dict.fromkeys(made.warnings)
+    families = [w for made in loaded.families.values() for w in made.warnings]
+    said = dict.fromkeys([*ctx.catalog.warnings, *families])  # the data's warnings, then each family's, each once
     return loaded, _manifest(planned, loaded, every, list(said))
 
 
@@ -415,23 +388,11 @@ def _manifest(planned: Plan, loaded: Loaded, pages: list[str], warnings: list[st
         files[path] = written.sha256 if written else verified.get(path) or kept[path]
     files_seen = inputs_seen(planned.named, planned.walked, planned.proof, loaded.reads)
     everything, context = digests(files_seen, planned.walked, planned.settings)
-    count = sum(1 for p in files if routes.is_packet_json(p))
     return Manifest(
         inputs=everything,
         context=context,
         build_date=loaded.date.isoformat(),
         files=files,
-        packets=count,
+        packets=sum(1 for p in files if routes.is_packet_json(p)),
         warnings=warnings,
     )
-
-
-# ---- helpers ----
-
-
-def compiled(templates: Path) -> Environment:
-    """Every template compiled once, before a worker forks: each inherits them compiled."""
-    env = make_environment(templates)
-    for template in env.list_templates(extensions=["html"]):
-        env.get_template(template)
-    return env

@@ -19,11 +19,12 @@ tests/builder/test_site_incremental.py holds the result to a full build's bytes.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
-from contextlib import suppress
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from stat import S_ISDIR
@@ -39,11 +40,9 @@ from builder.output import (
     differences,
     keep_only,
     publish,
-    real_output,
     staging,
 )
 from catalog.errors import CatalogError
-from catalog.files import file_sha256
 from catalog.packets.layout import SIGNATURE_SUFFIX
 
 if TYPE_CHECKING:
@@ -81,7 +80,10 @@ class Costs:
             self.seconds[item.kind] = self.seconds.get(item.kind, 0.0) + item.seconds
             self.count[item.kind] = self.count.get(item.kind, 0) + 1
 
-    def step(self, name: str, started: float) -> None:
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
         self.steps[name] = round(time.perf_counter() - started, 3)
 
     def report(self) -> Mapping[str, object]:
@@ -112,15 +114,6 @@ class Restart(Exception):
 
 
 @dataclass(frozen=True)
-class Previous:
-    """What an incremental build takes from the last: what it remembered of the site it updates,
-    and the packet files changed since (by name)."""
-
-    memory: Memory
-    changed: frozenset[str]
-
-
-@dataclass(frozen=True)
 class Plan:
     named: dict[str, str]
     walked: Walked
@@ -128,29 +121,23 @@ class Plan:
     proof: Proof | None
     noop: bool = False
     refreshed: bool = False  # a no-op whose input files were touched, not changed: `proof` holds their new stats
-    previous: Previous | None = None  # set: an incremental build
+    # an incremental build's: what the last build remembered of the site it updates (None: a full
+    # build), and the packet files changed since (by name)
+    memory: Memory | None = None
+    changed: frozenset[str] = frozenset()
     # the current site's files this build keeps, each with its stat as proven: every file for an
     # incremental build; for a full one, the packets (their bytes do not depend on the templates)
     keep: dict[str, Stat] = field(default_factory=dict)
 
 
-def host_key_ids(host_key: bool) -> tuple[str, ...]:
-    """The ids of this host's own keys a --host-key build admits: read from their files, never made."""
-    if not host_key:
-        return ()
-    from catalog.packets.signing import host_public_keys  # only here: a plain no-op imports no signing
-
-    return tuple(sorted(entry.id for entry in host_public_keys()))
-
-
 def plan(options: Options, cache: Cache, out: Path) -> Plan:
     named = roots(options.data, options.packets, options.templates)
     walked = walk(named)
-    settings_hash = settings(options.base_url, options.allow_unsigned, host_key_ids(options.host_key))
-    proof = None if options.full or options.check else cache.recall_proof()
+    settings_hash = settings(options.base_url, options.allow_unsigned, options.host_key)
+    proof = None if options.full or options.check else cache.recall(Proof)
     if proof is None or proof.settings != settings_hash or walked.irregular:
         return Plan(named, walked, settings_hash, proof)
-    now = _stats_now(out, proof.site)
+    now = site_stats(out, proof.site)
     if now == proof.site and walked.unchanged_since(proof.inputs):
         return Plan(named, walked, settings_hash, proof, noop=True)
     if now == proof.site and walked.files.keys() == proof.inputs.keys():  # touched, perhaps not changed
@@ -164,24 +151,13 @@ def plan(options: Options, cache: Cache, out: Path) -> Plan:
     files = {r: s for r, s in proof.site.items() if r and not S_ISDIR(s[0]) and r not in moved}
     intact = {r: s for r, s in files.items() if now.get(r) == s}
     packets = {r: s for r, s in intact.items() if r.startswith(routes.PACKETS_FOLDER + "/") and r.count("/") == 1}
-    memory = cache.recall_memory()
+    memory = cache.recall(Memory)
     if memory is None or len(intact) < len(files):  # a file of the site edited by hand (a stray is left out)
         return Plan(named, walked, settings_hash, proof, keep=packets)
     context = digests(inputs_seen(named, walked, proof, {}, packets=False), walked, settings_hash)[1]
     if context != memory.manifest.context:
         return Plan(named, walked, settings_hash, proof, keep=packets)
-    return Plan(named, walked, settings_hash, proof, previous=Previous(memory, changed), keep=intact)
-
-
-def _stats_now(out: Path, recorded: Mapping[str, Stat]) -> dict[str, Stat]:
-    found: dict[str, Stat] = {}
-    root = os.path.join(out, "")  # joined by hand: os.path.join was 0.09 s of a 1 s no-op
-    for relative in recorded:
-        try:
-            found[relative] = stat_of(os.lstat(root + relative) if relative else os.stat(root))
-        except OSError:
-            continue
-    return found
+    return Plan(named, walked, settings_hash, proof, memory=memory, changed=changed, keep=intact)
 
 
 def _packet_name(name: str) -> str:
@@ -215,7 +191,7 @@ def inputs_seen(
 
 def build(options: Options) -> Outcome:
     started, costs = time.perf_counter(), Costs()
-    out = real_output(options.out)
+    out = options.out.resolve() if options.out.is_symlink() else options.out  # a link: its target replaced
     try:
         return _build(options, out, costs, started)
     except Restart:
@@ -224,11 +200,10 @@ def build(options: Options) -> Outcome:
 
 def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome:
     cache = Cache.of(out)
-    step = time.perf_counter()
-    if not options.check:
-        clean_leftovers(out)
-    planned = plan(options, cache, out)
-    costs.step("plan", step)
+    with costs.timed("plan"):
+        if not options.check:
+            clean_leftovers(out)
+        planned = plan(options, cache, out)
     if planned.noop and planned.proof is not None:
         if planned.refreshed:
             cache.keep(planned.proof)
@@ -236,34 +211,32 @@ def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome
         message = f"{options.out} is up to date: inputs and files unchanged ({elapsed:.2f} s)"
         return Outcome(message, planned.proof.warnings, costs=costs)
     # the models, the views and Jinja, imported only once there is work: a no-op never pays for them
-    from builder.assemble import assemble, compiled, sha256
+    from builder.assemble import assemble
     from builder.manifest import packets_in_site, read_manifest
+    from builder.render import make_environment
 
-    env = compiled(options.templates)
+    env = make_environment(options.templates)
     if options.check:
         with tempfile.TemporaryDirectory(prefix="catalog-check-") as scratch:
-            loaded, manifest = assemble(options, planned, Path(scratch), False, env, costs)
-        built = {**manifest.files, routes.BUILD_MANIFEST: sha256(manifest.to_bytes())}
-        present = {relative: file_sha256(out / relative) for relative in _files_in(out)}
-        stale = differences(built, out, present)
+            loaded, manifest = assemble(options, planned, Path(scratch), env, costs)
+        built = {**manifest.files, routes.BUILD_MANIFEST: hashlib.sha256(manifest.to_bytes()).hexdigest()}
+        stale = differences(built, out)
         return Outcome(f"{options.out} is up to date ({len(built)} files)", tuple(manifest.warnings), stale, costs)
     check_output_folder(options.out, [options.data, options.packets, options.templates, Path.cwd()])
-    with staging(out, cache.spare) as (folder, _):
+    with staging(out, cache.spare) as folder:
         kept = _keep(folder, planned.keep, out)
-        loaded, manifest = assemble(options, planned, folder, True, env, costs)
+        loaded, manifest = assemble(options, planned, folder, env, costs)
         if options.strict and manifest.warnings:
             return Outcome("", tuple(manifest.warnings), costs=costs)
-        step = time.perf_counter()
-        _prune(folder, kept, manifest)
-        _refuse_changed(options, folder, loaded, kept, manifest, out)
-        current = read_manifest(out)
-        _refuse_shrink(options, manifest.packets, packets_in_site(out, current))
-        _write(folder / routes.BUILD_MANIFEST, manifest.to_bytes())  # never through the site's own
-        publish(folder, out, cache.spare)
-        costs.step("publish", step)
-    step = time.perf_counter()
-    remember(cache, planned, loaded, manifest, out)
-    costs.step("remember", step)
+        with costs.timed("publish"):
+            _prune(folder, kept, manifest)
+            _refuse_changed(options, folder, loaded, kept, manifest, out)
+            current = read_manifest(out)
+            _refuse_shrink(options, manifest.packets, packets_in_site(out, current))
+            _write(folder / routes.BUILD_MANIFEST, manifest.to_bytes())  # never through the site's own
+            publish(folder, out, cache.spare)
+    with costs.timed("remember"):
+        remember(cache, planned, loaded, manifest, out)
     elapsed = time.perf_counter() - started
     before = current.files if current is not None else {}
     changed = sum(1 for path, sha in manifest.files.items() if before.get(path) != sha)
@@ -311,8 +284,7 @@ def _moved(was: Linked, path: str) -> bool:
         now = linked_stat(os.lstat(path))
     except OSError:
         return True
-    mode, size, mtime, _, inode, links = was
-    return now != was and not (now[:3] + now[4:5] == (mode, size, mtime, inode) and now[5] != links)
+    return now != was and not (now[:3] + now[4:5] == was[:3] + was[4:5] and now[5] != was[5])
 
 
 def _refuse_changed(
@@ -356,8 +328,9 @@ def remember(cache: Cache, planned: Plan, loaded: Loaded, manifest: Manifest, ou
     inode are). A linked packet's is its site file's, the same inode, so the 40,000 packets are
     not stat'ed twice (0.2 s at 1000 x 20). The racy window is waited out, so that none is taken
     as changed next time."""
-    site = site_stats(out, site_entries([*manifest.files, routes.BUILD_MANIFEST]))
-    if site is None:  # a file of it went while it was published: the next build builds whole
+    entries = site_entries([*manifest.files, routes.BUILD_MANIFEST])
+    site = site_stats(out, entries)
+    if len(site) < len(entries):  # a file of it went while it was published: the next build builds whole
         return
     seen_now = inputs_seen(planned.named, planned.walked, planned.proof, loaded.reads)
     now: dict[str, Stat] = {}
@@ -381,9 +354,3 @@ def remember(cache: Cache, planned: Plan, loaded: Loaded, manifest: Manifest, ou
         Proof(planned.settings, seen_now, site, tuple(manifest.warnings)),
         Memory(manifest, loaded.listing, loaded.families),
     )
-
-
-def _files_in(out: Path) -> list[str]:
-    if not out.is_dir():
-        return []
-    return sorted(Path(root, name).relative_to(out).as_posix() for root, _, names in os.walk(out) for name in names)

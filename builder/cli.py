@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 from builder import TEMPLATES
@@ -55,19 +56,8 @@ def run(argv: list[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
     from builder.build import Options, build  # after parsing: --help needs no model imported
 
-    options = Options(
-        arguments.data,
-        arguments.packets,
-        arguments.out,
-        arguments.templates,
-        arguments.base_url,
-        arguments.check,
-        arguments.strict,
-        arguments.allow_unsigned,
-        arguments.host_key,
-        arguments.full,
-        arguments.allow_shrink,
-    )
+    # each option is the flag of its name
+    options = Options(**{field.name: getattr(arguments, field.name) for field in fields(Options)})
     outcome = build(options)
     failed = report(list(outcome.warnings), options.strict)  # every warning is counted here, once
     if arguments.timings is not None:
@@ -78,8 +68,7 @@ def run(argv: list[str] | None = None) -> int:
         print(f"stale: {line}", file=sys.stderr)
     if outcome.stale:
         print(f"error: {options.out} is stale ({len(outcome.stale)} file(s)); run `make site`", file=sys.stderr)
-        return 1
-    if failed:
+    if outcome.stale or failed:
         return 1
     if outcome.message:
         print(outcome.message)

@@ -39,8 +39,5 @@ def packets_in_site(out: Path, manifest: Manifest | None) -> int:
     packet files it holds (a site without a manifest this build can read); 0 for no site."""
     if manifest is not None:
         return manifest.packets
-    else:
-        folder = out / routes.PACKETS_FOLDER
-        if not folder.is_dir():
-            return 0
-        return sum(1 for p in folder.glob("*.json") if routes.is_packet_json(f"{routes.PACKETS_FOLDER}/{p.name}"))
+    folder = out / routes.PACKETS_FOLDER
+    return sum(1 for p in folder.glob("*.json") if routes.is_packet_json(f"{routes.PACKETS_FOLDER}/{p.name}"))

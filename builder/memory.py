@@ -17,7 +17,7 @@ import os
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from catalog.errors import CatalogError
 from catalog.files import write_file
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 FORMAT = 4  # bump when Proof's or Memory's fields change: an older one is then a full build
 
 Stat = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
+Kept = TypeVar("Kept", "Proof", "Memory")
 
 
 def stat_of(st: os.stat_result) -> Stat:
@@ -103,13 +104,10 @@ class Cache:
     def spare(self) -> Path:
         return self.root / f"builder-spare-{self.key}"
 
-    def recall_proof(self) -> Proof | None:
-        found = _unpickled(self.proof)
-        return found if isinstance(found, Proof) and found.format == FORMAT else None
-
-    def recall_memory(self) -> Memory | None:
-        found = _unpickled(self.memory)
-        return found if isinstance(found, Memory) and found.format == FORMAT else None
+    def recall(self, kind: type[Kept]) -> Kept | None:
+        """The proof or the memory kept, when it is of this FORMAT."""
+        found = _unpickled(self.proof if kind is Proof else self.memory)
+        return found if isinstance(found, kind) and found.format == FORMAT else None
 
     def keep(self, proof: Proof, memory: Memory | None = None) -> None:
         """Each written whole or not at all (`memory` None: the one kept stays); a cache that

@@ -24,7 +24,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from builder import routes
+from builder.inputs import site_entries
 from catalog.errors import CatalogError
+from catalog.files import file_sha256
 
 NEW, OLD = ".new-", ".old-"  # sibling folders `.site.new-*` (being built) and `.site.old-*` (retired)
 AT_FDCWD = -100
@@ -64,21 +66,13 @@ class Targets:
         found = self._folders.get(folder)
         if found is None:
             parent, _, name = folder.rpartition("/")
-            found = self._folders[folder] = self._inside(self._folder(parent, relative) / name, relative)
+            found = self._folder(parent, relative) / name
+            if found.is_symlink():
+                found = found.resolve()
+                if not found.is_relative_to(self.base) or found == self.base:
+                    raise CatalogError(f"refusing to write {relative!r}: it resolves outside {self.base}")
+            self._folders[folder] = found
         return found
-
-    def _inside(self, path: Path, relative: str) -> Path:
-        if not path.is_symlink():
-            return path
-        target = path.resolve()
-        if not target.is_relative_to(self.base) or target == self.base:
-            raise CatalogError(f"refusing to write {relative!r}: it resolves outside {self.base}")
-        return target
-
-
-def safe_target(root: Path, relative: str) -> Path:
-    """The absolute path of `relative` under `root`; refuses anything that could escape it."""
-    return Targets(root).of(relative)
 
 
 def _blocking(folder: Path) -> Path:
@@ -148,45 +142,42 @@ def check_output_folder(out: Path, protected: Iterable[Path]) -> None:
         raise CatalogError(f"refusing to replace {out}: it is not empty and does not look like a built site")
 
 
-def real_output(out: Path) -> Path:
-    """The folder to replace: a link is followed (its target is replaced, the link kept)."""
-    return out.resolve() if out.is_symlink() else out
-
-
 # ---- the staging folder: new, or the spare taken ----
 
 
 @contextmanager
-def staging(out: Path, spare: Path | None = None) -> Iterator[tuple[Path, bool]]:
+def staging(out: Path, spare: Path) -> Iterator[Path]:
     """A folder beside `out` to assemble the new site in, locked while this build lives (so a
-    concurrent build's clean_leftovers spares it), and whether it is the spare taken from `spare`
-    (which goes back there if the build fails; a new folder is removed)."""
+    concurrent build's clean_leftovers spares it): the spare moved there, unless another build
+    holds it or it cannot move (another file system). A spare taken goes back if the build fails;
+    a new folder is removed."""
     folder = _made_beside(out, NEW)
-    fd = _taken(spare, folder) if spare is not None else None
+    fd = _locked(spare)
+    if fd is not None and not _moved(spare, folder):
+        os.close(fd)
+        fd = None
     taken = fd is not None
     if fd is None:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel however the process ends
     try:
-        yield folder, taken
+        yield folder
     except BaseException:
-        if not (taken and spare is not None and _moved(folder, spare)):
+        if not (taken and _moved(folder, spare)):
             shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
         os.close(fd)
 
 
-def _taken(spare: Path, folder: Path) -> int | None:
-    """The spare moved over `folder` (an empty folder beside the output) and its lock, unless
-    another build holds it or it cannot move there (another file system)."""
+def _locked(folder: Path) -> int | None:
+    """`folder` opened and locked; None when it cannot be opened or another build holds it."""
     try:
-        fd = os.open(spare, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.rename(spare, folder)
         return fd
     except OSError:
         os.close(fd)
@@ -197,7 +188,7 @@ def keep_only(folder: Path, kept: Mapping[str, tuple[str, int]]) -> None:
     """Make `folder` (the staging folder) hold exactly the `kept` files (relative path -> the
     current site's file and its inode), each that very inode, and the folders above them: a file
     that is another is removed and the site's linked there; everything else is removed."""
-    needed = {f for relative in kept for f in _folders_of(relative)}
+    needed = set(site_entries(list(kept))) - kept.keys()  # the folders above the kept files
     present: set[str] = set()
     stack = [""]
     while stack:
@@ -215,13 +206,6 @@ def keep_only(folder: Path, kept: Mapping[str, tuple[str, int]]) -> None:
     targets = Targets(folder)
     for relative in sorted(kept.keys() - present):
         os.link(kept[relative][0], targets.made(relative))
-
-
-def _folders_of(relative: str) -> Iterator[str]:
-    folder = relative.rpartition("/")[0]
-    while folder:
-        yield folder
-        folder = folder.rpartition("/")[0]
 
 
 def _made_beside(out: Path, infix: str) -> Path:
@@ -278,32 +262,15 @@ def _moved(folder: Path, to: Path) -> bool:
         return False
 
 
-def _abandoned(folder: Path) -> bool:
-    """True when no live build holds `folder` (the build that made it was killed)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 def clean_leftovers(out: Path) -> None:
     """Remove what a killed build left beside `out`: staging folders, and retired sites (one is
     put back first when `out` itself is missing: a build killed mid-swap without renameat2)."""
-    parent = out.parent
-    if not parent.is_dir():
-        return
-    for leftover in sorted(parent.glob(f".{glob.escape(out.name)}{OLD}*")) + sorted(
-        parent.glob(f".{glob.escape(out.name)}{NEW}*")
-    ):
-        if not _abandoned(leftover):
+    prefix = f".{glob.escape(out.name)}"  # a missing parent folder globs nothing
+    for leftover in [*sorted(out.parent.glob(prefix + OLD + "*")), *sorted(out.parent.glob(prefix + NEW + "*"))]:
+        fd = _locked(leftover)  # none: a live build holds it
+        if fd is None:
             continue
+        os.close(fd)
         if OLD in leftover.name and not os.path.lexists(out) and (leftover / routes.INDEX).is_file():
             os.rename(leftover, out)
         else:
@@ -346,9 +313,11 @@ def _swap(staging: Path, out: Path) -> bool:
     return True
 
 
-def differences(built: Mapping[str, str], out: Path, sha256_of: Mapping[str, str]) -> list[str]:
-    """One line per file that would change (`built`: relative path -> sha256; `sha256_of`: the
-    site's files' sha256 by relative path, every file of it): what `--check` reports."""
+def differences(built: Mapping[str, str], out: Path) -> list[str]:
+    """One line per file of the site in `out` that would change (`built`: relative path -> sha256):
+    what `--check` reports."""
+    found = [Path(root, name) for root, _, names in os.walk(out) for name in names]
+    sha256_of = {path.relative_to(out).as_posix(): file_sha256(path) for path in found}
     lines = []
     for relative in sorted(built):
         if relative not in sha256_of:

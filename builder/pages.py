@@ -52,10 +52,6 @@ class Page:
     description: str
     depends_on: frozenset[str] = frozenset()
 
-    @property
-    def kind(self) -> str:
-        return self.template.removesuffix(".html")
-
 
 class Written(NamedTuple):
     """A file a build wrote: its path in the site, its sha256, its kind and the CPU it cost."""
@@ -81,7 +77,7 @@ def render(page: Page, env: Environment, ctx: SiteContext, targets: Targets) -> 
             "canonical": ctx.absolute(page.path),
         },
     )
-    return write(targets, page.path, body, page.kind, started)
+    return write(targets, page.path, body, page.template.removesuffix(".html"), started)  # its kind
 
 
 def write(targets: Targets, path: str, body: bytes, kind: str, started: float) -> Written:

@@ -43,8 +43,8 @@ def url(context: Context, target: str) -> str:
 
 
 def make_environment(templates: Path = TEMPLATES) -> Environment:
-    """The templates, each compiled on first use (a build compiles them all before it forks, so
-    its workers inherit them compiled: builder/assemble.py)."""
+    """The templates, every one compiled here, before a build forks: each worker inherits them
+    compiled (builder/assemble.py)."""
     env = Environment(
         loader=FileSystemLoader(str(templates)),
         autoescape=True,
@@ -61,6 +61,8 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
     env.filters["defined"] = marked
     env.filters["term"] = term
     env.globals["state_meanings"] = STATE_MEANINGS
+    for template in env.list_templates(extensions=["html"]):
+        env.get_template(template)
     return env
 
 

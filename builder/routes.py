@@ -91,21 +91,17 @@ def filtered_index(name: str, value: str, page: int = 1) -> str:
     """The index pre-rendered with one filter set to one value (for readers without JavaScript),
     and its `page`th page of families when it has more than a page holds."""
     folder = value if _READABLE_VALUE.fullmatch(value) else "v-" + hashlib.sha256(value.encode()).hexdigest()[:10]
-    return f"{FILTER_FOLDER}/{name}/{folder}/{_paged(page)}"
+    return f"{FILTER_FOLDER}/{name}/{folder}/{index_page(page)}"
 
 
 def index_page(page: int) -> str:
-    """The index's `page`th page of families (the first is the index itself)."""
-    return _paged(page)
-
-
-def _paged(page: int) -> str:
-    """A page of a listing, beside the first: the same folder, so a list's links are the same."""
+    """The index's `page`th page of families (the first is the index itself); any listing's pages
+    are named so, beside its first: the same folder, so a list's links are the same."""
     return INDEX if page == 1 else f"index-{page}.html"
 
 
 def hardware_page(hardware_id: str, page: int = 1) -> str:
-    return f"hardware/{hardware_id}/{_paged(page)}"
+    return f"hardware/{hardware_id}/{index_page(page)}"
 
 
 def methodology_section(anchor: str) -> str:
@@ -118,14 +114,9 @@ def asset(relative: str) -> str:
     return f"{ASSETS_FOLDER}/{relative}"
 
 
-def relative_root(page_path: str) -> str:
-    """`models/x/index.html` -> `../../`: the prefix from a page back to the site root."""
-    return "../" * page_path.count("/")
-
-
 def relative(page_path: str, target: str) -> str:
     """`target` (a route) as the page at `page_path` links to it; external links and in-page
-    anchors pass through unchanged."""
+    anchors pass through unchanged. From `models/x/index.html` the site root is `../../`."""
     if target.startswith(_EXTERNAL):
         return target
-    return relative_root(page_path) + target
+    return "../" * page_path.count("/") + target

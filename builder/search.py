@@ -50,11 +50,8 @@ def search_files(cards: Iterable[FamilyCard]) -> dict[str, bytes]:
             writer.join()
         finally:
             service.kill()
-    return {f"{FOLDER}/{file['path']}": base64.b64decode(file["content"]) for file in sorted(files, key=_path)}
-
-
-def _path(file: dict[str, str]) -> str:
-    return file["path"]
+    files.sort(key=lambda file: file["path"])
+    return {f"{FOLDER}/{file['path']}": base64.b64decode(file["content"]) for file in files}
 
 
 def _record(card: FamilyCard) -> dict[str, Any]:

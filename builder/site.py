@@ -5,7 +5,6 @@ and every family's index card. Also the build date, which every page shows."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
 from functools import cache, partial
@@ -38,10 +37,6 @@ def build_date(recipes: Mapping[str, Recipe], created: list[datetime | None], en
     return max(dates, default=date(1970, 1, 1))
 
 
-def today(recipes: Mapping[str, Recipe], created: list[datetime | None]) -> date:
-    return build_date(recipes, created, os.environ)
-
-
 def family_pages(view: FamilyView, packets: list[Packet], ctx: SiteContext) -> list[Page]:
     """A family's page and each of its packets' pages: a packet page shows the packet and the
     packets reproducing it (its grade, its "reproduced by" links), which are of its family."""
@@ -66,9 +61,8 @@ def family_pages(view: FamilyView, packets: list[Packet], ctx: SiteContext) -> l
     ]
 
 
-def _view(make: object, *args: object) -> Context:
+def _view(make: Callable[..., object], *args: object) -> Context:
     """A page's view, made where the page is rendered, so its cost is the page's."""
-    assert callable(make)
     return {"view": make(*args)}
 
 
@@ -87,22 +81,15 @@ def site_pages(
                 path,
                 "index.html",
                 {"view": view},
-                "Choose a model" + (f" (page {view.pager.number})" if view.pager else ""),
-                "Honest LLM serving performance: every number from a sealed evidence packet.",
+                "Choose a model"
+                + (f": {view.chosen_words}" if view.chosen else "")
+                + (f" (page {view.pager.number})" if view.pager else ""),
+                f"Every model family with a result for {view.chosen_words}, each with its best matching result."
+                if view.chosen  # the index filtered on one value
+                else "Honest LLM serving performance: every number from a sealed evidence packet.",
                 every,
             )
-            for path, view in index_pages(index).items()
-        ],
-        *[
-            Page(
-                path,
-                "index.html",
-                {"view": view},
-                f"Choose a model: {view.chosen_words}" + (f" (page {view.pager.number})" if view.pager else ""),
-                f"Every model family with a result for {view.chosen_words}, each with its best matching result.",
-                every,
-            )
-            for path, view in filtered_index_views(index).items()
+            for path, view in (index_pages(index) | filtered_index_views(index)).items()
         ],
         Page(
             routes.METHODOLOGY,

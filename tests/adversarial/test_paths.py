@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from builder import cli as builder_cli
-from builder.output import check_output_folder, safe_target
+from builder.output import Targets, check_output_folder
 from catalog.errors import CatalogError, UserError
 from catalog.packets.canonical import canonical_json
 from catalog.store.repository import load_catalog
@@ -155,7 +155,7 @@ def test_runner_refuses_hostile_names(small_tree: Path, option: str, monkeypatch
 )
 def test_output_paths_outside_the_folder_are_refused(tmp_path: Path, relative: str, tally: Tally) -> None:
     with pytest.raises(CatalogError):
-        safe_target(tmp_path / "site", relative)
+        Targets(tmp_path / "site").of(relative)
     tally.add("paths", "output paths escaping the site folder", 1)
 
 

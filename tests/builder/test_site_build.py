@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 
 from builder import assemble, inputs, output
 from builder.cli import run
-from builder.output import Targets, check_output_folder, safe_target
+from builder.output import Targets, check_output_folder
 from catalog.errors import CatalogError
 from catalog.packets.layout import is_signature
 from tests.builder.counting import file_reads
@@ -182,7 +182,7 @@ def test_failure_while_writing_leaves_the_old_site(tmp_path, catalog, monkeypatc
 @pytest.mark.parametrize("bad", ["../escape.html", "/etc/passwd", "a/../../x", "a//b", "", ".", "a\\b"])
 def test_paths_outside_the_output_are_refused(tmp_path, bad):
     with pytest.raises(CatalogError):
-        safe_target(tmp_path / "site", bad)
+        Targets(tmp_path / "site").of(bad)
 
 
 def test_symlink_escape_is_refused(tmp_path):
@@ -191,7 +191,7 @@ def test_symlink_escape_is_refused(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (out / "link").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(CatalogError):
-        safe_target(out, "link/x.html")
+        Targets(out).of("link/x.html")
 
 
 def test_a_page_routed_out_of_the_site_is_refused_and_nothing_is_written_outside(tmp_path):
