@@ -232,7 +232,10 @@ def test_load_sweep_of_both_arms(campaign: Campaign) -> None:
             assert all(r.identical_to_oracle is not None for r in level.requests)
             assert all((r.first_divergence is None) == bool(r.identical_to_oracle) for r in level.requests)
             assert 0.0 <= level.goodput(sweep.slo) <= 1.0
-            assert level.itl_ms is not None and level.client_cpu_s > 0 and level.aggregate_tok_s > 0
+            # no gap between two arrivals at all only when the client read every response in one go (CI saw
+            # it at 2 req/s on a slow host): then the level has no ITL and is flagged, as above
+            assert level.itl_ms is not None or level.read_in_one_go == len(level.completed)
+            assert level.client_cpu_s > 0 and level.aggregate_tok_s > 0
             assert level.server is not None and level.server.peak_running is not None
             print(f"\n[e2e] {arm.id} load {level.label}: {level.identical}/{len(level.requests)} identical, "
                   f"lag p99 {level.lag.p99_ms:.1f} ms, goodput {level.goodput(sweep.slo):.0%}")  # fmt: skip
