@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from catalog.errors import CatalogError
 from catalog.files import write_file
+from catalog.model.arrays import AS_READ
 from catalog.model.packet import (
     SCHEMA_VERSION,
     Arm,
@@ -81,8 +82,10 @@ def parts_of(packet: Packet) -> PacketParts:
     return PacketParts.model_validate({**packet.model_dump(exclude={"schema_version", "state", "arms"}), "arms": arms})
 
 
-def packet_bytes(packet: Packet) -> bytes:
-    return canonical_json(packet.model_dump(mode="json")) + b"\n"
+def packet_bytes(packet: Packet, *, as_read: bool = False) -> bytes:
+    """The packet's canonical bytes. `as_read`: a packet just validated from the bytes being
+    checked, whose arrays are written back as the text they were read from (catalog/model/arrays.py)."""
+    return canonical_json(packet.model_dump(mode="json", context=AS_READ if as_read else None)) + b"\n"
 
 
 def made_from(source: Path, error: ValidationError) -> CatalogError:

@@ -112,7 +112,7 @@ def read_packet(
         check_size(path)
     data = read.data if read is not None else read_bytes(path)
     packet = _validated(data, path)
-    canonical = packet_bytes(packet)
+    canonical = packet_bytes(packet, as_read=True)
     if canonical != data:
         raise CatalogError(_first_difference(canonical, data), file=path)
     digest = sha256_hex(data)

@@ -5,9 +5,12 @@ are migrated only while their own seal holds."""
 
 from __future__ import annotations
 
+import binascii
+import copy
 import hashlib
 import itertools
 import json
+import pickle
 import shutil
 from array import array
 from datetime import UTC, datetime
@@ -22,8 +25,11 @@ from pydantic import TypeAdapter, ValidationError
 from catalog.checks.canaries import verdict
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.model.arrays import (
+    AS_READ,
     UINT32_MAX,
+    Decoded,
     UInt32Array,
+    decode_int64,
     decode_uint32,
     decreasing,
     encode_uint32,
@@ -361,6 +367,56 @@ def test_array_of_a_partial_integer_is_refused(text: str) -> None:
 def test_array_that_is_not_base64_is_refused() -> None:
     with pytest.raises(ValueError, match="is not base64"):
         decode_uint32("A")
+
+
+def _one_spelling(text: str) -> bool:
+    """The rule itself, by brute force: the text decodes, and encoding what it decodes to gives it back."""
+    try:
+        return binascii.b2a_base64(binascii.a2b_base64(text), newline=False).decode() == text
+    except binascii.Error:
+        return False
+
+
+# base64's alphabet, its padding, and what a hand edit adds: a line break, a space, the URL-safe letters
+_SPELLINGS = st.text(alphabet="AQgwBCDE/+9=\n -_", max_size=14)
+
+
+@settings(max_examples=examples(3000))
+@given(_SPELLINGS)
+def test_an_array_is_read_only_from_its_one_spelling(text: str) -> None:
+    """The reader keeps the text it decoded and writes it back unchanged (catalog/model/arrays.py),
+    so it must refuse every text but the canonical spelling: a set unused bit, a missing or extra
+    pad, a line break. Held to the brute-force rule over short texts, where every case lives."""
+    try:
+        values = decode_int64(text) if len(text) % 12 == 0 else decode_uint32(text)
+    except ValueError as refused:
+        assert not _one_spelling(text) or "whole number" in str(refused)
+        return
+    assert _one_spelling(text)
+    assert isinstance(values, Decoded) and values.text == text
+
+
+@pytest.mark.parametrize("text", ["AQAAAB==", "AQAAAA=", "AQAAAA", "AQAA\nAA==", "AQAAAA==\n", " AQAAAA=="])
+def test_an_array_spelled_otherwise_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="base64"):
+        decode_uint32(text)
+
+
+def test_an_array_read_is_written_back_as_its_text_only_where_just_read() -> None:
+    """The reader's canonical-bytes check writes an array back as the text it was read from
+    (`AS_READ`); anywhere else an array is encoded from its values, so one changed since it was
+    read is never written as its old text."""
+    values = decode_uint32("AQAAAAIAAAA=")
+    adapter = TypeAdapter(UInt32Array)
+    assert isinstance(values, Decoded) and values.text == "AQAAAAIAAAA="
+    values.text = "the text it was read from"  # only AS_READ can write this
+    assert adapter.dump_python(values, mode="json", context=AS_READ) == "the text it was read from"
+    assert adapter.dump_python(values, mode="json") == "AQAAAAIAAAA="
+    values[0] = 3
+    assert adapter.dump_python(values, mode="json") == "AwAAAAIAAAA="
+    for copied in (pickle.loads(pickle.dumps(values)), copy.copy(values), copy.deepcopy(values)):
+        assert type(copied) is array and list(copied) == [3, 2]
+        assert adapter.dump_python(copied, mode="json", context=AS_READ) == "AwAAAAIAAAA="
 
 
 @pytest.mark.parametrize("value", [[1, 2, 3], (1, 2), 7, None, b"AQAAAA==", array("i", [1]), array("B", [1])])
