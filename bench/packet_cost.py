@@ -121,7 +121,7 @@ def _stages(path: Path, packet: Any, keys: Any, reference: Any) -> dict[str, Cal
     digest, now, made_on = sha256_hex(data), datetime.now(UTC), signed_day(packet)
     return {
         "stage validation": lambda: Packet.model_validate_json(data, strict=True),
-        "stage canonical": lambda: packet_bytes(packet) == data,
+        "stage canonical": lambda: packet_bytes(packet, as_read=True) == data,
         "stage sha256": lambda: sha256_hex(data),
         "stage signature": lambda: verify_packet_signature(
             envelope, digest, path.name, keys, role="measurer", file=signature_path(path), made_on=made_on
