@@ -236,6 +236,23 @@ def test_one_token_id_changed(tree: Path) -> None:
     assert (error.file, error.field) == (str(path), "id")
 
 
+def test_a_token_array_spelled_with_a_line_break_is_refused_naming_it(tree: Path) -> None:
+    """An array has one spelling. Base64 with a line break in it decodes to the same integers (a
+    lenient decoder skips it); the reader, which writes an array back as the text it read, refuses
+    that spelling itself and names the array, before the digest could give the edit away.
+    (A set unused bit, the other same-integers spelling, is refused alike: test_packet_format.py.)"""
+    path = put(tree, measured())
+
+    def misspell(d: dict[str, Any]) -> None:
+        row = d["arms"][1]["servers"][0]["rows"][5]
+        row["token_ids"] = row["token_ids"][:76] + "\n" + row["token_ids"][76:]
+
+    edit_packet(path, misspell)
+    error = only_problem(tree)
+    assert (error.file, error.field) == (str(path), "arms[1].servers[0].rows[5].token_ids"), str(error)
+    assert "is not base64" in error.message
+
+
 def test_a_hash_stored_inside_the_file_is_refused(tree: Path) -> None:
     # the digest is a fact about the bytes, never a field a file could claim
     path = put(tree, measured(spec=False))
