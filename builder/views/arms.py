@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -228,10 +229,11 @@ def divergence_profile(arm: Arm, gate: GateResult) -> str | None:
     return text
 
 
-def arm_view(arm: Arm, packet: Packet, shown: ShownCommand | None = None) -> ArmView:
-    """`shown`: the command the site shows for this arm (catalog/recipes/shown.py): the recorded one,
-    or for an arm that recorded none (an imported result) the closest command this catalog
-    composes, shown with every fact in which it differs from what the source measured."""
+def arm_view(arm: Arm, packet: Packet, closest: Callable[[], ShownCommand | None] | None = None) -> ArmView:
+    """`closest`: makes the command the site shows for an arm that recorded none (an imported
+    result, catalog/recipes/shown.py): the closest command this catalog composes, shown with every
+    fact in which it differs from what the source measured. Asked only for such an arm: the command
+    of an arm that recorded its own is written from the packet, below."""
     shows_speed = arm.state.has_speed
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(arm.config.env.items()))
     command, docker, differences = None, None, []
@@ -246,7 +248,7 @@ def arm_view(arm: Arm, packet: Packet, shown: ShownCommand | None = None) -> Arm
     elif arm.config.argv:
         command = multiline(arm.config.argv, arm.config.env)
         label = "As the servers ran it."
-    elif shown is not None:
+    elif closest is not None and (shown := closest()) is not None:
         command, docker = shown.local, shown.docker
         env = env or " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.env)
         origin = f"the overlay configuration {shown.configuration}" if shown.configuration else "the recipe's defaults"
