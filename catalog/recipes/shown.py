@@ -80,6 +80,13 @@ def _line(tokens: Sequence[str]) -> str:
 def multiline(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
     """A command one flag per line (`\\` continuations), its variables first: the same tokens a
     shell reads from `shlex.join(argv)`, laid out to be read."""
+    return _multiline(tuple(argv), tuple(sorted((env or {}).items())))
+
+
+@lru_cache(maxsize=256)
+def _multiline(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> str:
+    """Laid out once per command: the packets of a campaign recorded the same commands, and a
+    packet page shows four (~10 us each laid out, ~0.04 ms a page)."""
     run = DockerRun.parse(argv)
     if run is not None:
         lines = [_line(run.head), *(f"  {_line(g)}" for g in flag_groups(run.options)), f"  {_line([run.image])}"]
@@ -94,7 +101,7 @@ def multiline(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
             head += rest[:2]
             rest = rest[2:]
         lines = [_line(head), *(f"  {_line(g)}" for g in flag_groups(rest))]
-    variables = [f"{name}={shlex.quote(value)} \\" for name, value in sorted((env or {}).items())]
+    variables = [f"{name}={shlex.quote(value)} \\" for name, value in env]
     return "\n".join([*variables, " \\\n".join(lines)])
 
 
