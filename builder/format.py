@@ -66,8 +66,8 @@ def _escaped(text: str) -> str:
 
 def grouped(text: str) -> str:
     """`262144` -> `262,144`, `-10594.25` -> `-10,594.25`; four digits and fewer stay as they are."""
-    dot = text.find(".")
-    if (dot if dot >= 0 else len(text)) <= 4:  # the usual number: at most four characters before any dot
+    point = text.find(".")
+    if (point if point >= 0 else len(text)) <= 4:  # the usual number: at most four characters before any dot
         return text
     sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
     whole, dot, fraction = digits.partition(".")
