@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
-from markupsafe import Markup, escape
+from markupsafe import escape
 
 from catalog.numbers import fmt as fmt  # re-exported: the site and its tests format through here
 from catalog.numbers import rounded
@@ -66,6 +66,9 @@ def _escaped(text: str) -> str:
 
 def grouped(text: str) -> str:
     """`262144` -> `262,144`, `-10594.25` -> `-10,594.25`; four digits and fewer stay as they are."""
+    point = text.find(".")
+    if (point if point >= 0 else len(text)) <= 4:  # the usual number: at most four characters before any dot
+        return text
     sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
     whole, dot, fraction = digits.partition(".")
     if len(whole) <= 4 or not whole.isdigit():
@@ -77,18 +80,18 @@ def num(value: float | int | Decimal, places: int = 2, unit: str = "") -> Num:
     return Num(_text(value, places), unit)
 
 
-def num_markup(value: float | int | Decimal, places: int = 2, unit: str = "") -> Markup:
-    """`num(value, places, unit)` as a page writes it, for a view that formats a table's cells once
-    (per-prompt rows: thousands a page), so the template passes each through as it is."""
+def num_html(value: float | int | Decimal, places: int = 2, unit: str = "") -> str:
+    """`num(value, places, unit)` as a page writes it, escaped HTML, for a view that formats a
+    table's cells once (per-prompt rows: hundreds a page), so the template writes each as it is."""
     if places == 0 and type(value) is int and not unit:
-        return _count_markup(value)
-    return Markup(_number_html(_text(value, places), unit))  # noqa: S704 - escaped in _number_html
+        return _count_html(value)
+    return _number_html(_text(value, places), unit)
 
 
 @lru_cache(maxsize=4096)
-def _count_markup(count: int) -> Markup:
-    """A count's markup: counts recur on every packet page (a suite's prompt lengths, max_tokens)."""
-    return Markup(_number_html(str(count), ""))  # noqa: S704 - escaped in _number_html
+def _count_html(count: int) -> str:
+    """A count's HTML: counts recur on every packet page (a suite's prompt lengths, max_tokens)."""
+    return _number_html(str(count), "")
 
 
 def _text(value: float | int | Decimal, places: int) -> str:

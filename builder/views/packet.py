@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from builder import routes
 from builder.format import num
@@ -259,7 +260,7 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
         weight_files=[Fact(f.name, num(f.bytes, 0, "bytes"), f.sha256) for f in packet.identity.model.weight_files],
         energy=setup_facts(packet),
         workload=_workload(packet, ctx),
-        arms=[arm_view(a, packet, _shown(packet, a, ctx)) for a in packet.arms],
+        arms=[arm_view(a, packet, partial(_shown, packet, a, ctx)) for a in packet.arms],
         ladders=ladder_views(packet),
         load=[
             sweep_view(packet, ladder, ctx.catalog.hardware.get(packet.identity.host.hardware), recipe)
