@@ -108,11 +108,9 @@ class CopyIndex:
 
     def __init__(self) -> None:
         self._count = 0
-        # (prompt, n, W bucket at n/4) -> (server, W buckets at all three points) of each indexed row
-        self._by_line: dict[tuple[str, int, int], list[tuple[int, _Buckets]]] = {}
-        # (prompt, n) -> the d/E at n/4 of each indexed row, sorted, and beside each its (server, d/E at
-        # all three points); rows with E = 0 left out
-        self._by_fraction: dict[tuple[str, int], tuple[list[float], list[tuple[int, _Fractions]]]] = {}
+        # (prompt, n) -> its indexed rows: by W bucket at n/4, (server, W buckets at all three points);
+        # and their d/E at n/4, sorted, beside each its (server, d/E at all three points), E = 0 left out
+        self._slots: dict[tuple[str, int], _Slot] = {}
 
     def add(self, server: ServerRun, points: list[RowPoints] | None = None) -> int:
         """Index a server (the rows `first_copy` compares against: one per prompt, the last); its
@@ -123,9 +121,9 @@ class CopyIndex:
         for prompt, n, _, buckets, fractions in last.values():
             if buckets is None:
                 continue
-            self._by_line.setdefault((prompt, n, buckets[0]), []).append((number, buckets))
+            lines, keys, rows = self._slots.get((prompt, n)) or self._slots.setdefault((prompt, n), ({}, [], []))
+            lines.setdefault(buckets[0], []).append((number, buckets))
             if fractions is not None:
-                keys, rows = self._by_fraction.setdefault((prompt, n), ([], []))
                 at = bisect_right(keys, fractions[0])  # after its equals: numbers ascending among them
                 keys.insert(at, fractions[0])
                 rows.insert(at, (number, fractions))
@@ -134,27 +132,27 @@ class CopyIndex:
     def suspects(self, server: ServerRun, points: list[RowPoints] | None = None) -> list[int]:
         """The numbers of the indexed servers `server` could copy, ascending: every one it copies."""
         found: set[int] = set()
-        by_line, by_fraction = self._by_line, self._by_fraction
+        slots = self._slots
         for prompt, n, span, buckets, fractions in row_points(server) if points is None else points:
-            if buckets is None:
+            slot = slots.get((prompt, n)) if buckets is not None else None
+            if slot is None or buckets is None:
                 continue
+            lines, keys, rows = slot
             key0, key1, key2 = buckets
             for bucket in (key0 - 1, key0, key0 + 1):
-                for number, (_, b1, b2) in by_line.get((prompt, n, bucket), ()):
+                for number, (_, b1, b2) in lines.get(bucket, ()):
                     if -1 <= b1 - key1 <= 1 and -1 <= b2 - key2 <= 1:
                         found.add(number)
-            indexed = by_fraction.get((prompt, n)) if fractions is not None else None
-            if indexed is not None and fractions is not None:
-                found.update(_near_fraction(indexed, span, fractions))
+            if fractions is not None and keys:
+                found.update(_near_fraction(keys, rows, span, fractions))
         return sorted(found)
 
 
 def _near_fraction(
-    indexed: tuple[list[float], list[tuple[int, _Fractions]]], span: int, fractions: _Fractions
+    keys: list[float], rows: list[tuple[int, _Fractions]], span: int, fractions: _Fractions
 ) -> list[int]:
     """The indexed rows within reach of a row's d/E at all three points: looked up at the first,
     compared at the other two (the bounds inclusive, as computed)."""
-    keys, rows = indexed
     scale = 3 / abs(span)
     f0, f1, f2 = fractions
     width = scale + (abs(f0) + 4) * 2.0**-40
@@ -169,6 +167,7 @@ def _near_fraction(
 
 _Buckets = tuple[int, int, int]
 _Fractions = tuple[float, float, float]
+_Slot = tuple[dict[int, list[tuple[int, _Buckets]]], list[float], list[tuple[int, _Fractions]]]
 RowPoints = tuple[str, int, int, _Buckets | None, _Fractions | None]
 """A row's prompt, length n, span E, and its W buckets and d/E at the points `CopyIndex` tests
 (None for a row too short to be a copy; d/E None for a flat row, E = 0)."""
