@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-from collections.abc import Callable, Mapping
-from json.encoder import encode_basestring
+from collections.abc import Mapping
 from typing import Any
 
 from markupsafe import Markup
@@ -41,111 +39,17 @@ def jsonable(value: Any) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    """`reference_dumps(jsonable(value))`, the same bytes (tests/builder/test_api.py holds them to it)."""
-    return (_encoded(value) + "\n").encode("utf-8")
-
-
-def reference_dumps(value: Any) -> bytes:
-    """What the API files are: json.dumps, keys sorted, one space a level, UTF-8, no NaN."""
     return (json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
 def family_api(view: FamilyView, build_date: str) -> bytes:
-    return dumps({"api_version": API_VERSION, "build_date": build_date, "family": view})
+    return dumps({"api_version": API_VERSION, "build_date": build_date, "family": jsonable(view)})
 
 
 def models_entry(card: FamilyCard) -> str:
     """A family's entry of the models API, made once with its view (builder/assemble.py): as
     `dumps` writes it at the top level."""
-    return _encoded(card)
-
-
-def _encoded(value: Any) -> str:
-    """`jsonable` and json.dumps(indent=1) in one walk of the view, its pieces joined once: json's
-    pure-Python encoder (the C one cannot indent) took a family page's API file 2.0 ms, after
-    1.0 ms of `jsonable`; this takes both 1.4 ms (100 x 20 catalog). Each value is written as json writes what
-    `jsonable` makes of it: strings by json's own encode_basestring, numbers by their repr."""
-    parts: list[str] = []
-    _encode(value, parts, "\n")
-    return "".join(parts)
-
-
-def _encode(value: Any, parts: list[str], newline: str) -> None:
-    kind = type(value)
-    if kind in _LEAVES:
-        parts.append(_LEAVES[kind](value))
-    elif isinstance(value, Num):
-        _encode(value.value, parts, newline)
-    elif isinstance(value, Markup):
-        parts.append(encode_basestring(str(value)))
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        _object([(name, getattr(value, name)) for name in _names(kind)], parts, newline)
-    elif isinstance(value, dict):
-        _object(sorted({str(k): v for k, v in value.items()}.items(), key=_first), parts, newline)
-    elif isinstance(value, list | tuple):
-        _array(value, parts, newline)
-    else:
-        parts.append(json.dumps(value, ensure_ascii=False, allow_nan=False))  # a str, int or float subclass
-
-
-def _names(kind: type) -> list[str]:
-    """A dataclass's fields as the API writes them: sorted, the omitted left out; made once a class
-    (a family page's view has some 2,000 dataclasses of 40 classes: 0.3 ms)."""
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = sorted(f.name for f in dataclasses.fields(kind) if f.name not in OMIT)
-    return names
-
-
-_FIELDS: dict[type, list[str]] = {}
-
-
-def _first(item: tuple[str, Any]) -> str:
-    return item[0]
-
-
-def _object(items: list[tuple[str, Any]], parts: list[str], newline: str) -> None:
-    if not items:
-        parts.append("{}")
-        return
-    inner = newline + " "
-    separator = "," + inner
-    opening = "{" + inner
-    for key, item in items:
-        parts.append(opening)
-        opening = separator
-        parts.append(encode_basestring(key))
-        parts.append(": ")
-        leaf = _LEAVES.get(type(item))
-        if leaf is not None:
-            parts.append(leaf(item))
-        else:
-            _encode(item, parts, inner)
-    parts.append(newline + "}")
-
-
-def _array(values: list[Any] | tuple[Any, ...], parts: list[str], newline: str) -> None:
-    if not values:
-        parts.append("[]")
-        return
-    inner = newline + " "
-    separator = "," + inner
-    opening = "[" + inner
-    for item in values:
-        parts.append(opening)
-        opening = separator
-        leaf = _LEAVES.get(type(item))
-        if leaf is not None:
-            parts.append(leaf(item))
-        else:
-            _encode(item, parts, inner)
-    parts.append(newline + "]")
-
-
-def _float(value: float) -> str:
-    if value != value or value in (math.inf, -math.inf):
-        raise ValueError("Out of range float values are not JSON compliant: " + repr(value))
-    return float.__repr__(value)
+    return json.dumps(jsonable(card), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
 
 
 def models_api(view: IndexView, build_date: str, entries: Mapping[str, str | None] | None = None) -> bytes:
@@ -159,13 +63,3 @@ def models_api(view: IndexView, build_date: str, entries: Mapping[str, str | Non
     before, null, after = head.rpartition('"models": null')  # the last key: nothing after it holds it
     assert null, "the models key is where dumps writes it"
     return (before + '"models": ' + models + after).encode("utf-8")
-
-
-# the values `jsonable` passes as they are (builder/api.py _PLAIN), written as json writes them
-_LEAVES: dict[type, Callable[[Any], str]] = {
-    str: encode_basestring,
-    float: _float,
-    int: int.__repr__,
-    bool: lambda value: "true" if value else "false",
-    type(None): lambda _: "null",
-}
