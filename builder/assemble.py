@@ -17,7 +17,7 @@ from pathlib import Path
 from jinja2 import Environment
 
 from builder import routes
-from builder.api import family_api, models_api, models_entry
+from builder.api import family_api, models_api
 from builder.build import Costs, Linked, Options, Plan, Restart, inputs_seen, linked_stat
 from builder.inputs import digests
 from builder.manifest import Manifest
@@ -118,7 +118,7 @@ def family(shared: Shared, job: tuple[str, list[str]]) -> FamilyDone:
     view, card = said.view, family_card(said.view, data.hardware)
     api = write(targets, routes.family_api(slug), family_api(view, shared.date.isoformat()), "api", started)
     evidence = recipe_evidence(ctx, slug)  # the recipe page's, made while the packets are held
-    made = FamilyMade(card, view.quantizations, models_entry(card), list(said.warnings), tuple(sorted(held)), evidence)
+    made = FamilyMade(card, view.quantizations, list(said.warnings), tuple(sorted(held)), evidence)
     changed = shared.changed
     if changed is not None:  # a packet page shows the packets reproducing it
         changed = changed | {
@@ -333,8 +333,7 @@ def render_site(
     every = [p.path for p in found]
     every += [routes.family_page(s) for s in loaded.families] + [routes.packet_page(i) for i in loaded.listing]
     stamp, started = loaded.date.isoformat(), time.process_time()
-    entries = {slug: made.models_entry for slug, made in loaded.families.items()}
-    files = {routes.MODELS_API: models_api(index, stamp, entries)}
+    files = {routes.MODELS_API: models_api(index, stamp)}
     files[routes.SITEMAP] = sitemap([p for p in every if p != routes.NOT_FOUND], ctx)
     files |= search_files(made.card for made in loaded.families.values())
     if loaded.changed is None:  # an incremental build keeps the assets: the templates are the same

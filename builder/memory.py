@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from builder.views.recipe import RecipeEvidence
     from catalog.store.listing import Listed
 
-FORMAT = 4  # bump when Proof's or Memory's fields change: an older one is then a full build
+FORMAT = 5  # bump when Proof's or Memory's fields change: an older one is then a full build
 
 Stat = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
 Kept = TypeVar("Kept", "Proof", "Memory")
@@ -50,13 +50,12 @@ class FileSeen(NamedTuple):
 
 @dataclass(frozen=True)
 class FamilyMade:
-    """A family as the site shows it beyond its own pages: its index card, the quantizations it
-    names, its entry of the models API, the warnings its view gave, its packets, and what its
+    """A family as the site shows it beyond its own pages: its index card (its entry of the
+    models API too), the quantizations it names, the warnings its view gave, its packets, and what its
     recipe page shows of them (energy costs, command differences)."""
 
     card: FamilyCard
     quantizations: list[str]
-    models_entry: str
     warnings: list[str]
     packets: tuple[str, ...]
     recipe_evidence: RecipeEvidence
