@@ -9,7 +9,10 @@ assets such as the Plotly bundle cached). Charts draw only when scrolled near, s
 scrolls to the first chart as soon as the document is parsed, then to each next one once the one
 before is drawn (on the old page, which drew every chart at once, scrolling changed nothing).
 
-Targets: the first chart drawn under 500 ms cold; the family page's transfer, cold, with every
+Targets (issue 30): the chart's numbers table painted with the page, in the place the chart will
+take, and no layout shift when the chart replaces it (the Layout Instability API's `layout-shift`
+entries, summed over the load: 0); the first chart drawn under 1 s cold on an idle machine (the
+table is what a reader sees until then). And the family page's transfer, cold, with every
 script and every chart drawn, under 600 KB as a static host sends it (gzip: the loopback server
 sends raw bytes, so the figure is the gzip size of every fetched file; the raw total is in the
 details); the HTML of every page of the site under 100 KB.
@@ -32,12 +35,27 @@ from bench.common import OUT, REPO, Log
 from bench.results import Benchmark, Figure
 from testkit.local_browser import CHROMIUM, CHROMIUM_ARGS, chromium, serve_folder
 
-FIRST_MS, TRANSFER_KB, HTML_KB = 500.0, 600.0, 100.0
+FIRST_MS, TRANSFER_KB, HTML_KB = 1000.0, 600.0, 100.0
 HEIGHT_PX = 5000.0
 HEIGHT_PAGE = "models/qwen3.5-9b/index.html"
 REPOSITORY_SITE = OUT / "site-repository"
 FIRST_DRAWN = "() => document.querySelector('[data-chart].js-plotly-plot .main-svg') !== null"
 SCROLL_FIRST = "() => document.querySelector('figure.chart').scrollIntoView()"
+# the first frame after the first chart is scrolled into view: its table laid out in the chart's place?
+TABLE_PAINTED = """() => new Promise(resolve => requestAnimationFrame(() => {
+  const figure = document.querySelector('figure.chart');
+  const table = figure.querySelector('.chart-table[open] > .scroll');
+  resolve({ms: performance.now(), table: !!table && table.getBoundingClientRect().height > 0,
+           drawn: !!figure.querySelector('.js-plotly-plot')});
+}))"""
+# every layout shift not caused by input, from the first paint (https://wicg.github.io/layout-instability/)
+# (a page loaded again adds the script again: the first to run in a document observes)
+SHIFTS = """if (!window.benchShifts) {
+  window.benchShifts = [];
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) { if (!e.hadRecentInput) { window.benchShifts.push(e.value); } }
+  }).observe({type: 'layout-shift', buffered: true});
+}"""
 ALL_DRAWN = """() => {
   const charts = [...document.querySelectorAll('[data-chart]')];
   return charts.length > 0 && charts.every(n => n.classList.contains('js-plotly-plot') && n.querySelector('.main-svg'));
@@ -45,8 +63,10 @@ ALL_DRAWN = """() => {
 
 
 def _load(page: Any, url: str) -> dict[str, float]:
+    page.add_init_script(SHIFTS)
     page.goto(url, wait_until="domcontentloaded")
     page.evaluate(SCROLL_FIRST)
+    table = page.evaluate(TABLE_PAINTED)
     page.wait_for_function(FIRST_DRAWN, timeout=60_000, polling="raf")
     first = float(page.evaluate("performance.now()"))
     for figure in page.query_selector_all("figure.chart"):  # each chart draws when scrolled near
@@ -59,7 +79,11 @@ def _load(page: Any, url: str) -> dict[str, float]:
         " return {dcl: n.domContentLoadedEventEnd, load: n.loadEventEnd, bytes: n.transferSize}; })()"
     )
     charts = int(page.evaluate("document.querySelectorAll('[data-chart]').length"))
+    page.wait_for_timeout(100)  # layout-shift entries arrive after the frame that shifted
     return {
+        "table_painted_ms": table["ms"],
+        "table_in_place": bool(table["table"] and not table["drawn"]),
+        "layout_shift": float(sum(page.evaluate("window.benchShifts"))),
         "first_chart_ms": first,
         "charts_drawn_ms": drawn,
         "dom_content_loaded_ms": timing["dcl"],
@@ -159,6 +183,9 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
             warm.append(_load(page, base_url + target))
         context.close()
     first_ms = median(r["first_chart_ms"] for r in cold)
+    table_ms = median(r["table_painted_ms"] for r in cold)
+    in_place = all(r["table_in_place"] for r in cold)
+    shift = max(r["layout_shift"] for r in [*cold, *warm])
     biggest, biggest_kb = largest_html(BROWSER_SITE)
     cold_ms = median(r["charts_drawn_ms"] for r in cold)
     warm_ms = median(r["charts_drawn_ms"] for r in warm)
@@ -170,6 +197,26 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
             group="browser",
             title=f"Model page in headless Chromium until every chart is drawn ({cold[0]['charts']} charts)",
             figures=[
+                Figure(
+                    name="first chart's numbers table painted, cold cache",
+                    unit="ms",
+                    ours=table_ms,
+                    better="lower",
+                    target="painted with the page, in the chart's place",
+                    met=in_place,
+                    note="median of fresh contexts: the first frame after it is scrolled into view at DOMContentLoaded;"
+                    f" {'in every load' if in_place else 'NOT in every load'} the table filled the chart's place and"
+                    " the chart had not drawn",
+                ),
+                Figure(
+                    name="layout shift while the charts replace their tables",
+                    unit="CLS",
+                    ours=shift,
+                    better="lower",
+                    target="0 (nothing moves)",
+                    met=shift == 0.0,
+                    note="the largest sum of layout-shift entries over one load, cold or warm, until every chart drew",
+                ),
                 Figure(
                     name="first chart drawn, cold cache",
                     unit="ms",

@@ -91,6 +91,10 @@ class Chart:
     # the in-page anchor of a table that already holds every number this chart draws (a load sweep's
     # per-level tables): the page links there instead of repeating them under the chart
     numbers_at: str | None = None
+    # the heights the figure's layout draws at (px): wide, and on a phone; the page reserves them
+    # before the chart draws, so drawing it moves nothing (assets/charts.js, style.css)
+    height: int = WIDE_HEIGHT
+    phone_height: int = CHART_HEIGHT
 
     @property
     def empty(self) -> bool:
@@ -365,6 +369,8 @@ def chart(
         rows=[_row(p) for p in sorted(points, key=lambda p: (p.series, p.x))],
         notes=notes,
         drawn=(x_title, y_title, *drawn),
+        height=figure["layout"]["height"],
+        phone_height=figure["layout"]["meta"]["phone_height"],
     )
 
 

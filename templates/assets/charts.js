@@ -1,7 +1,9 @@
 /* Draw each chart from its embedded Plotly JSON (built in Python) when it comes near the viewport.
    The Plotly bundle (the script tag's data-plotly) is fetched only then, once. Until a chart is
-   drawn its numbers table stays open in its place (that is also the page without JavaScript);
-   once drawn, the table collapses under the chart. If the bundle cannot load, the tables stay. */
+   drawn its numbers table stays open in the chart's place (without JavaScript the table stands
+   whole); the page holds the height the chart draws at (style.css), and the chart takes the
+   table's place in one step, the table collapsing above it, so nothing else on the page moves.
+   If the bundle cannot load, the tables stay. */
 (function () {
   "use strict";
   var tag = document.currentScript;
@@ -12,6 +14,8 @@
     displaylogo: false,
     modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"]
   };
+  // style.css holds each chart's height only where the browser tells scripts from none
+  var RESERVED = !!(window.matchMedia && window.matchMedia("(scripting: enabled)").matches);
 
   function plotly() {
     if (window.Plotly) { return Promise.resolve(window.Plotly); }
@@ -47,17 +51,20 @@
     var source = document.getElementById("chart-data-" + node.getAttribute("data-chart"));
     if (!source || node.getAttribute("data-state")) { return; }
     node.setAttribute("data-state", "loading");
+    var table = node.parentNode.querySelector("details.chart-table");
     plotly().then(function (Plotly) {
-      var figure = narrow(JSON.parse(source.textContent), node.parentNode.clientWidth);
+      var figure = JSON.parse(source.textContent);
+      if (table) { table.open = false; }
       node.hidden = false;
+      figure = narrow(figure, node.clientWidth);
+      if (RESERVED) { figure.layout.height = node.clientHeight; }  // exactly the height the page held for it
       return Plotly.newPlot(node, figure.data, figure.layout, CONFIG);
     }).then(function () {
       node.setAttribute("data-state", "drawn");
-      var table = node.parentNode.querySelector("details.chart-table");
-      if (table) { table.open = false; }
     }, function () {
       node.hidden = true;
       node.setAttribute("data-state", "failed");
+      if (table) { table.open = true; }
     });
   }
 
