@@ -37,6 +37,15 @@ def test_an_api_file_is_sorted_indented_utf8_with_numbers_as_numbers():
     assert json.loads(written) == {"a": [12, "é"], "b": 1234.5, "c": 1e-05}
 
 
+def test_an_integer_past_64_bits_is_written_as_the_same_number():
+    view = {"b": [2**70, -(2**64)], "a": "é"}
+    written = dumps(jsonable(view))
+    assert json.loads(written) == view
+    # the layout orjson writes, as json.dumps writes it
+    assert written == f'{{\n  "a": "é",\n  "b": [\n    {2**70},\n    {-(2**64)}\n  ]\n}}\n'.encode()
+    assert dumps({"a": "é", "b": [1, 2]}) == '{\n  "a": "é",\n  "b": [\n    1,\n    2\n  ]\n}\n'.encode()
+
+
 @pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
 def test_a_number_json_cannot_hold_is_refused_not_written_as_null(number):
     with pytest.raises(ValueError, match="no JSON number"):
