@@ -57,7 +57,7 @@
       if (table) { table.open = false; }
       node.hidden = false;
       figure = narrow(figure, node.clientWidth);
-      if (RESERVED) { figure.layout.height = node.clientHeight; }  // exactly the height the page held for it
+      if (RESERVED && node.clientHeight) { figure.layout.height = node.clientHeight; }  // the height the page held for it
       return Plotly.newPlot(node, figure.data, figure.layout, CONFIG);
     }).then(function () {
       node.setAttribute("data-state", "drawn");
