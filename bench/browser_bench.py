@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 from bench.builder_bench import BROWSER_SITE
 from bench.common import OUT, REPO, Log
 from bench.results import Benchmark, Figure
-from testkit.local_browser import CHROMIUM, CHROMIUM_ARGS, chromium, serve_folder
+from testkit.local_browser import CHROMIUM, CHROMIUM_ARGS, LAYOUT_SHIFTS, chromium, serve_folder
 
 FIRST_MS, TRANSFER_KB, HTML_KB = 1000.0, 600.0, 100.0
 HEIGHT_PX = 5000.0
@@ -48,14 +48,6 @@ TABLE_PAINTED = """() => new Promise(resolve => requestAnimationFrame(() => {
   resolve({ms: performance.now(), table: !!table && table.getBoundingClientRect().height > 0,
            drawn: !!figure.querySelector('.js-plotly-plot')});
 }))"""
-# every layout shift not caused by input, from the first paint (https://wicg.github.io/layout-instability/)
-# (a page loaded again adds the script again: the first to run in a document observes)
-SHIFTS = """if (!window.benchShifts) {
-  window.benchShifts = [];
-  new PerformanceObserver(list => {
-    for (const e of list.getEntries()) { if (!e.hadRecentInput) { window.benchShifts.push(e.value); } }
-  }).observe({type: 'layout-shift', buffered: true});
-}"""
 ALL_DRAWN = """() => {
   const charts = [...document.querySelectorAll('[data-chart]')];
   return charts.length > 0 && charts.every(n => n.classList.contains('js-plotly-plot') && n.querySelector('.main-svg'));
@@ -63,7 +55,7 @@ ALL_DRAWN = """() => {
 
 
 def _load(page: Any, url: str) -> dict[str, float]:
-    page.add_init_script(SHIFTS)
+    page.add_init_script(LAYOUT_SHIFTS)
     page.goto(url, wait_until="domcontentloaded")
     page.evaluate(SCROLL_FIRST)
     table = page.evaluate(TABLE_PAINTED)
@@ -83,7 +75,7 @@ def _load(page: Any, url: str) -> dict[str, float]:
     return {
         "table_painted_ms": table["ms"],
         "table_in_place": bool(table["table"] and not table["drawn"]),
-        "layout_shift": float(sum(page.evaluate("window.benchShifts"))),
+        "layout_shift": float(sum(page.evaluate("window.layoutShifts.map(s => s.value)"))),
         "first_chart_ms": first,
         "charts_drawn_ms": drawn,
         "dom_content_loaded_ms": timing["dcl"],

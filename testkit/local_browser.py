@@ -25,6 +25,22 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+# An init script: every layout shift not caused by input, from the first paint, into
+# `window.layoutShifts` as {value, moved} (the Layout Instability API,
+# https://wicg.github.io/layout-instability/). A page loaded again in one context runs it again:
+# the first to run in a document observes.
+LAYOUT_SHIFTS = """if (!window.layoutShifts) {
+  window.layoutShifts = [];
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) {
+      if (!e.hadRecentInput) {
+        const moved = e.sources.map(s => s.node ? s.node.nodeName + '.' + s.node.className : '?');
+        window.layoutShifts.push({value: e.value, moved: moved});
+      }
+    }
+  }).observe({type: 'layout-shift', buffered: true});
+}"""
+
 
 def ensure_chromium() -> bool:
     """True when Debian's chromium is there, after trying to install it once."""

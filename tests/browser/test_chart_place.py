@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from catalog.model.packet import Packet
-from testkit.local_browser import serve_folder
+from testkit.local_browser import LAYOUT_SHIFTS, serve_folder
 from tests.browser.test_site_browser import FAMILY, PHONE
 from tests.builder.factory import LOAD_FAMILY
 
@@ -23,17 +23,6 @@ pytestmark = pytest.mark.browser
 
 WIDE = {"width": 1280, "height": 900}
 BUNDLE = "**/plotly-basic.min.js"
-SHIFTS = """
-window.shifts = [];
-new PerformanceObserver(list => {
-  for (const e of list.getEntries()) {
-    if (!e.hadRecentInput) {
-      const moved = e.sources.map(s => s.node ? s.node.nodeName + '.' + s.node.className : '?');
-      window.shifts.push({value: e.value, moved: moved});
-    }
-  }
-}).observe({type: 'layout-shift', buffered: true});
-"""
 RESERVED = """figure => {
   const table = figure.querySelector('.chart-table[open] > .scroll');
   const plot = figure.querySelector('[data-chart]');
@@ -73,12 +62,12 @@ def _draw_each(page: Any, url: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["wide", "phone"])
 def test_drawing_the_charts_moves_nothing_on_the_page(browser, base_url, load_url, site, path, viewport) -> None:
     context = browser.new_context(viewport=viewport)
-    context.add_init_script(SHIFTS)
+    context.add_init_script(LAYOUT_SHIFTS)
     page = context.new_page()
     before = _draw_each(page, (base_url if site == "fixture" else load_url) + path)
     after = [figure.evaluate(RESERVED) for figure in page.locator("figure.chart").all()]
     page.wait_for_timeout(200)  # entries are delivered after the frame that shifted
-    assert page.evaluate("window.shifts") == []
+    assert page.evaluate("window.layoutShifts") == []
     for held, drawn in zip(before, after, strict=True):
         assert not held["drawn"] and drawn["drawn"]
         # the place held before the chart drew (its open table, or an empty box when its numbers
