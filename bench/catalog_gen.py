@@ -160,7 +160,10 @@ def planned_arms() -> tuple[PlannedArm, ...]:
 
 def make_parts(family: int, index: int) -> PacketParts:
     """One campaign's parts: its own decode speed, the withheld kind every seventh packet."""
-    scale = 0.6 + 0.05 * ((family * 31 + index * 7) % 17)  # decode speeds vary across packets
+    # decode speeds vary across packets, 0.6-1.4x the base time per token as before; 23 steps, a
+    # prime above the 20 campaigns of a family, so no two of them share a speed (and token timings:
+    # a 17-step cycle made 3 of every 20 copies, refused as repeats)
+    scale = 0.6 + 0.8 * ((family * 31 + index * 7) % 23) / 22
     parts = measured_parts(
         spec=True,
         g3_diverges=index % 7 == 6,

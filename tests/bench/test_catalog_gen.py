@@ -9,6 +9,8 @@ from pathlib import Path
 
 from bench.catalog_gen import INPUTS, _write_data, bench_key, cache_key, make_parts
 from bench.common import REPO
+from catalog.checks.repeats import count_repeats
+from catalog.model.packet import State
 from catalog.packets.seal import seal, write_packet
 from catalog.store.repository import load_catalog
 
@@ -33,3 +35,15 @@ def test_the_cache_key_covers_the_runner_plan_the_arms_come_from() -> None:
     assert key.startswith("2x3-") and key == cache_key(2, 3)
     covered = {path.relative_to(REPO).as_posix() for path in INPUTS}
     assert {"runner/plan.py", "runner/campaign.py", "testkit/samples.py", "bench/catalog_gen.py"} <= covered
+
+
+def test_a_generated_family_is_twenty_honest_repeats() -> None:
+    """Each of a family's 20 campaigns has its own speed, so none is refused as a copy of another's
+    token timings (catalog/checks/repeats.py): with a speed cycle shorter than 20, 3 of every 20 were,
+    and the benchmark measured family pages with fewer repeats than its catalog claims to hold."""
+    packets = [seal(make_parts(3, index), None).packet for index in range(20)]
+    for arm in (0, 1):
+        candidates = [(p, p.arms[arm]) for p in packets if p.arms[arm].state != State.WITHHELD]
+        repeats, refused = count_repeats(candidates)
+        assert [r.reason for r in refused] == []
+        assert len(repeats) == len(candidates) >= 17
