@@ -19,6 +19,7 @@ tests/builder/test_site_incremental.py holds the result to a full build's bytes.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import tempfile
@@ -196,14 +197,22 @@ def build(options: Options) -> Outcome:
         return _build(options, out, costs, started)
     except Restart:
         return _build(replace(options, full=True), out, costs, started)
+    finally:
+        gc.enable()
+        gc.unfreeze()
 
 
 def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome:
     cache = Cache.of(out)
+    # What the plan recalls and walks lives through the build: made with no collection, then frozen, never
+    # scanned. Gen-2 collections that found nothing cost one packet added at 1000 x 20 0.45 s of its 5 s.
+    gc.disable()
     with costs.timed("plan"):
         if not options.check:
             clean_leftovers(out)
         planned = plan(options, cache, out)
+    gc.enable()
+    gc.freeze()
     if planned.noop and planned.proof is not None:
         if planned.refreshed:
             cache.keep(planned.proof)
@@ -271,6 +280,7 @@ def _prune(folder: Path, kept: Mapping[str, Linked], manifest: Manifest) -> None
 
 
 Linked = tuple[int, int, int, int, int, int]  # a Stat and the file's link count
+CHANGED = "changed while the site was being built: build again"
 
 
 def linked_stat(st: os.stat_result) -> Linked:
@@ -299,12 +309,10 @@ def _refuse_changed(
         relatives = (routes.packet_json(read.listed.id), routes.packet_signature(read.listed.id))
         for relative, was in zip(relatives, read.staged, strict=True):
             if was is not None and _moved(was, root + relative):
-                raise CatalogError(
-                    "changed while the site was being built: build again", file=options.packets / read.name
-                )
+                raise CatalogError(CHANGED, file=options.packets / read.name)
     for relative, was in kept.items():  # but those pruned (not in the new site) and those written again
         if relative in manifest.files and relative not in loaded.written and _moved(was, root + relative):
-            raise CatalogError("changed while the site was being built: build again", file=out / relative)
+            raise CatalogError(CHANGED, file=out / relative)
 
 
 def _refuse_shrink(options: Options, packets: int, before: int) -> None:

@@ -318,11 +318,9 @@ def differences(built: Mapping[str, str], out: Path) -> list[str]:
     what `--check` reports."""
     found = [Path(root, name) for root, _, names in os.walk(out) for name in names]
     sha256_of = {path.relative_to(out).as_posix(): file_sha256(path) for path in found}
-    lines = []
-    for relative in sorted(built):
-        if relative not in sha256_of:
-            lines.append(f"missing: {relative}")
-        elif sha256_of[relative] != built[relative]:
-            lines.append(f"differs: {relative}")
-    lines += [f"extra: {relative}" for relative in sorted(sha256_of.keys() - built.keys())]
-    return lines
+    lines = [
+        f"{'differs' if relative in sha256_of else 'missing'}: {relative}"
+        for relative in sorted(built)
+        if sha256_of.get(relative) != built[relative]
+    ]
+    return lines + [f"extra: {relative}" for relative in sorted(sha256_of.keys() - built.keys())]

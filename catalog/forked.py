@@ -39,7 +39,7 @@ def forked_map(function: Callable[[T], R], items: Sequence[T], *, per_worker: in
         return
     chunks = [range(i, min(i + chunk, len(items))) for i in range(0, len(items), chunk)]
     _WORK = (function, items)
-    frozen_before = gc.get_freeze_count() > 0  # a loaded catalog stays frozen (catalog/store/repository.py)
+    frozen_before = gc.get_freeze_count() > 0  # what a build's plan froze stays frozen (builder/build.py)
     gc.freeze()  # what the workers inherit is never collected: they need not scan (and so copy) it
     try:
         context = multiprocessing.get_context("fork")
