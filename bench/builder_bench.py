@@ -69,6 +69,7 @@ def _floor(packets: Path, data: Path, limit: int | None = None) -> dict[str, Any
 
 def _build(data: Path, packets: Path, out: Path, cache_home: Path, timings: Path | None = None) -> dict[str, Any]:
     argv = [sys.executable, "-m", "builder", "build", "--data", str(data), "--packets", str(packets), "--out", str(out)]
+    argv += ["--strict"]  # a warning fails the run: a catalog the build flags is not the one measured
     argv += ["--timings", str(timings)] if timings is not None else []
     child = spawn_measured(argv, env={**child_env(), "XDG_CACHE_HOME": str(cache_home)})
     if child["returncode"] != 0:
