@@ -205,7 +205,7 @@ def build(options: Options) -> Outcome:
 def _build(options: Options, out: Path, costs: Costs, started: float) -> Outcome:
     cache = Cache.of(out)
     # What the plan recalls and walks lives through the build: made with no collection, then frozen, never
-    # scanned. Gen-2 collections that found nothing cost one packet added at 1000 x 20 0.45 s of its 5 s.
+    # scanned. The collector cost one packet added at 1000 x 20 0.47 s of its 5 s; 0.13 s now (FINDINGS).
     gc.disable()
     with costs.timed("plan"):
         if not options.check:
