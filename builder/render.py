@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
+from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
 from builder import TEMPLATES, routes
 from builder.views.glossary import marked, term, title_first_uses
 from builder.views.results import STATE_MEANINGS
 
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def escape_json(text: str) -> str:
-    """Make JSON text safe inside a <script> element: no `</script>`, no `<!--`, no entity."""
-    for char, replacement in _JSON_ESCAPES.items():
-        text = text.replace(char, replacement)
-    return text
-
-
-def json_script(value: Any) -> Markup:
-    """Serialise a value for `<script type="application/json">` (or JSON-LD)."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return Markup(escape_json(text))  # noqa: S704 - escaped above
-
 
 def json_text(text: str) -> Markup:
-    """Already-serialised JSON (a plotly figure), escaped for a script element."""
-    return Markup(escape_json(text))  # noqa: S704 - escaped above
+    """Already-serialised JSON (a plotly figure), escaped for a script element as `tojson` escapes."""
+    return htmlsafe_json_dumps(text, dumps=str)
 
 
 @pass_context
@@ -56,7 +41,7 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
     )
     env.globals["url"] = url
     env.globals["routes"] = routes
-    env.filters["json_script"] = json_script
+    env.policies["json.dumps_kwargs"] = dict(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     env.filters["json_text"] = json_text
     env.filters["defined"] = marked
     env.filters["term"] = term

@@ -9,7 +9,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.markdown import render_markdown, safe_link
-from builder.render import json_script
+from builder.render import make_environment
 from tests.builder.factory import IMG, SCRIPT
 
 OUR_SCRIPTS = {"site.js", "charts.js"}
@@ -62,8 +62,8 @@ def test_script_data_is_escaped(built):
             assert "<" not in body and ">" not in body and "&" not in body, path
 
 
-def test_json_script_escapes_closing_tags():
-    text = str(json_script({"x": "</script><script>alert(1)</script> & <!--"}))
+def test_tojson_escapes_closing_tags():
+    text = make_environment().from_string("{{ x|tojson }}").render(x={"x": "</script><script>alert(1)</script> & <!--"})
     assert "<" not in text and ">" not in text and "&" not in text
     assert json.loads(text)["x"] == "</script><script>alert(1)</script> & <!--"
 
