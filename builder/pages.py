@@ -1,7 +1,8 @@
 """A page: where it goes, its template, its view (or how to make it where it is rendered), and what
 it depends on (`depends_on`): an incremental build renders a page again when one of those keys
 changed since the site it updates, and keeps it byte for byte otherwise (builder/assemble.py). A key
-names what a packet change touches: its own packet, its family, its card, or any packet at all.
+names what a packet change touches: its own packet, its family, its card, or any packet at all; or,
+for a page listing families, its view as it differs from the one the last build rendered.
 
 Rendering writes each page straight into the staging folder, hashed from the bytes in hand (the
 manifest reads no page back), and counts the CPU each kind of page cost.
@@ -36,6 +37,10 @@ def family_key(slug: str) -> str:
 
 def card_key(hardware_id: str) -> str:
     return f"card:{hardware_id}"
+
+
+def view_key(path: str) -> str:  # a listing of families: changed when its view differs from the last build's
+    return f"view:{path}"
 
 
 Context = dict[str, object]

@@ -10,12 +10,12 @@ from datetime import UTC, date, datetime
 from functools import cache, partial
 
 from builder import routes
-from builder.pages import ANY_PACKET, Context, Page, card_key, family_key, packet_key
+from builder.pages import ANY_PACKET, Context, Page, card_key, family_key, packet_key, view_key
 from builder.seo import family_jsonld
 from builder.views.common import FAMILIES_PER_PAGE, SiteContext, page_numbers
 from builder.views.family import FamilyView
 from builder.views.hardware import hardware_cards, hardware_pages, listed_on_card
-from builder.views.index import FamilyCard, IndexView, filtered_index_views, index_pages
+from builder.views.index import FamilyCard, IndexView, listings
 from builder.views.methodology import methodology_view
 from builder.views.packet import packet_view
 from builder.views.recipe import NO_EVIDENCE, RecipeEvidence, recipe_view
@@ -87,9 +87,9 @@ def site_pages(
                 f"Every model family with a result for {view.chosen_words}, each with its best matching result."
                 if view.chosen  # the index filtered on one value
                 else "Honest LLM serving performance: every number from a sealed evidence packet.",
-                every,
+                frozenset({view_key(path)}),
             )
-            for path, view in (index_pages(index) | filtered_index_views(index)).items()
+            for path, view in listings(index).items()
         ],
         Page(
             routes.METHODOLOGY,

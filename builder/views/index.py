@@ -282,6 +282,11 @@ def index_pages(index: IndexView) -> dict[str, IndexView]:
     return _pages(index, routes.index_page)
 
 
+def listings(index: IndexView) -> dict[str, IndexView]:
+    """Every page that lists families, by its path: the index's pages and each pre-rendered filter's."""
+    return index_pages(index) | filtered_index_views(index)
+
+
 def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
     """The index filtered on each value of each pre-rendered filter, by the page's path: what
     site.js shows for that choice (the same families, picks, order and count), without it. Of more

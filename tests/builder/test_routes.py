@@ -15,15 +15,15 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder import routes
-from builder.assemble import changed_keys
+from builder.assemble import changed_keys, changed_views
 from builder.cli import run
 from builder.pages import ANY_PACKET
 from builder.search import FOLDER as SEARCH
+from builder.views.index import listings
 from catalog.packets.layout import SIGNATURE_SUFFIX, is_signature
 from catalog.packets.seal import write_packet
-from catalog.store.listing import Listed
 from catalog.store.repository import Catalog, load_catalog
-from tests.builder.made import every_page, site_context
+from tests.builder.made import every_page, index_of, site_context
 from tests.catalog.factories import measured_draft, sealed, signed_data
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,12 +144,14 @@ def test_the_sitemap_lists_every_page_but_the_404(site: Path) -> None:
     assert locs == pages - {routes.NOT_FOUND}
 
 
-def affected(catalog: Catalog, packet_id: str, before: dict[str, Listed]) -> set[str]:
+def affected(catalog: Catalog, packet_id: str, before: Catalog) -> set[str]:
     """What an incremental build writes when `packet_id` changes from `before` to `catalog`: the
-    pages depending on what it touches, its files, its family's API, the models API, the sitemap."""
-    keys = changed_keys(before, catalog.listing, {packet_id})
+    pages depending on what it touches and the listings whose view changed, its files, its family's
+    API, the models API, the sitemap."""
+    keys = changed_keys(before.listing, catalog.listing, {packet_id})
+    keys |= changed_views(listings(index_of(site_context(before))), listings(index_of(site_context(catalog))))
     pages = {p.path for p in every_page(site_context(catalog)) if not p.depends_on.isdisjoint(keys)}
-    slugs = {listed.slug for listed in (before.get(packet_id), catalog.listing.get(packet_id)) if listed}
+    slugs = {listed.slug for listed in (before.listing.get(packet_id), catalog.listing.get(packet_id)) if listed}
     files = {routes.packet_json(packet_id), routes.packet_signature(packet_id), routes.MODELS_API, routes.SITEMAP}
     return pages | files | {routes.family_api(slug) for slug in slugs} | {routes.packet_page(packet_id)}
 
@@ -166,7 +168,7 @@ def test_adding_a_packet_changes_only_the_pages_that_depend_on_it(
 
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
     without = load_catalog(DATA, packets)
-    declared = affected(catalog, packet_id, without.listing) | affected(without, packet_id, without.listing)
+    declared = affected(catalog, packet_id, without) | affected(without, packet_id, catalog)
     changed -= {p for p in changed if p.startswith(SEARCH + "/")}  # the search index: made again every build
     assert changed <= declared, f"changed but not declared: {sorted(changed - declared)}"
     packet = catalog.packets[packet_id]
@@ -187,7 +189,7 @@ def test_a_reproduction_also_changes_the_page_of_the_packet_it_reproduces(tmp_pa
     original = sealed(measured_draft(spec=False))
     write_packet(original, packets)
     before = files_of(build(data, packets, tmp_path / "before"))
-    listed_before = load_catalog(data, packets).listing
+    catalog_before = load_catalog(data, packets)
     # an independent run: another boot, its own timings (catalog.checks.consistency refuses a copy)
     draft = measured_draft(spec=False, title="again", ms_per_token=20.5)
     draft["identity"]["host"]["boot_id"] = "another-boot"
@@ -197,7 +199,7 @@ def test_a_reproduction_also_changes_the_page_of_the_packet_it_reproduces(tmp_pa
     after = files_of(build(data, packets, tmp_path / "after"))
 
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    declared = affected(load_catalog(data, packets), copy.packet.id, listed_before)
+    declared = affected(load_catalog(data, packets), copy.packet.id, catalog_before)
     changed -= {p for p in changed if p.startswith(SEARCH + "/")}  # the search index: made again every build
     assert changed <= declared, f"changed but not declared: {sorted(changed - declared)}"
     assert routes.packet_page(original.packet.id) in changed

@@ -163,3 +163,28 @@ def test_a_new_packet_reads_the_packets_of_its_family_only(tmp_path, monkeypatch
     full = tmp_path / "full"
     _build(data, packets, full, tmp_path / "t2.json", "--full")
     assert _snapshot(site) == _snapshot(full)
+
+
+def test_a_listing_page_is_rendered_again_when_its_view_changed_and_only_then(tmp_path, monkeypatch):
+    """The index and its filter pages are rendered again when their view differs from the one the
+    last build rendered (builder/assemble.py `views`): a slower independent run leaves the family's
+    card on the faster one; the faster one's going moves the card to it. Either way the site is the
+    one a full build writes."""
+    from tests.catalog.factories import measured_draft, sealed, signed_data
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    data, packets, site = signed_data(tmp_path / "data"), tmp_path / "packets", tmp_path / "site"
+    packets.mkdir()
+    faster = write_packet(sealed(measured_draft(spec=False)), packets)
+    _build(data, packets, site, tmp_path / "t0.json")
+    listings = len([p for p in site.rglob("index.html") if p.parent == site or "filter" in p.parts])
+    draft = measured_draft(spec=False, title="again", ms_per_token=20.5)
+    draft["identity"]["host"]["boot_id"] = "another-boot"  # its own timings: a repeat, not a copy
+    write_packet(sealed(draft), packets)
+    assert "index" not in _build(data, packets, site, tmp_path / "t1.json")
+    faster.unlink()
+    signature_path(faster).unlink(missing_ok=True)
+    assert _build(data, packets, site, tmp_path / "t2.json").get("index") == listings
+    full = tmp_path / "full"
+    _build(data, packets, full, tmp_path / "t3.json", "--full")
+    assert _snapshot(site) == _snapshot(full)
