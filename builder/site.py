@@ -69,8 +69,8 @@ def _view(make: Callable[..., object], *args: object) -> Context:
 def site_pages(
     ctx: SiteContext, cards: Mapping[str, FamilyCard], index: IndexView, evidence: Mapping[str, RecipeEvidence]
 ) -> list[Page]:
-    """Every page but the families': those that list or count packets depend on any of them, a
-    recipe page on its family's (its configurations list packets, its docker command pins the
+    """Every page but the families': a listing of families depends on its view, the hardware index on
+    any packet, a recipe page on its family's (its configurations list packets, its docker command pins the
     image a packet recorded, its energy costs and command differences (`evidence`, by family) come from its packets), a
     card's page on the packets measured on it."""
     catalog = ctx.catalog
