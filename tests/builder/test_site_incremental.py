@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from builder import routes
 from builder.cli import run
 from catalog.packets.layout import signature_path
 from catalog.packets.seal import write_packet
@@ -177,7 +178,7 @@ def test_a_listing_page_is_rendered_again_when_its_view_changed_and_only_then(tm
     packets.mkdir()
     faster = write_packet(sealed(measured_draft(spec=False)), packets)
     _build(data, packets, site, tmp_path / "t0.json")
-    listings = len([p for p in site.rglob("index.html") if p.parent == site or "filter" in p.parts])
+    listings = len([p for p in site.rglob(routes.INDEX) if p.parent == site or routes.FILTER_FOLDER in p.parts])
     draft = measured_draft(spec=False, title="again", ms_per_token=20.5)
     draft["identity"]["host"]["boot_id"] = "another-boot"  # its own timings: a repeat, not a copy
     write_packet(sealed(draft), packets)
