@@ -27,6 +27,8 @@ from catalog.recipes.hardware import Hardware
 class Option:
     value: str
     label: str
+    href: str = ""  # a pre-rendered filter's page listing the families it matches
+    families: int = 0  # how many families that page lists (site.js goes to the narrowest chosen)
 
 
 @dataclass(frozen=True)
@@ -170,10 +172,17 @@ class IndexView:
     pick_separator: str = PICK_SEPARATOR
     answers: list[CardAnswer] = field(default_factory=list)
     pager: Pager | None = None  # a listing of more families than a page holds: this page among them
+    # every family of the catalog is on this page, so site.js filters it in place; else a choice of a
+    # pre-rendered filter goes to that filter's pages, where every family it matches is listed
+    complete: bool = True
 
 
-# Filters with a pre-rendered page per value: the common ones, by card and by quantization.
-PRERENDERED = ("hw", "quant")
+# Filters with a pre-rendered page per value, the common ones (by card, by quantization), each with
+# a family's values of it: a family matches a value it holds.
+PRERENDERED: dict[str, Callable[[FamilyCard], list[str]]] = {
+    "hw": lambda c: c.hardware,
+    "quant": lambda c: c.quantizations,
+}
 
 
 def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
@@ -234,9 +243,9 @@ def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizat
         Filter(
             "hw",
             "Hardware (measured or recipe-verified)",
-            [Option(h, hardware[h].name if h in hardware else h) for h in hw_ids],
+            [_prerendered("hw", h, hardware[h].name if h in hardware else h, cards) for h in hw_ids],
         ),
-        Filter("quant", "Quantization", [Option(k, v) for k, v in sorted(quant_labels.items())]),
+        Filter("quant", "Quantization", [_prerendered("quant", k, v, cards) for k, v in sorted(quant_labels.items())]),
         Filter(
             "spec",
             "Speculative method",
@@ -263,15 +272,14 @@ def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizat
     return replace(view, shown={c.slug: "default" for c in cards}, count=f"{len(cards)} of {len(cards)} families")
 
 
+def _prerendered(name: str, value: str, label: str, cards: list[FamilyCard]) -> Option:
+    matching = sum(value in PRERENDERED[name](card) for card in cards)
+    return Option(value, label, routes.filtered_index(name, value), matching)
+
+
 def _filter_links(filters: list[Filter], chosen: dict[str, str]) -> list[FilterLinks]:
     return [
-        FilterLinks(
-            f.label,
-            [
-                FilterLink(o.label, routes.filtered_index(f.name, o.value), chosen.get(f.name) == o.value)
-                for o in f.options
-            ],
-        )
+        FilterLinks(f.label, [FilterLink(o.label, o.href, chosen.get(f.name) == o.value) for o in f.options])
         for f in filters
         if f.name in PRERENDERED
     ]
@@ -299,7 +307,7 @@ def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
             filtered = _filtered(index, {f.name: option.value}, option.label)
             if len(index.families) > len(page_of(index.families, 1)):
                 kept = [c for c in filtered.families if c.slug not in filtered.hidden]
-                filtered = replace(filtered, families=kept, hidden=frozenset())
+                filtered = replace(filtered, families=kept, hidden=frozenset(), complete=False)
             views |= _pages(filtered, partial(routes.filtered_index, f.name, option.value))
     return views
 
@@ -316,7 +324,9 @@ def _pages(view: IndexView, route: Callable[[int], str]) -> dict[str, IndexView]
         hrefs = {c.href for c in families}
         shared = [r for r in view.by_result if r.href in hrefs]
         answers = [_answer_among(a, hrefs) for a in view.answers]
-        pages[route(number)] = replace(view, families=families, by_result=shared, answers=answers, pager=pager)
+        pages[route(number)] = replace(
+            view, families=families, by_result=shared, answers=answers, pager=pager, complete=False
+        )
     return pages
 
 
@@ -337,12 +347,11 @@ def best_pick(family: FamilyView | FamilyCard, chosen: Mapping[str, str]) -> Res
 
 def _filtered(index: IndexView, chosen: dict[str, str], words: str) -> IndexView:
     key = pick_key(chosen)
-    values = {"hw": lambda c: c.hardware, "quant": lambda c: c.quantizations}
     shown: dict[str, str] = {}
     speed: dict[str, float] = {}
     hidden = set()
     for card in index.families:
-        if not all(value in values[name](card) for name, value in chosen.items()):
+        if not all(value in PRERENDERED[name](card) for name, value in chosen.items()):
             hidden.add(card.slug)
         pick = card.pick_for.get(key)
         shown[card.slug] = "none" if pick is None else str(pick)

@@ -50,13 +50,19 @@
 
   /* ---- index: filters and sorting, state in the URL hash ---- */
   /* Real families and synthetic ones are two lists: each filtered alike, each sorted in itself, so a
-     demo is never ranked with real models. */
+     demo is never ranked with real models. A page that holds only some of the families (data-paged: a
+     catalog of more than a page) filters in place only within the listing it belongs to: a choice of
+     card or quantization goes to that filter's own pages, which list every family it matches (the
+     narrowest chosen, by data-families); the pager keeps the choice, and the count says when it is
+     this page's alone. */
   var lists = Array.prototype.slice.call(document.querySelectorAll("[data-family-list]"));
   var form = document.querySelector("[data-filters]");
   if (lists.length && form) {
     var cards = lists.reduce(function (all, list) { return all.concat(Array.prototype.slice.call(list.children)); }, []);
     var selects = Array.prototype.slice.call(form.querySelectorAll("select"));
     var counter = document.querySelector("[data-count]");
+    var listed = counter ? counter.textContent : "";  /* the listing's own count, as the page was made */
+    var paged = form.hasAttribute("data-paged");
     var answers = Array.prototype.slice.call(document.querySelectorAll("[data-answer-hw]"));
     var empty = document.querySelector("[data-empty]");
     var sorters = {
@@ -138,8 +144,14 @@
         var hw = form.elements.hw ? form.elements.hw.value : "";
         answer.hidden = Boolean(hw) && answer.getAttribute("data-answer-hw") !== hw;
       });
-      if (counter) {
-        counter.textContent = shown + " of " + cards.length + " families" +
+      var asMade = selects.every(function (select) { return select.name === "sort" || select.value === preset(select); });
+      if (counter && paged && asMade) {
+        counter.textContent = listed;
+      } else if (counter) {
+        /* a paged catalog's page holds some families: which ones, said */
+        var pageWords = form.getAttribute("data-page-words");
+        var these = !paged ? "" : pageWords ? " on this page (" + pageWords + ")" : " matching " + form.getAttribute("data-listing-words");
+        counter.textContent = shown + " of " + (paged ? "the " : "") + cards.length + " families" + these +
           (key === "||" ? "" : " · " + matching + " with a matching result");
       }
       if (empty) { empty.hidden = shown !== 0; }
@@ -151,14 +163,43 @@
       });
       return params;
     }
-    form.addEventListener("change", function () {
+    /* The listing that holds every family a choice can match: the chosen card's or quantization's
+       listing that has the fewest, else the index's. */
+    function narrowest() {
+      var found = { key: "", name: "", href: form.getAttribute("action"), families: Infinity };
+      selects.forEach(function (select) {
+        var option = select.options[select.selectedIndex];
+        if (!select.value || !option || !option.hasAttribute("data-href")) { return; }
+        var families = parseInt(option.getAttribute("data-families"), 10);
+        if (families < found.families) {
+          found = { key: select.name + "=" + select.value, name: select.name, href: option.getAttribute("data-href"), families: families };
+        }
+      });
+      return found;
+    }
+    /* Where the current choice is shown whole, when not on this page: on a paged catalog, the
+       narrowest listing; else, from a pre-rendered filter page, the index. The rest of the choice
+       goes in its hash. */
+    function elsewhere() {
       var params = currentParams();
-      var hash = params.toString();
       var home = form.getAttribute("data-home");
-      if (home) {  /* a pre-rendered filter page: every other choice is the index's */
-        window.location.href = home + (hash ? "#" + hash : "");
+      if (paged) {
+        var listing = narrowest();
+        params.delete(listing.name);
+        if (listing.key === form.getAttribute("data-listing")) { return null; }
+        home = listing.href;
+      }
+      return home ? home + (params.toString() ? "#" + params.toString() : "") : null;
+    }
+    form.addEventListener("change", function () {
+      var there = elsewhere();
+      if (there) {
+        window.location.href = there;
         return;
       }
+      var params = currentParams();
+      if (paged) { params.delete(narrowest().name); }
+      var hash = params.toString();
       try {
         window.history.replaceState(null, "", window.location.pathname + (hash ? "#" + hash : ""));
       } catch (e) {
@@ -167,8 +208,15 @@
       apply(params);
     });
     form.addEventListener("submit", function (event) { event.preventDefault(); });
+    Array.prototype.forEach.call(document.querySelectorAll("nav.pager a"), function (link) {
+      link.addEventListener("click", function () {  /* the next page of the listing, with the same choice */
+        link.href = link.getAttribute("href").split("#")[0] + window.location.hash;
+      });
+    });
     window.addEventListener("hashchange", function () { apply(readParams()); });
     apply(readParams());
+    var away = paged ? elsewhere() : null;  /* a link to a choice this page would show only in part */
+    if (away) { window.location.replace(away); }
   }
 
   /* ---- recipe: command builder, its state in the URL hash ---- */

@@ -69,6 +69,25 @@ def test_a_filter_page_lists_only_the_families_it_matches_a_page_at_a_time(one_a
         assert not [li for page in pages for li in _soup(page).select("[data-family-list] > li[hidden]")]
 
 
+def test_every_listing_page_knows_it_is_partial_and_where_each_filter_lists_every_match(one_a_page, tmp_path):
+    """What site.js reads on a paged catalog (tests/browser/test_paged_filters.py drives it): each
+    page marks itself paged, and each card or quantization offered links its filter's listing and
+    says how many families that listing holds."""
+    out = tmp_path / "site"
+    _build(REPO / "data", REPO / "packets", out)
+    listing_pages = [*_pages(out / routes.INDEX), *out.glob("filter/*/*/index*.html")]
+    offered = 0
+    for page in listing_pages:
+        form = _soup(page).select_one("form[data-filters]")
+        assert form is not None and form.has_attr("data-paged")
+        for option in form.select("option[data-href]"):
+            first = (page.parent / str(option["data-href"])).resolve()
+            assert first.is_file()
+            assert int(str(option["data-families"])) == sum(len(_families(p)) for p in _pages(first))
+            offered += 1
+    assert offered >= 4
+
+
 def test_a_cards_page_lists_its_families_a_page_at_a_time(one_a_page, tmp_path):
     out = tmp_path / "site"
     _build(REPO / "data", REPO / "packets", out)
@@ -117,6 +136,7 @@ def test_every_family_is_in_the_search_index_and_the_manifest_lists_its_files(tm
     fragments = [p for p in search if p.startswith("pagefind/fragment/")]
     assert len(fragments) == len(list((REPO / "data" / "models").glob("*.yaml")))
     assert _soup(out / routes.INDEX).select_one("[data-search][data-bundle='pagefind/']") is not None
+    assert _soup(out / routes.INDEX).select_one("form[data-filters][data-paged]") is None  # one page: whole
 
 
 def test_a_new_packet_on_a_paged_site_gives_the_full_build(one_a_page, tmp_path):
