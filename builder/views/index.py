@@ -132,12 +132,21 @@ class FilterLinks:
 @dataclass(frozen=True)
 class CardAnswer:
     """For one card: every real family's fastest verified result for one user there (fastest first),
-    and its best at each user count measured; the synthetic families apart, never ranked with them."""
+    and its best at each user count measured; the synthetic families apart, never ranked with them.
+    On a page of a paged catalog, the fastest ANSWER_ROWS of each, and how many more the card's own
+    listing (`href`) holds."""
 
     hardware_id: str
     hardware_name: str
     rows: list[tuple[FamilyCard, RunSummary]]
     synthetic: list[tuple[FamilyCard, RunSummary]]
+    more: int = 0
+    href: str = ""
+
+
+ANSWER_ROWS = 10
+"""The rows of a card's answer on a page of a paged catalog: its page holds only some families,
+so the answer is the card's fastest over every family, cut here, and links the card's listing."""
 
 
 def card_answers(cards: list[FamilyCard]) -> list[CardAnswer]:
@@ -313,29 +322,33 @@ def filtered_index_views(index: IndexView) -> dict[str, IndexView]:
 
 
 def _pages(view: IndexView, route: Callable[[int], str]) -> dict[str, IndexView]:
-    """The pages of one listing of families, each with its share of the by-result table."""
+    """The pages of one listing of families, each with its share of the by-result table; a page of
+    a paged catalog with each card's answer over every family, cut (ANSWER_ROWS)."""
     pages = {}
     for number in page_numbers(len(view.families)):
         pager = Pager.of(len(view.families), number, route)
-        if pager is None:
+        if pager is None and view.complete:
             pages[route(number)] = view
             continue
         families = page_of(view.families, number)
         hrefs = {c.href for c in families}
         shared = [r for r in view.by_result if r.href in hrefs]
-        answers = [_answer_among(a, hrefs) for a in view.answers]
+        answers = [_leading(a) for a in view.answers]
         pages[route(number)] = replace(
             view, families=families, by_result=shared, answers=answers, pager=pager, complete=False
         )
     return pages
 
 
-def _answer_among(answer: CardAnswer, hrefs: set[str]) -> CardAnswer:
-    """A card's answer as one page of the listing shows it: the rows of its families only."""
+def _leading(answer: CardAnswer) -> CardAnswer:
+    """A card's answer on a page of a paged catalog: its fastest rows, and how many more its listing holds."""
+    more = max(len(answer.rows) - ANSWER_ROWS, 0) + max(len(answer.synthetic) - ANSWER_ROWS, 0)
     return replace(
         answer,
-        rows=[row for row in answer.rows if row[0].href in hrefs],
-        synthetic=[row for row in answer.synthetic if row[0].href in hrefs],
+        rows=answer.rows[:ANSWER_ROWS],
+        synthetic=answer.synthetic[:ANSWER_ROWS],
+        more=more,
+        href=routes.filtered_index("hw", answer.hardware_id),
     )
 
 

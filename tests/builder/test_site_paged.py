@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 
 from builder import routes, site
 from builder.cli import run
-from builder.views import common
+from builder.views import common, index
 from catalog.packets.seal import write_packet
 from catalog.store.repository import load_data
 from tests.builder.factory import REPO, measured_parts, write_catalog
@@ -86,6 +86,40 @@ def test_every_listing_page_knows_it_is_partial_and_where_each_filter_lists_ever
             assert int(str(option["data-families"])) == sum(len(_families(p)) for p in _pages(first))
             offered += 1
     assert offered >= 4
+
+
+def _answers(path: Path) -> dict[str, tuple[list[str], str]]:
+    """Each card's answer on a page: its rows' families, and its link to more."""
+    found = {}
+    for answer in _soup(path).select("[data-answer-hw]"):
+        rows = [str(a["href"]) for a in answer.select("tbody tr td:first-child a")]
+        more = answer.select_one("p a")
+        found[str(answer["data-answer-hw"])] = (rows, more.get_text(" ", strip=True) if more else "")
+    return found
+
+
+def test_every_page_answers_for_every_family_not_its_own_alone(one_a_page, monkeypatch, tmp_path):
+    """A card's answer on a page of a paged catalog is the one the whole index gives (its fastest
+    result over every family), cut to ANSWER_ROWS, with how many more the card's listing holds: a
+    page holding none of the card's families does not say that no model has a result there."""
+    whole = tmp_path / "whole"
+    monkeypatch.setattr(common, "FAMILIES_PER_PAGE", 1000)
+    monkeypatch.setattr(site, "FAMILIES_PER_PAGE", 1000)
+    _build(REPO / "data", REPO / "packets", whole)
+    expected = _answers(whole / routes.INDEX)
+    assert any(len(rows) > 1 for rows, _ in expected.values()), "a card of the committed catalog answers twice"
+    monkeypatch.setattr(common, "FAMILIES_PER_PAGE", 1)
+    monkeypatch.setattr(site, "FAMILIES_PER_PAGE", 1)
+    monkeypatch.setattr(index, "ANSWER_ROWS", 1)
+    out = tmp_path / "site"
+    _build(REPO / "data", REPO / "packets", out)
+    for page in _pages(out / routes.INDEX):
+        shown = _answers(page)
+        assert shown.keys() == expected.keys()
+        for card, (rows, _) in expected.items():
+            assert shown[card][0] == rows[:1]
+            more = len(rows) - 1
+            assert shown[card][1].startswith(f"{more} more famil") if more else shown[card][1] == ""
 
 
 def test_a_cards_page_lists_its_families_a_page_at_a_time(one_a_page, tmp_path):
