@@ -144,7 +144,10 @@
         var hw = form.elements.hw ? form.elements.hw.value : "";
         answer.hidden = Boolean(hw) && answer.getAttribute("data-answer-hw") !== hw;
       });
-      var asMade = selects.every(function (select) { return select.name === "sort" || select.value === preset(select); });
+      /* as the page was made: its own filter, fastest first (another order sorts this page's families only) */
+      var asMade = selects.every(function (select) {
+        return select.value === (select.name === "sort" ? select.options[0].value : preset(select));
+      });
       if (counter && paged && asMade) {
         counter.textContent = listed;
       } else if (counter) {

@@ -1,7 +1,8 @@
 """On a catalog of more families than a page holds, a page of the index lists only some of them, so
 filtering it in place would hide the matches on other pages and count only its own. A choice of
 card or quantization goes to that filter's pre-rendered listing (every family it matches); any
-other choice is applied in place, the count says it is this page's, and the pager keeps it. Here a
+other choice, or another order, is applied in place, the count says it is this page's, and the
+pager keeps it. Here a
 page holds one family: the fixture catalog's two (Fixture 7B, the faster, then Empty 1B) page."""
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def test_another_choice_stays_on_the_page_says_so_and_the_pager_keeps_it(page, p
     page.wait_for_url(paged_url + routes.index_page(2) + "#grade=none")
     assert page.locator("select[name=grade]").input_value() == "none"
     assert page.locator(LISTED).all_inner_texts() == ["Empty 1B"]
+    page.select_option("select[name=grade]", "")
+    assert page.locator("[data-count]").inner_text() == "2 of 2 families"
+    page.select_option("select[name=sort]", "name")  # an order of this page's families only: said
+    assert page.locator("[data-count]").inner_text() == "1 of the 1 families on this page (page 2 of 2)"
     assert page.problems == []
 
 
