@@ -2,8 +2,8 @@
 filtering it in place would hide the matches on other pages and count only its own. A choice of
 card or quantization goes to that filter's pre-rendered listing (every family it matches); any
 other choice, or another order, is applied in place, the count says it is this page's, and the
-pager keeps it. Here a
-page holds one family: the fixture catalog's two (Fixture 7B, the faster, then Empty 1B) page."""
+pager keeps it. Here a page holds one family: the fixture catalog's two (Fixture 7B, the faster,
+then Empty 1B) page."""
 
 from __future__ import annotations
 
