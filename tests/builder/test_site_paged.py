@@ -80,6 +80,8 @@ def test_every_listing_page_knows_it_is_partial_and_where_each_filter_lists_ever
     for page in listing_pages:
         form = _soup(page).select_one("form[data-filters]")
         assert form is not None and form.has_attr("data-paged")
+        table = _soup(page).select_one("details.by-result")  # its rows are this page's families'
+        assert table is not None and table.get_text(" ", strip=True).count("among the families on this page") == 1
         for option in form.select("option[data-href]"):
             first = (page.parent / str(option["data-href"])).resolve()
             assert first.is_file()
