@@ -105,6 +105,11 @@ def bench_key() -> HostKey:
     return host_key(role="measurer", config_dir=KEY_DIR)
 
 
+def bench_keys_yaml(key: HostKey, label: str) -> str:
+    """A test catalog's data/keys.yaml listing only the bench's key."""
+    return "schema_version: 1\ntest_catalog: true\nkeys:\n" + key.keys_yaml_entry(label, dated=False)
+
+
 def ensure_catalog(families: int, packets: int, log: Any = print) -> tuple[Path, Path]:
     """(data dir, packets dir) of the catalog, generated once and reused while inputs are unchanged."""
     root = OUT / "catalogs" / cache_key(families, packets)
@@ -129,9 +134,7 @@ def _write_data(data: Path, families: int, key: HostKey) -> None:
     (data / "models").mkdir(parents=True)
     shutil.copy(REPO / "data" / "hardware.yaml", data / "hardware.yaml")
     shutil.copytree(REPO / "data" / "suites", data / "suites")
-    keys = "schema_version: 1\ntest_catalog: true\nkeys:\n" + key.keys_yaml_entry(
-        "benchmark catalog generator (bench/catalog_gen.py)", dated=False
-    )
+    keys = bench_keys_yaml(key, "benchmark catalog generator (bench/catalog_gen.py)")
     (data / "keys.yaml").write_text(keys, encoding="utf-8")
     demo = (REPO / "data" / "models" / "demo.yaml").read_text()
     for index in range(families):

@@ -138,13 +138,13 @@ def _without_load_sweeps(packet: Any, root: Path) -> tuple[Path, Any]:
     """The demo packet without its load sweeps, sealed again by the bench's key (bench/catalog_gen.py)
     beside a copy of data/ whose keys.yaml lists that key: the same packet, less the sweeps' requests,
     so the figure says what they cost verification and what the rest costs against its own floor."""
-    from bench.catalog_gen import bench_key
+    from bench.catalog_gen import bench_key, bench_keys_yaml
     from catalog.packets.seal import parts_of, seal, write_packet
     from catalog.store.repository import load_data
 
     shutil.copytree(REPO / "data", root / "data")
     key = bench_key()
-    keys = "schema_version: 1\ntest_catalog: true\nkeys:\n" + key.keys_yaml_entry("bench/packet_cost.py", dated=False)
+    keys = bench_keys_yaml(key, "bench/packet_cost.py")
     (root / "data" / "keys.yaml").write_text(keys, encoding="utf-8")
     parts = parts_of(packet)
     parts = parts.model_copy(update={"ladders": [ladder for ladder in parts.ladders if ladder.kind != "load"]})
