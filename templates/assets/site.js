@@ -216,10 +216,14 @@
         link.href = link.getAttribute("href").split("#")[0] + window.location.hash;
       });
     });
-    window.addEventListener("hashchange", function () { apply(readParams()); });
-    apply(readParams());
-    var away = paged ? elsewhere() : null;  /* a link to a choice this page would show only in part */
-    if (away) { window.location.replace(away); }
+    /* a link to a choice this page would show only in part goes where it is shown whole */
+    function follow() {
+      apply(readParams());
+      var away = paged ? elsewhere() : null;
+      if (away) { window.location.replace(away); }
+    }
+    window.addEventListener("hashchange", follow);
+    follow();
   }
 
   /* ---- recipe: command builder, its state in the URL hash ---- */

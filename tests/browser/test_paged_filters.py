@@ -88,3 +88,11 @@ def test_a_link_to_a_choice_a_page_shows_in_part_goes_to_its_listing(page, paged
     assert page.locator("select[name=sort]").input_value() == "name"
     assert page.locator(LISTED).all_inner_texts() == ["Fixture 7B"]
     assert page.problems == []
+
+
+def test_a_choice_put_in_the_hash_of_an_open_page_goes_to_its_listing(page, paged_url):
+    page.goto(paged_url + routes.index_page(2))
+    page.evaluate("window.location.hash = 'quant=w4a16'")
+    page.wait_for_url(paged_url + W4A16)
+    assert page.locator(LISTED).all_inner_texts() == ["Fixture 7B"]
+    assert page.problems == []
