@@ -180,35 +180,31 @@
       });
       return found;
     }
-    /* Where the current choice is shown whole, when not on this page: on a paged catalog, the
-       narrowest listing; else, from a pre-rendered filter page, the index. The rest of the choice
-       goes in its hash. */
-    function elsewhere() {
+    /* Where the current choice is shown whole: `href` null for this page (on a paged catalog, the
+       narrowest listing; else, from a pre-rendered filter page, the index), and the rest of the
+       choice, for the hash. */
+    function destination() {
       var params = currentParams();
-      var home = form.getAttribute("data-home");
+      var href = form.getAttribute("data-home");
       if (paged) {
         var listing = narrowest();
         params.delete(listing.name);
-        if (listing.key === form.getAttribute("data-listing")) { return null; }
-        home = listing.href;
+        href = listing.key === form.getAttribute("data-listing") ? null : listing.href;
       }
-      return home ? home + (params.toString() ? "#" + params.toString() : "") : null;
+      return { href: href, hash: params.toString() };
     }
     form.addEventListener("change", function () {
-      var there = elsewhere();
-      if (there) {
-        window.location.href = there;
+      var there = destination();
+      if (there.href) {
+        window.location.href = there.href + (there.hash ? "#" + there.hash : "");
         return;
       }
-      var params = currentParams();
-      if (paged) { params.delete(narrowest().name); }
-      var hash = params.toString();
       try {
-        window.history.replaceState(null, "", window.location.pathname + (hash ? "#" + hash : ""));
+        window.history.replaceState(null, "", window.location.pathname + (there.hash ? "#" + there.hash : ""));
       } catch (e) {
-        window.location.hash = hash;
+        window.location.hash = there.hash;
       }
-      apply(params);
+      apply(new URLSearchParams(there.hash));
     });
     form.addEventListener("submit", function (event) { event.preventDefault(); });
     Array.prototype.forEach.call(document.querySelectorAll("nav.pager a"), function (link) {
@@ -219,8 +215,8 @@
     /* a link to a choice this page would show only in part goes where it is shown whole */
     function follow() {
       apply(readParams());
-      var away = paged ? elsewhere() : null;
-      if (away) { window.location.replace(away); }
+      var there = paged ? destination() : { href: null };
+      if (there.href) { window.location.replace(there.href + (there.hash ? "#" + there.hash : "")); }
     }
     window.addEventListener("hashchange", follow);
     follow();
