@@ -13,7 +13,9 @@ its file size, and the CPU time (time.process_time) of
 - the full verification (catalog.packets.verify.verify against data/keys.yaml: strict types, the
   canonical-bytes rule, the digest and name, the signature by a listed key, every figure, gate
   and check re-derived from the rows), which is what every build and `make verify` pays;
-- reading and hash-checking it alone (read_packet without keys).
+- reading and hash-checking it alone (read_packet without keys);
+- the same packet without its load sweeps (`_without_load_sweeps`), its floor and its full
+  verification: what the sweeps' requests cost, and what the rest costs against its own floor.
 Every part and the full verification alternate run by run (one of each per round, after a
 warm-up), so the load of this shared machine falls on both alike; the figures are medians, and
 the target is the ratio of the full verification to the sum of the floor's parts.
@@ -101,6 +103,7 @@ def _floor_parts(path: Path, data_dir: Path = REPO / "data") -> dict[str, Callab
     }
 
 
+LEAN = "without load sweeps:"  # the prefix of that packet's measurements
 STAGES = ("validation", "canonical", "sha256", "signature", "evidence", "consistency", "against data")
 
 
@@ -211,9 +214,6 @@ def measure(runs: int) -> dict[str, Any]:
         "stages_ms": {name: cpu[f"stage {name}"]["median_ms"] for name in STAGES},
         "json_decoder": "orjson" if parts["json"] == cpu["json orjson"]["median_ms"] else "msgspec",
     }
-
-
-LEAN = "without load sweeps:"
 
 
 def _floor_of(cpu: dict[str, dict[str, float]], prefix: str) -> dict[str, float]:
