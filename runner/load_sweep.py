@@ -25,7 +25,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from catalog.checks.energy import level_tokens
 from catalog.files import write_file
-from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
+from catalog.model.delivery import TOKENS_PER_READ_BOUND
+from catalog.model.load_sweep import (
+    LoadLevel,
+    LoadRequest,
+    LoadSweep,
+    Percentiles,
+    poisson_offsets_ms,
+)
 from catalog.model.metrics import arrival_gaps, first_divergence
 from catalog.model.packet import Ladder, PromptRow
 from catalog.packets.canonical import pretty_json
@@ -149,8 +156,11 @@ def level_line(arm_id: str, level: LoadLevel, options: LoadSweepOptions) -> str:
     line = f"{arm_id} load {level.label}: " + ", ".join(parts)
     if level.lag.p99_ms > options.lag_bound_ms:
         line += f"; UNUSABLE: client lag over {options.lag_bound_ms:g} ms"
-    elif level.read_in_one_go:
-        line += f"; UNUSABLE: client lag, {level.read_in_one_go} response(s) read in one go (no decode rate)"
+    elif level.read_in_bursts:
+        line += (
+            f"; UNUSABLE: client lag, {level.read_in_bursts} response(s) read in bursts of over "
+            f"{TOKENS_PER_READ_BOUND} tokens a read (no decode rate)"
+        )
     return line
 
 
@@ -284,6 +294,7 @@ def request_row(
         e2e_ms=round(result.e2e_s * 1000.0, 3),
         output_tokens=result.completion_tokens,
         tpot_ms=tpot,
+        reads=len(set(times)) or None,
         identical_to_oracle=None if expected is None else divergence is None,
         first_divergence=divergence,
     )

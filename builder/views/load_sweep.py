@@ -27,7 +27,7 @@ from catalog.recipes.recipe import Recipe
 
 DIFFERS = "outputs differ from the oracle"
 LOAD_TABLES = "load-tables"  # the family page's per-level tables, which hold every number the load charts draw
-LAGGED = "client lag over the bound: level unusable"
+LAGGED = "client lag (late sends or responses read in bursts): level unusable"
 LAGGED_COLOUR = "#6b7280"  # grey: the level says nothing about the server (amber, as withheld, is for outputs)
 
 

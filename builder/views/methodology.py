@@ -24,6 +24,7 @@ from builder.markdown import render_markdown
 from builder.views.common import Fact
 from builder.views.glossary import GLOSSARY, Term
 from builder.views.results import STATE_LABELS, STATE_MEANINGS
+from catalog.model.delivery import TOKENS_PER_READ_BOUND
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ FORMULAS = [
     Fact(
         "decode rate of one completion",
         "(100 − 1) / (t[100] − t[1])",
-        "t[i]: client arrival time of token i; token 0 is the first token; tokens counted from token ids",
+        "t[i]: client arrival time of token i; token 0 is the first token; tokens counted from token ids; none "
+        f"when tokens 1..100 came in reads of over {TOKENS_PER_READ_BOUND} tokens on average (delivered late)",
     ),
     Fact("server decode rate", "median over classes of (median over the class's prompts)", "class-balanced median"),
     Fact("published value (centre)", "(server A + server B) / 2", "two fresh servers; the range A–B is always shown"),
@@ -78,7 +80,8 @@ FORMULAS = [
     Fact(
         "load level: tok/s per user",
         "median over requests of (tokens − 1) / (t[last] − t[0])",
-        "what one user sees at that load; TPOT is its inverse in ms",
+        "what one user sees at that load; TPOT is its inverse in ms; none, and the level marked unusable, when a "
+        f"response came in one read or in reads of over {TOKENS_PER_READ_BOUND} tokens on average",
     ),
     Fact(
         "p50 / p90 / p99",

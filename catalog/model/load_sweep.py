@@ -12,11 +12,14 @@ Definitions (the one home of each; docs/measuring.md explains them for readers):
 - a request's decode rate is (tokens - 1) / (last token time - first token time), its TPOT the
   inverse in milliseconds; both need two token times that differ;
 - goodput is the share of a level's *planned* requests that completed and met every SLO given;
-- a level is usable when its p99 schedule lag is within the sweep's lag bound and the client read
-  every response as it streamed (no response of two or more tokens arrived in one read): otherwise
-  the client, not the server, set the pace, and its figures say nothing about the server;
+- a response was read in bursts (catalog.model.delivery) when its two or more tokens arrived in
+  one read, or in reads of more than TOKENS_PER_READ_BOUND tokens on average: its tokens reached
+  the client later than the server made them, so its decode rate is the delivery's;
+- a level is usable when its p99 schedule lag is within the sweep's lag bound and no response was
+  read in bursts: otherwise the client (or the server's API process), not the engine, set the pace,
+  and its figures say nothing about the engine;
 - a level's per-user decode rate is the median of its requests' decode rates, and there is none
-  when any response arrived in one read (the client's reads timed the others too).
+  when any response was read in bursts (the same delays timed the others too).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from catalog.model.base import FieldError, StrictModel
+from catalog.model.delivery import read_in_bursts
 from catalog.model.energy import EnergyWindow
 
 LAG_BOUND_MS = 10.0
@@ -134,7 +138,17 @@ class LoadRequest(StrictModel):
     e2e_ms: float | None = Field(default=None, ge=0, description="time to the last token after sending")
     output_tokens: int = Field(default=0, ge=0, description="completion tokens received")
     tpot_ms: float | None = Field(
-        default=None, gt=0, description="mean gap between token times after the first (ms); none below two tokens"
+        default=None,
+        gt=0,
+        description="mean gap between token times after the first (ms); none below two tokens or when every "
+        "token arrived in one read",
+    )
+    reads: int | None = Field(
+        default=None,
+        ge=1,
+        exclude_if=lambda value: value is None,
+        description="socket reads that carried its tokens (distinct token arrival times); absent where not "
+        "recorded (imported sweeps, packets sealed before it was)",
     )
     identical_to_oracle: bool | None = Field(
         default=None, description="output token ids equal the sequential oracle's for this prompt; none if failed"
@@ -154,6 +168,11 @@ class LoadRequest(StrictModel):
             raise FieldError("ends before its first token", "e2e_ms")
         if self.identical_to_oracle is not False and self.first_divergence is not None:
             raise FieldError("a divergence needs identical_to_oracle false", "first_divergence")
+        if self.reads is not None:
+            if self.reads > self.output_tokens:
+                raise FieldError("more reads than tokens", "reads")
+            if self.output_tokens >= 2 and (self.reads == 1) != (self.tpot_ms is None):
+                raise FieldError("one read has no tpot_ms, and two or more reads have one", "reads")
         return self
 
     @property
@@ -167,6 +186,16 @@ class LoadRequest(StrictModel):
     @property
     def decode_tok_s(self) -> float | None:
         return 1000.0 / self.tpot_ms if self.tpot_ms else None
+
+    @property
+    def read_in_bursts(self) -> bool:
+        """Two or more tokens that reached the client in one read, or in reads larger than one
+        engine step makes: their times are the delivery's, not the server's."""
+        if not self.completed or self.output_tokens < 2:
+            return False
+        if self.tpot_ms is None:
+            return True
+        return self.reads is not None and read_in_bursts(self.output_tokens, self.reads)
 
 
 class LoadServerMetrics(StrictModel):
@@ -255,12 +284,12 @@ class LoadLevel(StrictModel):
 
     @property
     def per_user_tok_s(self) -> float | None:
-        """Median per-request decode rate: what one user sees at this load. None when the client
-        read a response in one go: it fell behind the streams, so the rates of the others were timed
-        by its reads too (a loaded CPU host's 2-user level read four of five responses in one go and
+        """Median per-request decode rate: what one user sees at this load. None when a response
+        was read in bursts: the delivery fell behind the streams, so the rates of the others were
+        timed by it too (a loaded CPU host's 2-user level read four of five responses in one go and
         the fifth in two reads half a millisecond apart: 245,942 tok/s, which physics refuses)."""
         # each request's rate once (verification bounds every level's by physics, the pages show it)
-        if self.read_in_one_go:
+        if self.read_in_bursts:
             return None
         rates = [rate for r in self.requests if r.completed and (rate := r.decode_tok_s) is not None]
         return percentile(rates, 50) if rates else None
@@ -295,16 +324,16 @@ class LoadLevel(StrictModel):
         return sum(1 for r in self.requests if slo.met_by(r)) / len(self.requests)
 
     @property
-    def read_in_one_go(self) -> int:
-        """Completed responses of two or more tokens whose every token reached the client in one read,
-        so they have no decode rate: the client fell behind the stream (a loaded host descheduled
-        it), which the send schedule's lag does not show."""
-        return sum(1 for r in self.completed if r.output_tokens >= 2 and r.tpot_ms is None)
+    def read_in_bursts(self) -> int:
+        """Responses read in bursts (LoadRequest.read_in_bursts): the client or the server's API
+        process fell behind the stream (a loaded host descheduled it), which the send schedule's lag
+        does not show."""
+        return sum(1 for r in self.requests if r.read_in_bursts)
 
     def usable(self, lag_bound_ms: float) -> bool:
-        """The client kept up: its p99 schedule lag within the bound, and it read every response
-        as it streamed. A level it did not keep up with is flagged by its lag, never averaged in."""
-        return self.lag.p99_ms <= lag_bound_ms and self.read_in_one_go == 0
+        """The client kept up: its p99 schedule lag within the bound, and every response reached it
+        as it streamed. A level it did not keep up with is flagged, never averaged in."""
+        return self.lag.p99_ms <= lag_bound_ms and self.read_in_bursts == 0
 
 
 class LoadSweep(StrictModel):

@@ -3,7 +3,8 @@
 Definitions:
 - decode rate of one completion: 99 intervals / (t[100] - t[1]), t[i] the arrival time of token i
   (0-based; token 0 is the first token, whose wait is TTFT). Tokens are counted from token ids,
-  so a chunk carrying k tokens contributes k events with one arrival time.
+  so a chunk carrying k tokens contributes k events with one arrival time. None when tokens
+  1..100 were read in bursts (catalog.model.delivery): then the span timed the delivery.
 - class-balanced median: the median within each class, then the median of the class medians.
 - centre of a pair: the mean of the two fresh servers' class-balanced medians.
 - inter-token latency (ITL), load levels: the gaps between *distinct* arrival times, one per chunk
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
+from catalog.model.delivery import read_in_bursts
 from catalog.model.packet import Divergence, DivergenceCause, GateResult, PromptRow
 
 DECODE_WINDOW = 100
@@ -25,8 +27,12 @@ MIN_COMPLETION_TOKENS = DECODE_WINDOW + 1
 
 
 def decode_rate(token_times_us: Sequence[int]) -> float | None:
-    """Tokens per second over tokens 1..100; None when the completion is too short or instant."""
+    """Tokens per second over tokens 1..100; None when the completion is too short, or its window
+    was read in bursts (one read is the instant completion)."""
     if len(token_times_us) < MIN_COMPLETION_TOKENS:
+        return None
+    window = token_times_us[1 : DECODE_WINDOW + 1]
+    if read_in_bursts(len(window), len(set(window))):
         return None
     span_s = (token_times_us[DECODE_WINDOW] - token_times_us[1]) / 1e6
     if span_s <= 0:

@@ -175,6 +175,27 @@ def test_a_level_the_client_fell_behind_has_no_per_user_rate_to_refuse() -> None
     assert level.per_user_tok_s is None and not level.usable(packet.packet.ladders[0].load.lag_bound_ms)  # type: ignore[union-attr]
 
 
+def test_a_level_delivered_in_bursts_has_no_per_user_rate_to_refuse() -> None:
+    """CI's real CPU campaign on a loaded host: every response of a 4-user level came as its first
+    token after 257 ms, then 100 tokens in two reads within 4 ms (25,800 tok/s a user, over the
+    ceiling). Its reads show the delivery, not the server, set that pace: the level has no per-user
+    rate and is flagged. The same rates with reads one a token are still refused."""
+    plain = plain_ceiling(edited(lambda d: None), 0)
+    fast = 1000.0 / (plain * 1.5 * 1.5)
+
+    def delivered(reads: int) -> Any:
+        return lambda s: _every_request(s, 1, tpot_ms=fast, reads=reads)
+
+    burst = sealed(with_sweep(delivered(3)))
+    assert found(burst.packet) == {}
+    sweep = burst.packet.ladders[0].load
+    assert sweep is not None
+    assert sweep.levels[1].per_user_tok_s is None and not sweep.levels[1].usable(sweep.lag_bound_ms)
+    streamed = sealed(with_sweep(delivered(100)))
+    field, message = only(found(streamed.packet))
+    assert field == "ladders[0].load.levels[1].requests" and "exceeds the physical ceiling" in message
+
+
 def test_a_speculative_arms_users_may_reach_depth_plus_one_times_the_ceiling() -> None:
     plain = plain_ceiling(edited(lambda d: None), 1)
     rate = plain * 3 * 1.5 * 0.99  # the factory's speculative arm has depth 2

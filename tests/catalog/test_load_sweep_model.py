@@ -8,7 +8,16 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, Slo, percentile, poisson_offsets_ms
+from catalog.model.delivery import TOKENS_PER_READ_BOUND
+from catalog.model.load_sweep import (
+    LoadLevel,
+    LoadRequest,
+    LoadSweep,
+    Percentiles,
+    Slo,
+    percentile,
+    poisson_offsets_ms,
+)
 from catalog.model.packet import Ladder
 
 
@@ -111,7 +120,7 @@ def test_responses_read_in_one_go_mark_a_level_unusable() -> None:
     """A client descheduled for a whole response (a loaded host) reads its tokens in one go: no
     decode rate, and no schedule lag to show it. The level is flagged by that lag, not trusted."""
     behind = closed([request(), request("p2", tpot_ms=None, output_tokens=101)])
-    assert behind.read_in_one_go == 1 and behind.lag.p99_ms < 10.0
+    assert behind.read_in_bursts == 1 and behind.lag.p99_ms < 10.0
     assert not behind.usable(10.0)
     assert closed([request(tpot_ms=None, output_tokens=1)]).usable(10.0)  # one token: nothing to read late
 
@@ -121,6 +130,60 @@ def test_a_level_with_a_response_read_in_one_go_has_no_per_user_rate() -> None:
     behind = closed([request(tpot_ms=0.004), request("p2", tpot_ms=None, output_tokens=101)])
     assert behind.per_user_tok_s is None
     assert closed([request(tpot_ms=0.004), request("p2")]).per_user_tok_s == pytest.approx((250_000 + 50) / 2)
+
+
+# CI's real CPU campaign on a loaded host (a424a06): the 4-user level of the oracle arm's sweep, as
+# sealed. Every response's first token came after 257 ms and the other 100 within 4 ms, in two reads.
+CI_BURST_LEVEL = [(0.191, 257.054, 261.072, 0.039365), (0.296, 256.99, 261.23, 0.039016)]
+CI_BURST_LEVEL += [(0.389, 256.932, 261.201, 0.038689), (0.48, 256.867, 261.166, 0.038452)]
+
+
+def ci_burst_level(reads: int | None) -> LoadLevel:
+    rows = [
+        request(f"p{k}", sent_ms=sent, ttft_ms=ttft, e2e_ms=e2e, output_tokens=101, tpot_ms=tpot, reads=reads)
+        for k, (sent, ttft, e2e, tpot) in enumerate(CI_BURST_LEVEL)
+    ]
+    return closed(rows, users=4, duration_s=0.48)
+
+
+def test_responses_read_in_bursts_mark_a_level_unusable() -> None:
+    """Three reads for 101 tokens: the server made them over 257 ms, the client timed 4 ms. Without
+    the reads recorded (an imported sweep) the rows alone cannot tell, and physics is the backstop."""
+    burst = ci_burst_level(reads=3)
+    assert burst.read_in_bursts == 4 and burst.lag.p99_ms < 10.0
+    assert burst.per_user_tok_s is None and not burst.usable(10.0)
+    unknown = ci_burst_level(reads=None)
+    assert unknown.read_in_bursts == 0 and unknown.per_user_tok_s == pytest.approx(
+        (1000 / 0.038689 + 1000 / 0.039016) / 2
+    )
+
+
+def test_a_speculative_stream_is_not_a_burst() -> None:
+    """Up to 1 + num_speculative_tokens tokens a read is how a speculative server streams."""
+    spec = request(output_tokens=101, ttft_ms=100.0, e2e_ms=600.0, tpot_ms=5.0, reads=101 // TOKENS_PER_READ_BOUND + 1)
+    assert not spec.read_in_bursts
+    assert request(output_tokens=101, ttft_ms=100.0, e2e_ms=600.0, tpot_ms=5.0, reads=12).read_in_bursts
+    failed = request(error="HTTP 500", ttft_ms=None, e2e_ms=None, output_tokens=0, tpot_ms=None)
+    assert not failed.read_in_bursts and closed([failed, request("p2")]).usable(10.0)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"reads": 17}, "more reads than tokens"),
+        ({"reads": 1}, "one read has no tpot_ms, and two or more reads have one"),
+        ({"reads": 2, "tpot_ms": None}, "one read has no tpot_ms, and two or more reads have one"),
+    ],
+)
+def test_reads_tell_the_same_story_as_the_times(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        request("p1", **fields)
+
+
+def test_a_request_without_reads_writes_none() -> None:
+    """Packets sealed before reads were recorded keep their canonical bytes."""
+    assert "reads" not in request().model_dump(mode="json")
+    assert request(reads=16).model_dump(mode="json")["reads"] == 16
 
 
 def test_divergence_names_the_first_request_that_differs() -> None:

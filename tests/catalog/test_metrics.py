@@ -78,6 +78,16 @@ def test_decode_rate_exactly_101_tokens() -> None:
 def test_decode_rate_zero_span_is_none() -> None:
     # everything in one chunk after the first token: no measurable interval
     assert decode_rate([10_000] + [20_000] * 100) is None
+
+
+def test_decode_rate_read_in_bursts_is_none() -> None:
+    """Tokens 1..100 in reads of more than TOKENS_PER_READ_BOUND (8) on average: the span timed the
+    delivery (CI's loaded host sent 100 tokens in two reads 4 ms apart: 25,000 tok/s on a CPU)."""
+    assert decode_rate([257_000] + [259_000] * 50 + [261_000] * 50) is None
+    twelve = [0] + [1_000 * -(-i // 9) for i in range(1, 101)]  # reads of 9 tokens, the last of 1
+    assert len(set(twelve[1:])) == 12 and decode_rate(twelve) is None
+    thirteen = [0] + [1_000 * -(-i // 8) for i in range(1, 101)]  # reads of 8 tokens: a deep draft's steps
+    assert len(set(thirteen[1:])) == 13 and decode_rate(thirteen) == pytest.approx(99 / 0.012)
     # clock went backwards
     assert decode_rate([10_000, 30_000] + [20_000] * 99) is None
 

