@@ -189,8 +189,8 @@ def test_both_ladders_of_both_arms_are_recorded(campaign: Campaign) -> None:
         assert all(p.identical_to_oracle is not None for p in points)
         context = kinds[(arm_id, "context")].context
         assert {p.depth_tokens for p in context} == {2048}  # the only depth 4096 tokens of context allow
-        # TTFT always; a decode rate only when tokens 1..100 did not all arrive in one read (on a
-        # loaded host the short decode after a 2K prefill can), or the model stopped early.
+        # TTFT always; a decode rate only when tokens 1..100 were not read in bursts (on a loaded
+        # host the short decode after a 2K prefill can arrive in one read), or the model stopped early.
         assert len(context) == 3 and all(p.ttft_ms for p in context)
     assert all(p.identical_to_oracle is None for p in kinds[(oracle, "context")].context)
     spec_context = kinds[(spec, "context")].context
