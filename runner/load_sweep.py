@@ -25,7 +25,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from catalog.checks.energy import level_tokens
 from catalog.files import write_file
-from catalog.model.delivery import TOKENS_PER_READ_BOUND
 from catalog.model.load_sweep import (
     LoadLevel,
     LoadRequest,
@@ -154,14 +153,8 @@ def level_line(arm_id: str, level: LoadLevel, options: LoadSweepOptions) -> str:
         f"lag p99 {level.lag.p99_ms:.1f} ms",
     ]
     line = f"{arm_id} load {level.label}: " + ", ".join(parts)
-    if level.lag.p99_ms > options.lag_bound_ms:
-        line += f"; UNUSABLE: client lag over {options.lag_bound_ms:g} ms"
-    elif level.read_in_bursts:
-        line += (
-            f"; UNUSABLE: client lag, {level.read_in_bursts} response(s) read in bursts of over "
-            f"{TOKENS_PER_READ_BOUND} tokens a read (no decode rate)"
-        )
-    return line
+    unusable = level.unusable_because(options.lag_bound_ms)
+    return line if unusable is None else f"{line}; UNUSABLE: {unusable}"
 
 
 def _keep(path: Path, levels: list[LoadLevel]) -> None:

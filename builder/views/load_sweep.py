@@ -57,6 +57,7 @@ class LoadLevelRow:
     divergence_summary: str
     lag_p99_ms: Num | None  # None: not recorded by the source (an imported curve)
     usable: bool
+    unusable_because: str | None
     client_cpu_s: Num | None
     peak_running: Num | None
     peak_waiting: Num | None
@@ -139,6 +140,7 @@ def _row(
         divergence_summary=f"{first.prompt_id} @ token {first.first_divergence}" if first else "",
         lag_p99_ms=num(level.lag.p99_ms, unit="ms") if own_client else None,
         usable=level.usable(sweep.lag_bound_ms) or not own_client,
+        unusable_because=level.unusable_because(sweep.lag_bound_ms) if own_client else None,
         client_cpu_s=num(level.client_cpu_s, unit="s") if own_client else None,
         peak_running=opt_num(server.peak_running, 0) if server else None,
         peak_waiting=opt_num(server.peak_waiting, 0) if server else None,

@@ -330,10 +330,20 @@ class LoadLevel(StrictModel):
         does not show."""
         return sum(1 for r in self.requests if r.read_in_bursts)
 
+    def unusable_because(self, lag_bound_ms: float) -> str | None:
+        """Why the client did not keep up, in words (the runner's progress line and the pages say
+        it); None when its p99 schedule lag is within the bound and every response reached it as
+        it streamed."""
+        if self.lag.p99_ms > lag_bound_ms:
+            return f"client lag p99 {self.lag.p99_ms:.1f} ms over the {lag_bound_ms:g} ms bound"
+        if self.read_in_bursts:
+            return f"{self.read_in_bursts} of {len(self.requests)} responses read in bursts, so no decode rate"
+        return None
+
     def usable(self, lag_bound_ms: float) -> bool:
-        """The client kept up: its p99 schedule lag within the bound, and every response reached it
-        as it streamed. A level it did not keep up with is flagged, never averaged in."""
-        return self.lag.p99_ms <= lag_bound_ms and self.read_in_bursts == 0
+        """The client kept up (`unusable_because`). A level it did not keep up with is flagged,
+        never averaged in."""
+        return self.unusable_because(lag_bound_ms) is None
 
 
 class LoadSweep(StrictModel):

@@ -179,9 +179,12 @@ def test_the_packet_page_table_holds_the_models_numbers(soup, load_site) -> None
                 assert row["data-identity"] == "differs"
                 assert f"first at {divergence.prompt_id} @ token {divergence.first_divergence}" in cells[8]
             assert cells[9].startswith(_n(level.lag.p99_ms))
+            why = level.unusable_because(sweep.lag_bound_ms)
+            said = [r.get_text() for r in row.select(".reason") if r.get_text().startswith("unusable")]
+            assert said == ([] if why is None else [f"unusable: {why}"])
     # the level the sweep's client lagged on says so in words
     lagged = page.select_one(f'#load-{ORACLE_ARM}-full tr[data-level="{LOAD_LAGS}"]')
-    assert "unusable" in lagged.get_text()
+    assert "unusable: client lag p99" in lagged.get_text()
 
 
 def test_the_packet_page_defines_every_new_term(soup, load_site) -> None:

@@ -158,6 +158,13 @@ def test_responses_read_in_bursts_mark_a_level_unusable() -> None:
     )
 
 
+def test_an_unusable_level_says_why() -> None:
+    assert ci_burst_level(reads=3).unusable_because(10.0) == "4 of 4 responses read in bursts, so no decode rate"
+    late = closed([request(planned_ms=0.0, sent_ms=40.0), request("p2")])
+    assert late.unusable_because(10.0) == f"client lag p99 {late.lag.p99_ms:.1f} ms over the 10 ms bound"
+    assert ci_burst_level(reads=101).unusable_because(10.0) is None and ci_burst_level(reads=101).usable(10.0)
+
+
 def test_a_speculative_stream_is_not_a_burst() -> None:
     """Up to 1 + num_speculative_tokens tokens a read is how a speculative server streams."""
     spec = request(output_tokens=101, ttft_ms=100.0, e2e_ms=600.0, tpot_ms=5.0, reads=101 // TOKENS_PER_READ_BOUND + 1)

@@ -16,7 +16,7 @@ import pytest
 
 from catalog.model.load_sweep import Slo, poisson_offsets_ms
 from catalog.model.metrics import first_divergence
-from catalog.model.packet import Ladder
+from catalog.model.packet import Ladder, PromptRow
 from runner import ladders, load_sweep
 from runner.client import ClientError, StreamResult
 from runner.load_sweep_metrics import MetricsSummary, read_wanted
@@ -51,15 +51,17 @@ def server() -> Iterator[FakeVllm]:
         yield fake
 
 
-def sweep(fake: FakeVllm, tmp_path: Path, said: list[str] | None = None, **options: Any) -> Ladder:
+def sweep(
+    fake: FakeVllm, tmp_path: Path, said: list[str] | None = None, oracle: list[PromptRow] = ORACLE_ROWS, **options: Any
+) -> Ladder:
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
-    settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
+    settings = MeasurementSettings(SUITE, None, len(oracle[0].token_ids), 1234, 60.0)  # type: ignore[arg-type]
     load = LoadSweepOptions.model_validate({"users": [1, 2], "rates_rps": [20.0], "requests_per_level": 5} | options)
     kept = load_sweep.levels_path(tmp_path, "tp1-oracle")
     run = load_sweep.run_load_sweep(
         fake.base_url,
         arm,  # type: ignore[arg-type]
-        ORACLE_ROWS,
+        oracle,
         settings,
         load,
         64,
@@ -111,6 +113,29 @@ def test_a_divergent_output_names_its_first_different_token(server: FakeVllm, tm
     assert second.identical_to_oracle is False and second.first_divergence == 3
     assert level.identical == 4 and not level.all_identical
     assert level.first_diverging_request is second
+
+
+def test_responses_delivered_in_bursts_leave_a_level_without_a_per_user_rate(server: FakeVllm, tmp_path: Path) -> None:
+    """The loaded CI host's delivery replayed through the real client: each response's first token,
+    then its other 39 tokens in two writes 20 ms apart. The client times at most three reads, so the level
+    has no per-user rate (39 tokens over 20 ms would say 1,950 tok/s) and its line says why."""
+    rows = make_rows(ms_per_token=20.0, n_tokens=40)
+    oracle = {row.prompt_id: row.token_ids.tolist() for row in rows}
+
+    def bursts(body: dict[str, Any]) -> Script:
+        ids = oracle[PROMPT_IDS[body["prompt"]]]
+        events = [sse(token_chunk([token], f" t{token}")) for token in ids]
+        end = sse(usage_chunk(9, len(ids))) + sse("[DONE]")
+        return Script(chunks=[events[0], b"".join(events[1:20]), b"".join(events[20:]) + end], pause_s=0.02)
+
+    server.responder = bursts
+    said: list[str] = []
+    level = sweep(server, tmp_path, said, rows, users=[1], rates_rps=[20.0], requests_per_level=3).load.levels[0]  # type: ignore[union-attr]
+    # three writes, read in three reads or fewer (a loaded host, or Nagle holding a small write on a
+    # kept-alive connection, as on vLLM's own pre-bound socket, can join two): a burst either way
+    assert all(r.reads is not None and r.reads <= 3 for r in level.requests) and level.read_in_bursts == 3
+    assert level.per_user_tok_s is None and level.all_identical
+    assert "; UNUSABLE: 3 of 3 responses read in bursts, so no decode rate" in said[0]
 
 
 def test_open_loop_sends_on_schedule_while_the_server_is_slow(server: FakeVllm, tmp_path: Path) -> None:
