@@ -238,8 +238,10 @@ def test_load_sweep_of_both_arms(campaign: Campaign) -> None:
             assert level.itl_ms is not None or level.read_in_bursts == len(level.completed)
             assert level.client_cpu_s > 0 and level.aggregate_tok_s > 0
             assert level.server is not None and level.server.peak_running is not None
+            reads = sorted(r.reads or 0 for r in level.requests)  # what a burst would show, in CI's log
             print(f"\n[e2e] {arm.id} load {level.label}: {level.identical}/{len(level.requests)} identical, "
-                  f"lag p99 {level.lag.p99_ms:.1f} ms, goodput {level.goodput(sweep.slo):.0%}")  # fmt: skip
+                  f"lag p99 {level.lag.p99_ms:.1f} ms, goodput {level.goodput(sweep.slo):.0%}, "
+                  f"per user {level.per_user_tok_s or 0:.0f} tok/s, reads {reads}")  # fmt: skip
         # greedy decoding on the CPU: one stream at a time is the oracle's output exactly
         assert sweep.levels[0].all_identical
         if arm.config.spec_depth:
