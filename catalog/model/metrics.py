@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from catalog.model.delivery import read_in_bursts
+from catalog.model.delivery import times_read_in_bursts
 from catalog.model.packet import Divergence, DivergenceCause, GateResult, PromptRow
 
 DECODE_WINDOW = 100
@@ -31,8 +31,7 @@ def decode_rate(token_times_us: Sequence[int]) -> float | None:
     was read in bursts (one read is the instant completion)."""
     if len(token_times_us) < MIN_COMPLETION_TOKENS:
         return None
-    window = token_times_us[1 : DECODE_WINDOW + 1]
-    if read_in_bursts(len(window), len(set(window))):
+    if times_read_in_bursts(token_times_us[1 : DECODE_WINDOW + 1]):
         return None
     span_s = (token_times_us[DECODE_WINDOW] - token_times_us[1]) / 1e6
     if span_s <= 0:
