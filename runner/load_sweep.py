@@ -25,13 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from catalog.checks.energy import level_tokens
 from catalog.files import write_file
-from catalog.model.load_sweep import (
-    LoadLevel,
-    LoadRequest,
-    LoadSweep,
-    Percentiles,
-    poisson_offsets_ms,
-)
+from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, Percentiles, poisson_offsets_ms
 from catalog.model.metrics import arrival_gaps, first_divergence
 from catalog.model.packet import Ladder, PromptRow
 from catalog.packets.canonical import pretty_json
