@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 
 from catalog.checks.canaries import verdict
-from catalog.model.metrics import compare_rows, server_decode_rate, server_ttft_ms
+from catalog.model.metrics import (
+    DECODE_WINDOW,
+    MIN_COMPLETION_TOKENS,
+    compare_rows,
+    decode_rate,
+    server_decode_rate,
+    server_ttft_ms,
+)
 from catalog.model.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 from catalog.recipes.suite import CanarySet
 
@@ -34,13 +41,28 @@ def _server_problems(arm: Arm, where: str) -> list[Problem]:
             if server.decode_tok_s is not None:
                 problems.append((f"{field}.decode_tok_s", "a failed server cannot publish a rate"))
             continue
-        if not _close(server.decode_tok_s, server_decode_rate(server.rows)):
-            problems.append((f"{field}.decode_tok_s", "does not match the rate re-computed from its rows"))
+        rate = server_decode_rate(server.rows)
+        if not _close(server.decode_tok_s, rate):
+            problems.append((f"{field}.decode_tok_s", _rate_differs(server, rate)))
         if not _close(server.ttft_ms, server_ttft_ms(server.rows)):
             problems.append((f"{field}.ttft_ms", "does not match the TTFT re-computed from its rows"))
         if server.cache_zero is not None and server.cache_zero != shows_cache_zero(server):
             problems.append((f"{field}.cache_zero", "disagrees with the rows' cached_tokens"))
     return problems
+
+
+def _rate_differs(server: ServerRun, rate: float | None) -> str:
+    """What the rows say instead of the published rate; where they give none, the row that has none
+    and why (a completion too short for the window, or tokens 1..100 read in bursts)."""
+    silent = next((row for row in server.rows if decode_rate(row.token_times_us) is None), None)
+    if rate is not None or silent is None:
+        return "does not match the rate re-computed from its rows"
+    why = (
+        f"fewer than {MIN_COMPLETION_TOKENS} tokens"
+        if len(silent.token_times_us) < MIN_COMPLETION_TOKENS
+        else f"tokens 1..{DECODE_WINDOW} read in bursts (catalog/model/delivery.py): a rate timed by the delivery"
+    )
+    return f"is published, but its rows give no rate: prompt {silent.prompt_id!r} has {why}"
 
 
 def shows_cache_zero(server: ServerRun) -> bool:

@@ -633,6 +633,24 @@ def sealed_with(tree: Path, change: Callable[[dict[str, Any]], None], **kw: Any)
     return put(tree, sealed(draft))
 
 
+def test_server_rate_whose_rows_were_read_in_bursts(tree: Path) -> None:
+    """A rate sealed from a window the delivery timed (a loaded host, or a packet sealed before the
+    burst rule): the refusal names the prompt and why its rows give no rate."""
+
+    def bursts(draft: dict[str, Any]) -> None:
+        row = draft["arms"][0]["servers"][0]["rows"][0]
+        times = decode_uint32(row["token_times_us"])
+        for i in range(1, 101):  # tokens 1..100 in two reads
+            times[i] = times[1] if i <= 50 else times[100]
+        row["token_times_us"] = encode_uint32(times)
+
+    path = sealed_with(tree, bursts)
+    error = only_problem(tree)
+    prompt = read_packet(path, None, allow_unsigned=True).arms[0].servers[0].rows[0].prompt_id
+    assert (error.file, error.field) == (str(path), "arms[0].servers[0].decode_tok_s")
+    assert f"its rows give no rate: prompt {prompt!r} has tokens 1..100 read in bursts" in error.message
+
+
 def test_server_rate_that_does_not_match_its_rows(tree: Path) -> None:
     path = sealed_with(
         tree,
