@@ -26,9 +26,12 @@ class Link:
 
 T = TypeVar("T")
 
-FAMILIES_PER_PAGE = 100
+FAMILIES_PER_PAGE = 20
 """A listing that grows with the catalog (the index, its filter pages, a card's page) shows at most
-this many families a page; the search (builder/search.py) finds every family from any page."""
+this many families a page; the search (builder/search.py) finds every family from any page. Issue 30
+allows up to 100: at 100 an index page weighed 505 KB (each family's card carries its hidden per-filter
+picks), heavy on a phone's link, and cost 14-16 ms of CPU; at 20 it is about 100 KB and 3 ms
+(bench/FINDINGS.md)."""
 
 
 @dataclass(frozen=True)
