@@ -129,12 +129,14 @@ def run_ladders(
     levels: Sequence[int] = CONCURRENCY_LEVELS,
     load: LoadSweepOptions | None = None,
     oracle_concurrency: ConcurrencyOutputs | None = None,
+    alone_tok_s: Sequence[float] = (),
 ) -> tuple[list[Ladder], ContextOutputs]:
     """Run the missing ladders of one arm on one fresh server; reuse finished ones. Returns the
     ladders and the context ladder's outputs (recorded, or read back when it finished earlier).
     A load sweep (runner/load_sweep.py) also keeps its finished levels for a resume; a concurrency
     ladder keeps its outputs, with which a speculative arm's divergences are told apart
-    (`oracle_concurrency`: the oracle arm's)."""
+    (`oracle_concurrency`: the oracle arm's); a load sweep's per-user rates are held to the arm's
+    single-stream ones (`alone_tok_s`: its fresh servers' decode rates)."""
     done = {
         k: load_file(Ladder, ladder_path(run_dir, arm.id, k)) for k in kinds if ladder_path(run_dir, arm.id, k).exists()
     }
@@ -183,6 +185,7 @@ def run_ladders(
                                 max_num_seqs,
                                 levels_path(run_dir, arm.id),
                                 progress,
+                                alone_tok_s,
                             )
                         )
                     else:

@@ -62,9 +62,11 @@ async def run_load_sweep(
     max_num_seqs: int,
     kept_path: Path,
     progress: Progress,
+    alone_tok_s: Sequence[float] = (),
 ) -> Ladder:
     """Every closed-loop level that fits, then every open-loop rate; each finished level is
-    written to `kept_path` before the next starts."""
+    written to `kept_path` before the next starts. `alone_tok_s`: the arm's fresh servers'
+    single-stream decode rates, which its progress lines hold each level's per-user rate to."""
     kept = read_finished_levels(kept_path) if kept_path.exists() else []
     levels: list[LoadLevel] = []
     oracle = {row.prompt_id: row.token_ids.tolist() for row in oracle_rows}  # arrays never equal lists
@@ -82,7 +84,8 @@ async def run_load_sweep(
             served = level_tokens(level, prompt_tokens)
             energy = await asyncio.to_thread(settings.energy.window, start, end, arm_cards(arm), served)
             level = level.model_copy(update={"energy": energy})
-        progress(level_line(arm.id, level, options) + (f"; {describe(level.energy)}" if settings.energy else ""))
+        line = level_line(arm.id, level, options, alone_tok_s)
+        progress(line + (f"; {describe(level.energy)}" if settings.energy else ""))
         if not level.completed:
             raise ClientError(f"every request at {level.label} failed: {level.requests[0].error}")
         return level
@@ -133,7 +136,7 @@ def open_rates(options: LoadSweepOptions, closed: list[LoadLevel]) -> tuple[list
     return rates, basis
 
 
-def level_line(arm_id: str, level: LoadLevel, options: LoadSweepOptions) -> str:
+def level_line(arm_id: str, level: LoadLevel, options: LoadSweepOptions, alone_tok_s: Sequence[float]) -> str:
     """One progress line per level: what a reader checks first."""
     per_user = level.per_user_tok_s
     ttft = level.ttft
@@ -147,7 +150,7 @@ def level_line(arm_id: str, level: LoadLevel, options: LoadSweepOptions) -> str:
         f"lag p99 {level.lag.p99_ms:.1f} ms",
     ]
     line = f"{arm_id} load {level.label}: " + ", ".join(parts)
-    unusable = level.unusable_because(options.lag_bound_ms)
+    unusable = level.unusable_because(options.lag_bound_ms, alone_tok_s)
     return line if unusable is None else f"{line}; UNUSABLE: {unusable}"
 
 

@@ -323,6 +323,7 @@ def run_campaign_ladders(
             request.concurrency_levels,
             request.load,
             oracle_concurrency,
+            [s.decode_tok_s for s in results[arm.id] if s.decode_tok_s is not None],
         )
         if arm.spec_depth == 0:
             oracle_context = outputs

@@ -113,7 +113,7 @@ def _lead(results: Sequence[ArmResult]) -> ArmResult | None:
 def _users(results: Sequence[ArmResult]) -> list[UsersPick]:
     """Per closed-loop user count of the published arms' load sweeps, the configuration with the
     highest aggregate rate among levels the client kept up with and whose every output matched the
-    oracle (a level flagged for lag or divergence says nothing for this answer)."""
+    oracle (a level flagged unusable or divergent says nothing for this answer)."""
     best: dict[int, tuple[float, UsersPick]] = {}
     for r in results:
         if not r.published:
@@ -123,7 +123,7 @@ def _users(results: Sequence[ArmResult]) -> list[UsersPick]:
                 continue
             sweep = ladder.load
             for level in sweep.levels:
-                if not _trusted(level, sweep.lag_bound_ms) or level.users is None:
+                if not _trusted(level, sweep.lag_bound_ms, r.arm.server_values) or level.users is None:
                     continue
                 rate = level.aggregate_tok_s
                 if level.users not in best or rate > best[level.users][0]:
@@ -141,8 +141,8 @@ def _users(results: Sequence[ArmResult]) -> list[UsersPick]:
     return [pick for _, (_, pick) in sorted(best.items()) if pick.users > 1]
 
 
-def _trusted(level: LoadLevel, lag_bound_ms: float) -> bool:
-    return level.usable(lag_bound_ms) and level.all_identical
+def _trusted(level: LoadLevel, lag_bound_ms: float, alone_tok_s: Sequence[float]) -> bool:
+    return level.usable(lag_bound_ms, alone_tok_s) and level.all_identical
 
 
 def run_this(results: Sequence[ArmResult], recipe: Recipe | None, ctx: SiteContext) -> list[RunThis]:

@@ -2,8 +2,9 @@
 
 Every figure is a property of catalog.model.load_sweep's models (aggregate_tok_s, per_user_tok_s, ttft, e2e,
 lag, goodput, identical ...); this module only picks and formats them. A level whose outputs
-differ from the oracle, or whose client lagged past the sweep's bound, is drawn apart and labelled
-(builder/charts.py `flag`), never averaged into its series' line. A sweep of an imported or
+differ from the oracle, or that is unusable (its client lagged past the sweep's bound or read responses in
+bursts, or a user was served faster than one alone: LoadLevel.unusable_because), is drawn apart and
+labelled (builder/charts.py `flag`), never averaged into its series' line. A sweep of an imported or
 screened packet is speed only: no output was checked and the source's client schedule was not
 recorded, so its series says so and its lag reads "not recorded", never a number.
 """
@@ -18,7 +19,7 @@ from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
 from builder.format import Num, num, opt_num
 from builder.views.energy import EnergyFigure, window_figure
 from catalog.errors import CatalogError
-from catalog.model.load_sweep import LoadLevel, LoadSweep, Slo
+from catalog.model.load_sweep import ALONE_BOUND, LoadLevel, LoadSweep, Slo
 from catalog.model.packet import Arm, Ladder, Packet
 from catalog.projection import LoadProjection, project_load
 from catalog.projection.multiuser import LevelEstimate
@@ -27,8 +28,8 @@ from catalog.recipes.recipe import Recipe
 
 DIFFERS = "outputs differ from the oracle"
 LOAD_TABLES = "load-tables"  # the family page's per-level tables, which hold every number the load charts draw
-LAGGED = "client lag (late sends or responses read in bursts): level unusable"
-LAGGED_COLOUR = "#6b7280"  # grey: the level says nothing about the server (amber, as withheld, is for outputs)
+UNUSABLE = "level unusable: the client fell behind, or a user was served faster than alone"
+UNUSABLE_COLOUR = "#6b7280"  # grey: the level says nothing about the server (amber, as withheld, is for outputs)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class LoadSweepView:
     # every level's energy absent for one reason: said once in the caption, not in a column of
     # identical cells (a CPU campaign's sixteen levels repeated it on each row)
     energy_absent: str = ""
+    alone_bound: str = f"{ALONE_BOUND:g}"  # LoadLevel.faster_than_alone's, said in the caption
 
 
 def slo_words(slo: Slo) -> str:
@@ -104,18 +106,20 @@ def _identity(level: LoadLevel) -> str:
     return "identical" if checked and len(checked) == len(level.completed) else "not checked"
 
 
-def _flag(level: LoadLevel, sweep: LoadSweep, own_client: bool) -> str | None:
-    if _identity(level) == "differs":
-        return DIFFERS
-    return None if level.usable(sweep.lag_bound_ms) or not own_client else LAGGED
+def _unusable_because(level: LoadLevel, sweep: LoadSweep, arm: Arm, own_client: bool) -> str | None:
+    """Another client's lag and reads were not recorded (an imported curve): only its rates are judged."""
+    if own_client:
+        return level.unusable_because(sweep.lag_bound_ms, arm.server_values)
+    return level.faster_than_alone(arm.server_values)
 
 
 def _row(
-    level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, own_client: bool, packet: Packet
+    level: LoadLevel, sweep: LoadSweep, projected: LevelEstimate | None, own_client: bool, packet: Packet, arm: Arm
 ) -> LoadLevelRow:
     """`own_client`: the runner's client sent the load, so its schedule lag and CPU (and the cards'
     energy) were recorded."""
     ttft, e2e, itl, server = level.ttft, level.e2e, level.itl_ms, level.server
+    unusable_because = _unusable_because(level, sweep, arm, own_client)
     first = level.first_diverging_request
     return LoadLevelRow(
         level=level.label,
@@ -139,8 +143,8 @@ def _row(
         identity=_identity(level),
         divergence_summary=f"{first.prompt_id} @ token {first.first_divergence}" if first else "",
         lag_p99_ms=num(level.lag.p99_ms, unit="ms") if own_client else None,
-        usable=level.usable(sweep.lag_bound_ms) or not own_client,
-        unusable_because=level.unusable_because(sweep.lag_bound_ms) if own_client else None,
+        usable=unusable_because is None,
+        unusable_because=unusable_because,
         client_cpu_s=num(level.client_cpu_s, unit="s") if own_client else None,
         peak_running=opt_num(server.peak_running, 0) if server else None,
         peak_waiting=opt_num(server.peak_waiting, 0) if server else None,
@@ -151,7 +155,7 @@ def _row(
         projected_aggregate_tok_s=num(projected.aggregate_tok_s, unit="tok/s") if projected else None,
         projected_per_user_tok_s=num(projected.per_user_tok_s, unit="tok/s") if projected else None,
         measured_over_projected=num(projected.measured_over_projected) if projected else None,
-        flag=_flag(level, sweep, own_client),
+        flag=DIFFERS if _identity(level) == "differs" else UNUSABLE if unusable_because else None,
         energy=window_figure(level.energy, packet) if own_client else None,
     )
 
@@ -185,7 +189,7 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         if projection
         else "No multi-user projection: speculative arms and incomplete architectures are not modelled under load."
     )
-    rows = [_row(level, sweep, projected.get(level.label), own_client, packet) for level in sweep.levels]
+    rows = [_row(level, sweep, projected.get(level.label), own_client, packet, arm) for level in sweep.levels]
     return LoadSweepView(
         arm=arm.id,
         arm_label=arm.label,
@@ -218,7 +222,7 @@ def load_sweep_ladders(ladders: Sequence[tuple[Packet, Ladder]]) -> list[tuple[P
 def _level_point(
     packet: Packet, arm: Arm, series: str, x: float, x_label: str, value: float, row: LoadLevelRow
 ) -> Point:
-    flag_label = {DIFFERS: "differs", LAGGED: "client lag"}.get(row.flag or "", "")
+    flag_label = {DIFFERS: "differs", UNUSABLE: "unusable"}.get(row.flag or "", "")
     return Point(
         series=series,
         x=x,
@@ -233,7 +237,7 @@ def _level_point(
         else "identity not checked",
         flag=row.flag,
         flag_label=flag_label,
-        flag_colour=LAGGED_COLOUR if row.flag == LAGGED else WITHHELD_COLOUR,
+        flag_colour=UNUSABLE_COLOUR if row.flag == UNUSABLE else WITHHELD_COLOUR,
     )
 
 

@@ -25,6 +25,7 @@ from builder.views.common import Fact
 from builder.views.glossary import GLOSSARY, Term
 from builder.views.results import STATE_LABELS, STATE_MEANINGS
 from catalog.model.delivery import TOKENS_PER_READ_BOUND
+from catalog.model.load_sweep import ALONE_BOUND
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,9 @@ FORMULAS = [
         "load level: tok/s per user",
         "median over requests of (tokens − 1) / (t[last] − t[0])",
         "what one user sees at that load; TPOT is its inverse in ms; none, and the level marked unusable, when a "
-        f"response came in one read or in reads of over {TOKENS_PER_READ_BOUND} tokens on average",
+        f"response came in one read or in reads of over {TOKENS_PER_READ_BOUND} tokens on average; the level is "
+        f"also marked unusable when it is over {ALONE_BOUND:g} × the arm's single-stream rate (batching never "
+        "serves a user faster than one alone)",
     ),
     Fact(
         "p50 / p90 / p99",

@@ -17,7 +17,9 @@ Definitions (the one home of each; docs/measuring.md explains them for readers):
   the client later than the server made them, so its decode rate is the delivery's;
 - a level is usable when its p99 schedule lag is within the sweep's lag bound and no response was
   read in bursts: otherwise the client (or the server's API process), not the engine, set the pace,
-  and its figures say nothing about the engine;
+  and its figures say nothing about the engine; nor when its per-user rate is over ALONE_BOUND times
+  the arm's single-stream rate (its faster fresh server's): one user alone is the fastest any user
+  of that configuration is served, so such rates are not the engine's either;
 - a level's per-user decode rate is the median of its requests' decode rates, and there is none
   when any response was read in bursts (the same delays timed the others too).
 """
@@ -34,6 +36,14 @@ from pydantic import Field, model_validator
 from catalog.model.base import FieldError, StrictModel
 from catalog.model.delivery import read_in_bursts
 from catalog.model.energy import EnergyWindow
+
+ALONE_BOUND = 2.0
+"""How many times the arm's single-stream rate a user at load may be served before the level is
+unusable. Batching shares every engine step among the users in flight, so no user is served faster
+than one alone on the same configuration; the rates differ only by the window (tokens 1..100 alone,
+the whole completion at load: slower) and by the host's speed between the arm's servers and the
+sweep's. Physics (catalog/checks/physics.py) bounds a rate by the card's ceiling, which on a CPU host
+is about 20 times what it serves: this bound is the one a rate forged on such a host meets first."""
 
 LAG_BOUND_MS = 10.0
 """Default schedule-lag bound (p99, milliseconds). Arrivals of a 64-user level on a fast card are a
@@ -330,20 +340,36 @@ class LoadLevel(StrictModel):
         does not show."""
         return sum(1 for r in self.requests if r.read_in_bursts)
 
-    def unusable_because(self, lag_bound_ms: float) -> str | None:
-        """Why the client did not keep up, in words (the runner's progress line and the pages say
-        it); None when its p99 schedule lag is within the bound and every response reached it as
-        it streamed."""
+    def behind_because(self, lag_bound_ms: float) -> str | None:
+        """Why the client (or the server's API process) did not keep up, in words; None when its p99
+        schedule lag is within the bound and every response reached it as it streamed."""
         if self.lag.p99_ms > lag_bound_ms:
             return f"client lag p99 {self.lag.p99_ms:.1f} ms over the {lag_bound_ms:g} ms bound"
         if self.read_in_bursts:
             return f"{self.read_in_bursts} of {len(self.requests)} responses read in bursts, so no decode rate"
         return None
 
-    def usable(self, lag_bound_ms: float) -> bool:
-        """The client kept up (`unusable_because`). A level it did not keep up with is flagged,
-        never averaged in."""
-        return self.unusable_because(lag_bound_ms) is None
+    def faster_than_alone(self, alone_tok_s: Sequence[float]) -> str | None:
+        """Why its per-user rate cannot be the engine's, in words: over ALONE_BOUND times the arm's
+        single-stream rate (`alone_tok_s`: its fresh servers' decode rates, the faster counts;
+        none: not known, nothing to compare)."""
+        alone, per_user = max(alone_tok_s, default=None), self.per_user_tok_s
+        if alone is None or per_user is None or per_user <= ALONE_BOUND * alone:
+            return None
+        return (
+            f"{per_user:.1f} tok/s per user, over {ALONE_BOUND:g} × the {alone:.1f} tok/s of one user alone: "
+            "batching never serves a user faster"
+        )
+
+    def unusable_because(self, lag_bound_ms: float, alone_tok_s: Sequence[float]) -> str | None:
+        """Why the level's figures are not the engine's, in words (the runner's progress line and
+        the pages say it): the client fell behind, or a user was served faster than one alone."""
+        return self.behind_because(lag_bound_ms) or self.faster_than_alone(alone_tok_s)
+
+    def usable(self, lag_bound_ms: float, alone_tok_s: Sequence[float]) -> bool:
+        """The level's figures are the engine's (`unusable_because`). A level that is not is
+        flagged, never averaged in."""
+        return self.unusable_because(lag_bound_ms, alone_tok_s) is None
 
 
 class LoadSweep(StrictModel):

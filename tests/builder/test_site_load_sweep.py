@@ -16,7 +16,7 @@ from bs4 import BeautifulSoup, Tag
 
 from builder.format import fmt, num
 from builder.views.glossary import INLINE, terms_in
-from builder.views.load_sweep import DIFFERS, LAGGED
+from builder.views.load_sweep import DIFFERS, UNUSABLE
 from catalog.model.load_sweep import LoadLevel, LoadSweep
 from catalog.model.packet import Packet
 from catalog.store.repository import load_catalog
@@ -77,7 +77,7 @@ def test_a_point_per_level_per_configuration(soup, load_site) -> None:
         flagged = [
             (x, y)
             for t in figure["data"]
-            if _name(t) in (DIFFERS, LAGGED)
+            if _name(t) in (DIFFERS, UNUSABLE)
             for x, y, hover in zip(t["x"], t["y"], t["hovertext"], strict=True)
             if hover.startswith(series.replace("&", "&amp;"))
         ]
@@ -94,7 +94,7 @@ def _only(figure: dict[str, list[dict[str, object]]], name: str) -> dict[str, ob
 
 @pytest.mark.parametrize(
     ("arm", "label", "flag", "word"),
-    [(SPEC_ARM, LOAD_DIVERGES, DIFFERS, "differs"), (ORACLE_ARM, LOAD_LAGS, LAGGED, "client lag")],
+    [(SPEC_ARM, LOAD_DIVERGES, DIFFERS, "differs"), (ORACLE_ARM, LOAD_LAGS, UNUSABLE, "unusable")],
 )
 def test_a_diverging_or_lagging_level_is_hollow_labelled_and_never_in_the_line(
     soup, load_site, arm: str, label: str, flag: str, word: str
@@ -128,7 +128,8 @@ def test_latency_chart_has_ttft_and_itl_percentiles_per_level(soup, load_site) -
     figure = _figure(soup(FAMILY), "load-latency-users")
     assert figure["layout"]["yaxis"]["type"] == "log"  # type: ignore[index, call-overload]
     p99 = _only(figure, f"{_series(packet, ORACLE_ARM)} · TTFT p99")
-    usable = [lv for lv in sweep.levels if lv.mode == "closed" and lv.usable(sweep.lag_bound_ms)]
+    alone = packet.arm(ORACLE_ARM).server_values
+    usable = [lv for lv in sweep.levels if lv.mode == "closed" and lv.usable(sweep.lag_bound_ms, alone)]
     assert p99["x"] == [lv.users for lv in usable]
     assert p99["y"] == [float(fmt(lv.ttft.p99_ms)) for lv in usable if lv.ttft]
 
@@ -165,7 +166,7 @@ def test_the_packet_page_table_holds_the_models_numbers(soup, load_site) -> None
     _, packet = load_site
     page = soup(f"packets/{packet.id}/index.html")
     for arm in (ORACLE_ARM, SPEC_ARM):
-        sweep = _sweep(packet, arm)
+        sweep, alone = _sweep(packet, arm), packet.arm(arm).server_values
         rows = page.select(f"#load-{arm}-full tbody tr")
         assert len(rows) == len(sweep.levels)
         for row, level in zip(rows, sweep.levels, strict=True):
@@ -173,13 +174,13 @@ def test_the_packet_page_table_holds_the_models_numbers(soup, load_site) -> None
             assert cells[0].startswith(level.label)
             assert dict(zip(_expected_row(level, sweep), cells[1:8], strict=True)) == _expected_row(level, sweep)
             assert cells[8].startswith(f"{level.identical} of {len(level.completed)}")
-            assert row["data-usable"] == ("yes" if level.usable(sweep.lag_bound_ms) else "no")
+            assert row["data-usable"] == ("yes" if level.usable(sweep.lag_bound_ms, alone) else "no")
             divergence = level.first_diverging_request
             if divergence is not None:
                 assert row["data-identity"] == "differs"
                 assert f"first at {divergence.prompt_id} @ token {divergence.first_divergence}" in cells[8]
             assert cells[9].startswith(_n(level.lag.p99_ms))
-            why = level.unusable_because(sweep.lag_bound_ms)
+            why = level.unusable_because(sweep.lag_bound_ms, alone)
             said = [r.get_text() for r in row.select(".reason") if r.get_text().startswith("unusable")]
             assert said == ([] if why is None else [f"unusable: {why}"])
     # the level the sweep's client lagged on says so in words
@@ -203,7 +204,7 @@ def test_the_api_carries_every_level(load_site) -> None:
     # the screened import has an arm of the same id: take this packet's sweeps
     sweeps = {s["arm"]: s for s in family["load"]["sweeps"] if s["href"].startswith(f"packets/{packet.id}/")}
     for arm in (ORACLE_ARM, SPEC_ARM):
-        sweep = _sweep(packet, arm)
+        sweep, alone = _sweep(packet, arm), packet.arm(arm).server_values
         rows = sweeps[arm]["rows"]
         assert [r["level"] for r in rows] == [lv.label for lv in sweep.levels]
         for row, level in zip(rows, sweep.levels, strict=True):
@@ -211,7 +212,7 @@ def test_the_api_carries_every_level(load_site) -> None:
             assert row["per_user_tok_s"] == float(fmt(level.per_user_tok_s or 0))
             assert row["ttft_p99_ms"] == float(fmt(level.ttft.p99_ms if level.ttft else 0))
             assert row["goodput_pct"] == float(fmt(level.goodput(sweep.slo) * 100, 1))
-            assert row["identical"] == level.identical and row["usable"] == level.usable(sweep.lag_bound_ms)
+            assert row["identical"] == level.identical and row["usable"] == level.usable(sweep.lag_bound_ms, alone)
             assert (row["flag"] is not None) == (level.label == {SPEC_ARM: LOAD_DIVERGES, ORACLE_ARM: LOAD_LAGS}[arm])
         projected = [r["measured_over_projected"] for r in rows]
         assert all(p is not None for p in projected) == (arm == ORACLE_ARM)

@@ -172,7 +172,7 @@ def test_a_level_the_client_fell_behind_has_no_per_user_rate_to_refuse() -> None
     packet = sealed(with_sweep(behind))
     assert found(packet.packet) == {}
     level = packet.packet.ladders[0].load.levels[1]  # type: ignore[union-attr]
-    assert level.per_user_tok_s is None and not level.usable(packet.packet.ladders[0].load.lag_bound_ms)  # type: ignore[union-attr]
+    assert level.per_user_tok_s is None and not level.usable(packet.packet.ladders[0].load.lag_bound_ms, ())  # type: ignore[union-attr]
 
 
 def test_a_level_delivered_in_bursts_has_no_per_user_rate_to_refuse() -> None:
@@ -190,7 +190,7 @@ def test_a_level_delivered_in_bursts_has_no_per_user_rate_to_refuse() -> None:
     assert found(burst.packet) == {}
     sweep = burst.packet.ladders[0].load
     assert sweep is not None
-    assert sweep.levels[1].per_user_tok_s is None and not sweep.levels[1].usable(sweep.lag_bound_ms)
+    assert sweep.levels[1].per_user_tok_s is None and not sweep.levels[1].usable(sweep.lag_bound_ms, ())
     streamed = sealed(with_sweep(delivered(100)))
     field, message = only(found(streamed.packet))
     assert field == "ladders[0].load.levels[1].requests" and "exceeds the physical ceiling" in message

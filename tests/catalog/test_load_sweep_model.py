@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from catalog.model.delivery import TOKENS_PER_READ_BOUND
 from catalog.model.load_sweep import (
+    ALONE_BOUND,
     LoadLevel,
     LoadRequest,
     LoadSweep,
@@ -111,8 +112,8 @@ def test_a_request_without_a_figure_the_slo_names_misses_it() -> None:
 def test_schedule_lag_marks_a_level_unusable() -> None:
     on_time = closed([request(planned_ms=10.0, sent_ms=10.5), request(planned_ms=20.0, sent_ms=21.0)])
     late = closed([request(planned_ms=10.0, sent_ms=10.5), request(planned_ms=20.0, sent_ms=60.0)])
-    assert on_time.usable(10.0)
-    assert not late.usable(10.0)
+    assert on_time.usable(10.0, ())
+    assert not late.usable(10.0, ())
     assert late.lag.p99_ms == pytest.approx(0.5 + (40.0 - 0.5) * 0.99)
 
 
@@ -121,8 +122,8 @@ def test_responses_read_in_one_go_mark_a_level_unusable() -> None:
     decode rate, and no schedule lag to show it. The level is flagged by that lag, not trusted."""
     behind = closed([request(), request("p2", tpot_ms=None, output_tokens=101)])
     assert behind.read_in_bursts == 1 and behind.lag.p99_ms < 10.0
-    assert not behind.usable(10.0)
-    assert closed([request(tpot_ms=None, output_tokens=1)]).usable(10.0)  # one token: nothing to read late
+    assert not behind.usable(10.0, ())
+    assert closed([request(tpot_ms=None, output_tokens=1)]).usable(10.0, ())  # one token: nothing to read late
 
 
 def test_a_level_with_a_response_read_in_one_go_has_no_per_user_rate() -> None:
@@ -151,7 +152,7 @@ def test_responses_read_in_bursts_mark_a_level_unusable() -> None:
     the reads recorded (an imported sweep) the rows alone cannot tell, and physics is the backstop."""
     burst = ci_burst_level(reads=3)
     assert burst.read_in_bursts == 4 and burst.lag.p99_ms < 10.0
-    assert burst.per_user_tok_s is None and not burst.usable(10.0)
+    assert burst.per_user_tok_s is None and not burst.usable(10.0, ())
     unknown = ci_burst_level(reads=None)
     assert unknown.read_in_bursts == 0 and unknown.per_user_tok_s == pytest.approx(
         (1000 / 0.038689 + 1000 / 0.039016) / 2
@@ -159,10 +160,27 @@ def test_responses_read_in_bursts_mark_a_level_unusable() -> None:
 
 
 def test_an_unusable_level_says_why() -> None:
-    assert ci_burst_level(reads=3).unusable_because(10.0) == "4 of 4 responses read in bursts, so no decode rate"
+    assert ci_burst_level(reads=3).unusable_because(10.0, ()) == "4 of 4 responses read in bursts, so no decode rate"
     late = closed([request(planned_ms=0.0, sent_ms=40.0), request("p2")])
-    assert late.unusable_because(10.0) == f"client lag p99 {late.lag.p99_ms:.1f} ms over the 10 ms bound"
-    assert ci_burst_level(reads=101).unusable_because(10.0) is None and ci_burst_level(reads=101).usable(10.0)
+    assert late.unusable_because(10.0, ()) == f"client lag p99 {late.lag.p99_ms:.1f} ms over the 10 ms bound"
+    assert ci_burst_level(reads=101).unusable_because(10.0, ()) is None and ci_burst_level(reads=101).usable(10.0, ())
+
+
+def test_a_user_served_faster_than_alone_marks_a_level_unusable() -> None:
+    """Batching never serves a user faster than one alone on the same arm: a per-user rate over
+    ALONE_BOUND times the arm's faster fresh server is not the engine's. Physics lets such a rate
+    through on a CPU host, whose ceiling is about 20 times what it serves."""
+    level = closed([request(tpot_ms=10.0), request("p2", tpot_ms=10.0)])  # 100 tok/s a user
+    assert ALONE_BOUND == 2.0 and level.per_user_tok_s == pytest.approx(100.0)
+    assert level.usable(10.0, [50.0, 40.0])  # at the bound: the faster server counts
+    assert level.usable(10.0, ())  # the arm's rate not known: nothing to compare
+    why = "100.0 tok/s per user, over 2 × the 49.0 tok/s of one user alone: batching never serves a user faster"
+    assert level.faster_than_alone([49.0, 40.0]) == why and level.unusable_because(10.0, [49.0, 40.0]) == why
+    assert level.behind_because(10.0) is None  # the client kept up: only the rate is wrong
+    late = closed([request(planned_ms=0.0, sent_ms=40.0, tpot_ms=10.0), request("p2", tpot_ms=10.0)])
+    assert late.unusable_because(10.0, [49.0]) == late.behind_because(10.0)  # the client's lag said first
+    no_rate = ci_burst_level(reads=3)  # read in bursts: no per-user rate to hold to the arm's
+    assert no_rate.faster_than_alone([1.0]) is None
 
 
 def test_a_speculative_stream_is_not_a_burst() -> None:
@@ -171,7 +189,7 @@ def test_a_speculative_stream_is_not_a_burst() -> None:
     assert not spec.read_in_bursts
     assert request(output_tokens=101, ttft_ms=100.0, e2e_ms=600.0, tpot_ms=5.0, reads=12).read_in_bursts
     failed = request(error="HTTP 500", ttft_ms=None, e2e_ms=None, output_tokens=0, tpot_ms=None)
-    assert not failed.read_in_bursts and closed([failed, request("p2")]).usable(10.0)
+    assert not failed.read_in_bursts and closed([failed, request("p2")]).usable(10.0, ())
 
 
 @pytest.mark.parametrize(

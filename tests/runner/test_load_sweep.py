@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -52,7 +52,12 @@ def server() -> Iterator[FakeVllm]:
 
 
 def sweep(
-    fake: FakeVllm, tmp_path: Path, said: list[str] | None = None, oracle: list[PromptRow] = ORACLE_ROWS, **options: Any
+    fake: FakeVllm,
+    tmp_path: Path,
+    said: list[str] | None = None,
+    oracle: list[PromptRow] = ORACLE_ROWS,
+    alone: Sequence[float] = (),
+    **options: Any,
 ) -> Ladder:
     arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo"))
     settings = MeasurementSettings(SUITE, None, len(oracle[0].token_ids), 1234, 60.0)  # type: ignore[arg-type]
@@ -67,6 +72,7 @@ def sweep(
         64,
         kept,
         (said if said is not None else []).append,
+        alone,
     )
     return asyncio.run(run)
 
@@ -136,6 +142,25 @@ def test_responses_delivered_in_bursts_leave_a_level_without_a_per_user_rate(ser
     assert all(r.reads is not None and r.reads <= 3 for r in level.requests) and level.read_in_bursts == 3
     assert level.per_user_tok_s is None and level.all_identical
     assert "; UNUSABLE: 3 of 3 responses read in bursts, so no decode rate" in said[0]
+
+
+def test_a_user_served_faster_than_alone_is_said_unusable(server: FakeVllm, tmp_path: Path) -> None:
+    """The arm's servers decoded 5 tok/s alone; this server streams a token every 50 ms (about
+    20 tok/s): no batch serves a user faster than alone, so the progress line flags the level. (A
+    pause under the client's 40 ms delayed ACK would let Nagle join the fake server's writes, as on
+    vLLM's own socket, and the level would be flagged for bursts instead.)"""
+    server.responder = lambda body: oracle_answer(body, pause_s=0.05)
+    said: list[str] = []
+    options: dict[str, Any] = {"users": [1], "rates_rps": [20.0], "requests_per_level": 3}
+    level = sweep(server, tmp_path, said, alone=[5.0, 4.0], **options).load.levels[0]  # type: ignore[union-attr]
+    line = next(line for line in said if line.startswith("tp1-oracle load 1 user"))
+    assert "; UNUSABLE: " in line
+    if not level.read_in_bursts:  # a loaded host may still join reads: then that reason is said first
+        assert level.per_user_tok_s is not None and level.per_user_tok_s > 10.0
+        assert f"{level.per_user_tok_s:.1f} tok/s per user, over 2 × the 5.0 tok/s of one user alone" in line
+        said.clear()
+        sweep(server, tmp_path / "alone-faster", said, alone=[1e6], **options)
+        assert not any("of one user alone" in line for line in said)
 
 
 def test_open_loop_sends_on_schedule_while_the_server_is_slow(server: FakeVllm, tmp_path: Path) -> None:
