@@ -26,20 +26,29 @@ class Link:
 
 T = TypeVar("T")
 
-FAMILIES_PER_PAGE = 20
+FAMILIES_PER_PAGE = 16
 """A listing that grows with the catalog (the index, its filter pages, a card's page) shows at most
 this many families a page; the search (builder/search.py) finds every family from any page. Issue 30
 allows up to 100: at 100 an index page weighed 505 KB (each family's card carries its hidden per-filter
-picks), heavy on a phone's link, and cost 14-16 ms of CPU; at 20 it is about 100 KB and 3 ms
-(bench/FINDINGS.md)."""
+picks), heavy on a phone's link, and cost 14-16 ms of CPU, about 0.11 ms a family over 1 ms for the
+rest; at 20 it cost 3.0-3.2 ms at 1,000 families, at 16 about 2.7 ms and 85 KB (bench/FINDINGS.md)."""
+
+
+PAGER_NEIGHBOURS = 2
+"""Pages a pager links either side of the current one, besides the first and the last."""
 
 
 @dataclass(frozen=True)
 class Pager:
-    """Where a page sits among the pages of one listing: links to each of them by number."""
+    """Where a page sits among the pages of one listing: the previous and next page, the first and
+    the last, and those near this one. Not every page: a catalog of 20,000 families would put 1,000
+    links on each of its 1,000 pages, and a page's cost would grow with the catalog."""
 
     number: int
-    links: list[Link]  # one per page, in order; the current one's href is ""
+    pages: int
+    links: list[Link | None]  # in order; the current one's href is ""; None: pages left out here
+    previous: Link | None
+    next: Link | None
 
     @staticmethod
     def of(count: int, number: int, route: Callable[[int], str]) -> Pager | None:
@@ -47,7 +56,16 @@ class Pager:
         pages = max(1, -(-count // FAMILIES_PER_PAGE))
         if pages == 1:
             return None
-        return Pager(number, [Link(str(n), "" if n == number else route(n)) for n in range(1, pages + 1)])
+        near = range(max(1, number - PAGER_NEIGHBOURS), min(pages, number + PAGER_NEIGHBOURS) + 1)
+        shown = sorted({1, pages, *near})
+        links: list[Link | None] = []
+        for before, n in zip([0, *shown], shown, strict=False):
+            if n - before > 1 and before:
+                links.append(None)
+            links.append(Link(str(n), "" if n == number else route(n)))
+        previous = Link(str(number - 1), route(number - 1)) if number > 1 else None
+        following = Link(str(number + 1), route(number + 1)) if number < pages else None
+        return Pager(number, pages, links, previous, following)
 
 
 def page_of(items: list[T], number: int) -> list[T]:

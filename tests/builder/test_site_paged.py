@@ -39,11 +39,12 @@ def _families(path: Path) -> list[str]:
 
 
 def _pages(first: Path) -> list[Path]:
-    """A listing's pages, followed from its first page's pager."""
-    pager = _soup(first).select_one("nav.pager")
-    if pager is None:
-        return [first]
-    return [first.parent / (str(a["href"]) if a.name == "a" else first.name) for a in pager.select("a, [aria-current]")]
+    """A listing's pages, followed from its first page by each pager's link to the next."""
+    pages = [first]
+    while (following := _soup(pages[-1]).select_one('nav.pager a[rel="next"]')) is not None:
+        pages.append((pages[-1].parent / str(following["href"])).resolve())
+        assert len(pages) <= 1000, "the pages' next links go round"
+    return pages
 
 
 def test_the_index_lists_every_family_a_page_at_a_time(one_a_page, tmp_path):
@@ -188,3 +189,25 @@ def test_a_new_packet_on_a_paged_site_gives_the_full_build(one_a_page, tmp_path)
         return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
     assert snapshot(out) == snapshot(full)
+
+
+@pytest.mark.parametrize(
+    ("number", "shown"),
+    [
+        (1, "[1] 2 3 … 50"),
+        (4, "1 2 3 [4] 5 6 … 50"),
+        (25, "1 … 23 24 [25] 26 27 … 50"),
+        (50, "1 … 48 49 [50]"),
+    ],
+)
+def test_a_pager_links_the_ends_and_the_pages_near_this_one(number: int, shown: str) -> None:
+    """Not every page: at 1,000 families a page 50 links each, at 20,000 a thousand, and a page's
+    cost would grow with the catalog; the previous and next pages are always one click away."""
+    pager = common.Pager.of(50 * common.FAMILIES_PER_PAGE, number, lambda n: f"page/{n}/")
+    assert pager is not None and pager.pages == 50
+    words = ["…" if link is None else f"[{link.label}]" if not link.href else link.label for link in pager.links]
+    assert " ".join(words) == shown
+    assert all(link is None or link.href in ("", f"page/{link.label}/") for link in pager.links)
+    assert (pager.previous.href if pager.previous else None) == (f"page/{number - 1}/" if number > 1 else None)
+    assert (pager.next.href if pager.next else None) == (f"page/{number + 1}/" if number < 50 else None)
+    assert common.Pager.of(common.FAMILIES_PER_PAGE, 1, str) is None  # one page: no pager
