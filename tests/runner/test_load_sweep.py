@@ -137,27 +137,24 @@ def test_responses_delivered_in_bursts_leave_a_level_without_a_per_user_rate(ser
     server.responder = bursts
     said: list[str] = []
     level = sweep(server, tmp_path, said, rows, users=[1], rates_rps=[20.0], requests_per_level=3).load.levels[0]  # type: ignore[union-attr]
-    # three writes, read in three reads or fewer (a loaded host, or Nagle holding a small write on a
-    # kept-alive connection, as on vLLM's own pre-bound socket, can join two): a burst either way
+    # three writes, read in three reads or fewer (a loaded host can join two): a burst either way
     assert all(r.reads is not None and r.reads <= 3 for r in level.requests) and level.read_in_bursts == 3
     assert level.per_user_tok_s is None and level.all_identical
     assert "; UNUSABLE: 3 of 3 responses read in bursts, so no decode rate" in said[0]
 
 
 def test_a_user_served_faster_than_alone_is_said_unusable(server: FakeVllm, tmp_path: Path) -> None:
-    """The arm's servers decoded 5 tok/s alone; this server streams a token every 50 ms (about
-    20 tok/s): no batch serves a user faster than alone, so the progress line flags the level. (A
-    pause under the client's 40 ms delayed ACK would let Nagle join the fake server's writes, as on
-    vLLM's own socket, and the level would be flagged for bursts instead.)"""
-    server.responder = lambda body: oracle_answer(body, pause_s=0.05)
+    """The arm's servers decoded 10 tok/s alone; this server streams a token every 5 ms (about
+    200 tok/s): no batch serves a user faster than alone, so the progress line flags the level."""
+    server.responder = lambda body: oracle_answer(body, pause_s=0.005)
     said: list[str] = []
     options: dict[str, Any] = {"users": [1], "rates_rps": [20.0], "requests_per_level": 3}
-    level = sweep(server, tmp_path, said, alone=[5.0, 4.0], **options).load.levels[0]  # type: ignore[union-attr]
+    level = sweep(server, tmp_path, said, alone=[10.0, 8.0], **options).load.levels[0]  # type: ignore[union-attr]
     line = next(line for line in said if line.startswith("tp1-oracle load 1 user"))
     assert "; UNUSABLE: " in line
-    if not level.read_in_bursts:  # a loaded host may still join reads: then that reason is said first
-        assert level.per_user_tok_s is not None and level.per_user_tok_s > 10.0
-        assert f"{level.per_user_tok_s:.1f} tok/s per user, over 2 × the 5.0 tok/s of one user alone" in line
+    if not level.read_in_bursts:  # a loaded host may join reads: then that reason is said first
+        assert level.per_user_tok_s is not None and level.per_user_tok_s > 20.0
+        assert f"{level.per_user_tok_s:.1f} tok/s per user, over 2 × the 10.0 tok/s of one user alone" in line
         said.clear()
         sweep(server, tmp_path / "alone-faster", said, alone=[1e6], **options)
         assert not any("of one user alone" in line for line in said)
