@@ -31,7 +31,7 @@ FAMILIES_PER_PAGE = 16
 this many families a page; the search (builder/search.py) finds every family from any page. Issue 30
 allows up to 100: at 100 an index page weighed 505 KB (each family's card carries its hidden per-filter
 picks), heavy on a phone's link, and cost 14-16 ms of CPU, about 0.11 ms a family over 1 ms for the
-rest; at 20 it cost 3.0-3.2 ms at 1,000 families, at 16 about 2.7 ms and 85 KB (bench/FINDINGS.md)."""
+rest; at 20 it cost 3.0-3.2 ms at 1,000 families, at 16 2.2-2.4 ms and 84 KB (bench/FINDINGS.md)."""
 
 
 PAGER_NEIGHBOURS = 2
