@@ -19,7 +19,13 @@ from catalog.checks.energy import server_tokens
 from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.arrays import to_uint32
-from catalog.model.metrics import MIN_COMPLETION_TOKENS, decode_rate, server_decode_rate, server_ttft_ms
+from catalog.model.metrics import (
+    MIN_COMPLETION_TOKENS,
+    decode_rate,
+    no_rate_because,
+    server_decode_rate,
+    server_ttft_ms,
+)
 from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerFacts, ServerRun, SpecMetrics
 from catalog.packets.canonical import pretty_json
 from catalog.recipes.compose import flag_groups, flag_name
@@ -142,12 +148,21 @@ async def _measure(
             row = prompt_row(prompt.id, class_of[prompt.id], result)
             rows.append(row)
             row_rate = decode_rate(row.token_times_us)
-            rate = f"{row_rate:.1f} tok/s" if row_rate else "no rate"
+            rate = f"{row_rate:.1f} tok/s" if row_rate else f"no rate: {no_rate_because(row.token_times_us)}"
             progress(
                 f"{arm.id} server {label}: prompt {index}/{len(settings.suite.prompts)}, "
                 f"{row.completion_tokens} tokens, {rate}"
             )
         ended = perf_counter()
+        silent = [row for row in rows if decode_rate(row.token_times_us) is None]
+        if silent:  # said once more at the end, where a reader of a long run looks
+            first = silent[0]
+            progress(
+                f"{arm.id} server {label}: NO DECODE RATE: {len(silent)} of {len(rows)} prompts give none "
+                f"(first: {first.prompt_id!r}, {no_rate_because(first.token_times_us)}), so the server has no rate; "
+                "tokens read in bursts reached the client late (it or vLLM's API process fell behind the stream): "
+                "a quieter host measures them"
+            )
         after = scrape_counters(base_url)
     delta = after.minus(before)
     _check_rows(rows, settings.suite)

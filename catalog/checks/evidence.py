@@ -5,14 +5,7 @@ from __future__ import annotations
 import math
 
 from catalog.checks.canaries import verdict
-from catalog.model.metrics import (
-    DECODE_WINDOW,
-    MIN_COMPLETION_TOKENS,
-    compare_rows,
-    decode_rate,
-    server_decode_rate,
-    server_ttft_ms,
-)
+from catalog.model.metrics import compare_rows, no_rate_because, server_decode_rate, server_ttft_ms
 from catalog.model.packet import Arm, GateResult, Packet, PromptRow, ServerRun
 from catalog.recipes.suite import CanarySet
 
@@ -54,15 +47,10 @@ def _server_problems(arm: Arm, where: str) -> list[Problem]:
 def _rate_differs(server: ServerRun, rate: float | None) -> str:
     """What the rows say instead of the published rate; where they give none, the row that has none
     and why (a completion too short for the window, or tokens 1..100 read in bursts)."""
-    silent = next((row for row in server.rows if decode_rate(row.token_times_us) is None), None)
+    silent = next(((row, why) for row in server.rows if (why := no_rate_because(row.token_times_us))), None)
     if rate is not None or silent is None:
         return "does not match the rate re-computed from its rows"
-    why = (
-        f"fewer than {MIN_COMPLETION_TOKENS} tokens"
-        if len(silent.token_times_us) < MIN_COMPLETION_TOKENS
-        else f"tokens 1..{DECODE_WINDOW} read in bursts (catalog/model/delivery.py): a rate timed by the delivery"
-    )
-    return f"is published, but its rows give no rate: prompt {silent.prompt_id!r} has {why}"
+    return f"is published, but its rows give no rate: prompt {silent[0].prompt_id!r} has {silent[1]}"
 
 
 def shows_cache_zero(server: ServerRun) -> bool:

@@ -27,16 +27,25 @@ MIN_COMPLETION_TOKENS = DECODE_WINDOW + 1
 
 
 def decode_rate(token_times_us: Sequence[int]) -> float | None:
-    """Tokens per second over tokens 1..100; None when the completion is too short, or its window
-    was read in bursts (one read is the instant completion)."""
+    """Tokens per second over tokens 1..100; None when the completion has none (`no_rate_because`)."""
+    if no_rate_because(token_times_us) is not None:
+        return None
+    return (DECODE_WINDOW - 1) / ((token_times_us[DECODE_WINDOW] - token_times_us[1]) / 1e6)
+
+
+def no_rate_because(token_times_us: Sequence[int]) -> str | None:
+    """Why a completion gives no decode rate, in words (the runner's progress and verification say
+    it); None when it gives one. Too short for the window, or its window read in bursts (one read
+    is the instant completion), or times that do not ascend across it."""
     if len(token_times_us) < MIN_COMPLETION_TOKENS:
-        return None
-    if times_read_in_bursts(token_times_us[1 : DECODE_WINDOW + 1]):
-        return None
-    span_s = (token_times_us[DECODE_WINDOW] - token_times_us[1]) / 1e6
-    if span_s <= 0:
-        return None
-    return (DECODE_WINDOW - 1) / span_s
+        return f"fewer than {MIN_COMPLETION_TOKENS} tokens"
+    window = token_times_us[1 : DECODE_WINDOW + 1]
+    if times_read_in_bursts(window):
+        reads = len(set(window))
+        return f"tokens 1..{DECODE_WINDOW} read in bursts ({reads} read{'' if reads == 1 else 's'})"
+    if token_times_us[DECODE_WINDOW] <= token_times_us[1]:
+        return f"tokens 1..{DECODE_WINDOW} with no time between the first and the last"
+    return None
 
 
 def arrival_gaps(times: Sequence[float]) -> list[float]:

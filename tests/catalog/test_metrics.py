@@ -10,6 +10,7 @@ from catalog.model.metrics import (
     compare_rows,
     decode_rate,
     first_divergence,
+    no_rate_because,
     server_decode_rate,
     server_ttft_ms,
 )
@@ -90,6 +91,19 @@ def test_decode_rate_read_in_bursts_is_none() -> None:
     assert len(set(thirteen[1:])) == 13 and decode_rate(thirteen) == pytest.approx(99 / 0.012)
     # clock went backwards
     assert decode_rate([10_000, 30_000] + [20_000] * 99) is None
+
+
+def test_no_rate_says_why() -> None:
+    """The words the runner's progress and verification give for a completion without a rate."""
+    assert no_rate_because(steady(101, 5.0)) is None
+    assert no_rate_because(steady(50, 10.0)) == "fewer than 101 tokens"
+    assert no_rate_because([10_000] + [20_000] * 100) == "tokens 1..100 read in bursts (1 read)"
+    assert (
+        no_rate_because([0] + [1_000 * -(-i // 50) for i in range(1, 101)]) == "tokens 1..100 read in bursts (2 reads)"
+    )
+    backwards = [0, *range(100_000, 0, -1_000)]  # a hundred distinct times, descending
+    assert no_rate_because(backwards) == "tokens 1..100 with no time between the first and the last"
+    assert decode_rate(backwards) is None
 
 
 # --- class-balanced median -----------------------------------------------------------------

@@ -180,3 +180,39 @@ def test_an_older_vllm_attempt_records_how_cache_zero_was_shown(fake: FakeVllm) 
     assert run.cache_zero is True
     assert run.cache_check == CacheCheck(source="metrics", prefix_cache_queries=480, prefix_cache_hits=0)
     assert shows_cache_zero(run)
+
+
+def _streamed(prompt_index: int, burst: bool) -> Script:
+    """A completion a token a write, 1 ms apart; `burst`: tokens 1..100 in one write after the
+    first, as a server (or a client) that fell behind delivers them."""
+    script = _completion(prompt_index)
+    if not burst:
+        return Script(chunks=script.chunks, pause_s=0.001)
+    first, *rest = script.chunks
+    return Script(chunks=[first, b"".join(rest)], pause_s=0.001)
+
+
+def test_a_server_without_a_decode_rate_is_said_with_the_prompt_and_why(fake: FakeVllm) -> None:
+    """Tokens 1..100 of one prompt reached the client at once: that prompt's line says why it has
+    no rate, and a line at the end says the server has none (a long run's reader looks there)."""
+    for _ in range(canary_requests()):
+        fake.add(Script(chat_reply=chat_reply('1591 {"name": "x"}')))
+    suite = strict_suite()
+    for index, _ in enumerate(suite.prompts):
+        fake.add(_streamed(index, burst=index == 3))
+    generated = float(TOKENS * len(suite.prompts))
+    fake.metrics_texts.extend(
+        [
+            METRICS.format(generated=0.0, queries=0.0, hits=0.0),
+            METRICS.format(generated=generated, queries=480.0, hits=0.0),
+        ]
+    )
+    arm = SimpleNamespace(id="tp1-oracle", command=SimpleNamespace(model_id="demo", args=[]))
+    said: list[str] = []
+    run, _ = asyncio.run(attempt._measure(fake.base_url, arm, "A", settings(), said.append))  # type: ignore[arg-type]
+    assert run.decode_tok_s is None
+    prompt_line = next(line for line in said if line.startswith(f"tp1-oracle server A: prompt 4/{len(suite.prompts)}"))
+    assert "no rate: tokens 1..100 read in bursts (" in prompt_line
+    (summary,) = [line for line in said if "NO DECODE RATE" in line]
+    assert summary.startswith("tp1-oracle server A: NO DECODE RATE: ") and "prompts give none (first: " in summary
+    assert summary.endswith("a quieter host measures them")
