@@ -155,7 +155,8 @@ async def _measure(
             )
         ended = perf_counter()
         silent = [row for row in rows if decode_rate(row.token_times_us) is None]
-        if silent:  # said once more at the end, where a reader of a long run looks
+        short = any(row.completion_tokens < MIN_COMPLETION_TOKENS for row in rows)  # refused below, as such
+        if silent and not short:  # said once more at the end, where a reader of a long run looks
             first = silent[0]
             progress(
                 f"{arm.id} server {label}: NO DECODE RATE: {len(silent)} of {len(rows)} prompts give none "
