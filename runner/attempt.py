@@ -139,6 +139,7 @@ async def _measure(
             progress(f"{arm.id} server {label}: canary {failed[0].id} failed: {failed[0].detail}")
         before = scrape_counters(base_url)
         rows: list[PromptRow] = []
+        silent: list[tuple[str, str]] = []  # (prompt id, why it gives no rate)
         class_of = settings.suite.class_of()
         started = perf_counter()
         for index, prompt in enumerate(settings.suite.prompts, start=1):
@@ -148,25 +149,24 @@ async def _measure(
             row = prompt_row(prompt.id, class_of[prompt.id], result)
             rows.append(row)
             row_rate = decode_rate(row.token_times_us)
-            rate = f"{row_rate:.1f} tok/s" if row_rate else f"no rate: {no_rate_because(row.token_times_us)}"
+            if row_rate is None:
+                silent.append((prompt.id, no_rate_because(row.token_times_us) or ""))
+            rate = f"{row_rate:.1f} tok/s" if row_rate is not None else f"no rate: {silent[-1][1]}"
             progress(
                 f"{arm.id} server {label}: prompt {index}/{len(settings.suite.prompts)}, "
                 f"{row.completion_tokens} tokens, {rate}"
             )
         ended = perf_counter()
-        silent = [row for row in rows if decode_rate(row.token_times_us) is None]
-        short = any(row.completion_tokens < MIN_COMPLETION_TOKENS for row in rows)  # refused below, as such
-        if silent and not short:  # said once more at the end, where a reader of a long run looks
-            first = silent[0]
+        _check_rows(rows, settings.suite)  # a completion too short refuses the attempt in its own words
+        if silent:  # said once more at the end, where a reader of a long run looks
             progress(
                 f"{arm.id} server {label}: NO DECODE RATE: {len(silent)} of {len(rows)} prompts give none "
-                f"(first: {first.prompt_id!r}, {no_rate_because(first.token_times_us)}), so the server has no rate; "
+                f"(first: {silent[0][0]!r}, {silent[0][1]}), so the server has no rate; "
                 "tokens read in bursts reached the client late (it or vLLM's API process fell behind the stream): "
                 "a quieter host measures them"
             )
         after = scrape_counters(base_url)
     delta = after.minus(before)
-    _check_rows(rows, settings.suite)
     cache = cache_check(rows, delta)
     run = ServerRun(
         label=label,
