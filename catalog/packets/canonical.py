@@ -4,11 +4,11 @@ The form is Python's `json.dumps(value, sort_keys=True, separators=(",", ":"), e
 allow_nan=False)` in UTF-8: that is the rule, and `_python_form` writes it. Its encoder is slow on
 long strings (a packet's 96 base64 arrays: 1.4 ms of the 1.5 ms it took a packet), so the same
 bytes are made by orjson wherever the two agree, which they do for every value but one kind of
-float: Python spells a float below 1e-4 or from 1e16 with an exponent (`1e-05`, `1e+16`), orjson
-differently (`0.00001`, `1e16`). Where a float is spelled with an exponent, or a value is one
-orjson writes differently or not at all (an integer past 64 bits, a non-string key, NaN, a lone
-surrogate), Python's encoder writes it. tests/catalog/test_canonical.py holds the two to each
-other over every kind of value.
+float: Python spells a float below 1e-4 with an exponent (`1e-05`, `1e-07`), orjson 3.13
+differently (`0.00001`, `1e-7`). From 1e16 both write an exponent (`1e+16`). Where Python spells a
+float with an exponent, or a value is one orjson writes differently or not at all (an integer past
+64 bits, a non-string key, NaN, a lone surrogate), Python's encoder writes it.
+tests/catalog/test_canonical.py holds the two to each other over every kind of value.
 """
 
 from __future__ import annotations
