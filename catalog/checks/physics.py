@@ -10,7 +10,10 @@ FLOPs at peak compute, or one read of the weights, whichever is longer). From th
 - floors: no first token arrives sooner than the prompt's prefill ÷ FLOOR_MARGIN after sending,
   and no row's (or load request's) last token sooner than that prefill plus (tokens − 1) ÷ the
   tokens one step may yield × one step's time ÷ CEILING_MARGIN; a concurrency point's wall time
-  holds its users' tokens the same way; imported TTFT figures hold the floor of a one-token prompt.
+  holds its users' tokens the same way; imported TTFT figures hold the floor of a one-token prompt;
+- compute: a concurrency point's wall time, and a load level's duration, hold every token its
+  users received at the card's peak compute (a token's FLOPs at least a one-token prefill's)
+  ÷ FLOOR_MARGIN: batching shares one read of the weights among many users, never the arithmetic.
 
 Single gaps between tokens are not held to a step's time: a stream's tokens can reach the client
 in bursts (the API server merges deltas when it falls behind; a speculative step emits several),
@@ -31,7 +34,7 @@ from catalog.projection.cells import ALLREDUCE_LATENCY_US, Inputs, cell_for_arm
 from catalog.projection.facts import catalog_facts
 from catalog.projection.physics import step_ceiling
 from catalog.projection.precision import W4A16, packet_scheme
-from catalog.projection.prefill import prefill_floor
+from catalog.projection.prefill import prefill_floor, token_compute_ms
 from catalog.projection.steps import step_model
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -74,6 +77,7 @@ class ArmLimits:
     why: str
     tokens_per_step: float
     prefill_ms: Callable[[int], float]
+    token_compute_ms: float  # the least compute time of one token on the arm's cards (0: no peak figure)
 
     @property
     def step_ms(self) -> float:
@@ -87,6 +91,11 @@ class ArmLimits:
     def last_token_ms(self, prompt_tokens: int, tokens: float) -> float:
         """The earliest the last of `tokens` tokens may arrive after sending, margins included."""
         return self.first_token_ms(prompt_tokens) + self.decode_ms(tokens)
+
+    def compute_ms(self, tokens: float) -> float:
+        """The least time `tokens` tokens take at the cards' peak compute, however they are batched,
+        margin included (the peak figure may be too low by half, as for a prefill)."""
+        return tokens * self.token_compute_ms / FLOOR_MARGIN
 
     def decode_ms(self, tokens: float) -> float:
         """The least time after the first of `tokens` tokens that the last may arrive, margin included
@@ -135,7 +144,14 @@ def arm_limits(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | No
     # floors: a step yields at most depth + 1 tokens; a screened arm's depth is unknown, so what its
     # counters recorded (as for its rates)
     per_step = factor if packet.provenance.kind == "screened" else depth + 1.0
-    return ArmLimits(ceiling.tok_s, factor, why, per_step, prefill_floor(cell, layout, step, link))
+    return ArmLimits(
+        ceiling.tok_s,
+        factor,
+        why,
+        per_step,
+        prefill_floor(cell, layout, step, link),
+        token_compute_ms(cell, layout, step, link),
+    )
 
 
 def _acceptance_length(arm: Arm) -> float | None:
@@ -280,6 +296,13 @@ def _floor_problems(packet: Packet, index: int, arm: Arm, limits: ArmLimits, car
                         f" {on} ({_decode_text(limits)})",
                     )
                 )
+            elif 0 < concurrent.wall_s * 1000.0 < limits.compute_ms(concurrent.completion_tokens):
+                problems.append(
+                    (
+                        f"ladders[{i}].concurrency[{k}].wall_s",
+                        _too_busy(concurrent.wall_s * 1000.0, concurrent.completion_tokens, limits, on),
+                    )
+                )
         if ladder.load is not None:
             problems += _load_floor_problems(f"ladders[{i}].load", ladder.load.levels, limits, on)
     return problems
@@ -291,6 +314,11 @@ def _load_floor_problems(where: str, levels: list[LoadLevel], limits: ArmLimits,
     problems: list[Problem] = []
     first = limits.first_token_ms(1)
     for j, level in enumerate(levels):
+        tokens = sum(request.output_tokens for request in level.requests)
+        if 0 < level.duration_s * 1000.0 < limits.compute_ms(tokens):
+            problems.append(
+                (f"{where}.levels[{j}].duration_s", _too_busy(level.duration_s * 1000.0, tokens, limits, on))
+            )
         for k, request in enumerate(level.requests):
             # the field is named only where a problem is (a level's requests are hundreds per packet)
             if request.ttft_ms is not None and request.ttft_ms < first:
@@ -311,6 +339,14 @@ def _load_floor_problems(where: str, levels: list[LoadLevel], limits: ArmLimits,
                 )
                 break
     return problems
+
+
+def _too_busy(at_ms: float, tokens: int, limits: ArmLimits, on: str) -> str:
+    return (
+        f"is {at_ms:,.3f} ms, but its {tokens:,} tokens take at least {limits.compute_ms(tokens):,.3f} ms of compute"
+        f" {on} ({limits.token_compute_ms:.4g} ms a token at peak compute, the FLOPs of a one-token prefill,"
+        f" ÷ margin {FLOOR_MARGIN:g}; batching shares the weights' reads, not their arithmetic)"
+    )
 
 
 def _decode_text(limits: ArmLimits) -> str:

@@ -95,6 +95,13 @@ def prefill_floor(cell: Cell, layout: Layout | None, step: StepModel, link: floa
     return _setup(cell, layout, step, link).bound_ms
 
 
+def token_compute_ms(cell: Cell, layout: Layout | None, step: StepModel, link: float | None) -> float:
+    """The least compute time of one token on the cell's cards (no margin): a one-token prefill's
+    FLOPs at peak. Every decoded token costs at least those (each weight's multiply-add and the
+    lm_head), and its attention over a longer context only adds to them. 0 without a peak figure."""
+    return _setup(cell, layout, step, link).at(1).compute_ms
+
+
 def prefill_bound(cell: Cell, layout: Layout | None, step: StepModel, link: float | None) -> PrefillBound:
     setup = _setup(cell, layout, step, link)
     found = setup.at(cell.prompt_tokens)

@@ -128,3 +128,32 @@ def test_a_concurrency_point_whose_users_finished_too_soon() -> None:
         )
     )
     assert physics(slower) == {}
+
+
+def test_many_users_are_held_to_the_card_s_arithmetic() -> None:
+    """Batching shares one read of the weights among users, never the FLOPs: 512 users × 512 tokens
+    of a 9B model (16 GFLOPs a token) cannot all arrive within the single-stream floor of one user's
+    512 tokens, which is all the per-user bound asks."""
+    users, tokens = 512, 512
+    per_user = limits(measured_packet()).last_token_ms(1, tokens)
+    point = {"users": users, "completion_tokens": users * tokens, "wall_s": round(per_user * 1.05 / 1000, 3)}
+    packet = edited(lambda d: d.update(ladders=[{"arm": ORACLE_ARM, "kind": "concurrency", "concurrency": [point]}]))
+    least = limits(packet).compute_ms(users * tokens)
+    assert least > per_user * 1.05  # the per-user floor alone lets it through
+    problems = physics(packet)
+    assert set(problems) == {"ladders[0].concurrency[0].wall_s"}
+    assert f"its 262,144 tokens take at least {least:,.3f} ms of compute on 1 × arc_pro_b70" in (
+        problems["ladders[0].concurrency[0].wall_s"]
+    )
+    enough = {**point, "wall_s": round(least * 1.01 / 1000, 3)}
+    packet = edited(lambda d: d.update(ladders=[{"arm": ORACLE_ARM, "kind": "concurrency", "concurrency": [enough]}]))
+    assert physics(packet) == {}
+
+
+def test_a_token_costs_at_least_a_one_token_prefill_of_compute() -> None:
+    """The compute floor's unit: 2 FLOPs a weight (9B BF16: about 16 GFLOPs) at the B70's 183.5
+    TFLOPS is about 0.09 ms; the margin halves it, as it does a prefill's."""
+    found = limits(measured_packet())
+    assert 0.05 < found.token_compute_ms < 0.15
+    assert found.compute_ms(1000) == 1000 * found.token_compute_ms / FLOOR_MARGIN
+    assert found.token_compute_ms <= found.prefill_ms(1)  # a one-token prefill: its compute, or a read of the weights
