@@ -109,6 +109,7 @@ def _workload_problems(packet: Packet, path: Path, ref: Reference) -> list[Catal
         )
     else:
         found.extend(_coverage_problems(packet, path, suite))
+        found.extend(located(prompt_size_problems(packet, suite), path))
         found.extend(located(load_prompt_problems(packet, suite), path))
     if workload.canary_set_id is None:
         return found
@@ -129,6 +130,35 @@ def _workload_problems(packet: Packet, path: Path, ref: Reference) -> list[Catal
     else:
         found.extend(located(canary_problems(packet, canaries), path))
     return found
+
+
+PROMPT_TOKENS_ADDED = 8
+"""Tokens a tokenizer may add around a prompt's text for /v1/completions: a beginning-of-sequence
+token, a leading space. Every other token spells at least one byte of the text (a byte-level BPE's
+tokens are byte sequences; a SentencePiece vocabulary falls back to one token per byte)."""
+
+
+def prompt_size_problems(packet: Packet, suite: Suite) -> list[Problem]:
+    """No row counts more prompt tokens than its suite prompt has UTF-8 bytes (+ PROMPT_TOKENS_ADDED):
+    a row's prompt size sets its prefill floor and the energy per total token, so a larger one
+    flatters both. The first such row of each server."""
+    sizes = {prompt.id: len(prompt.prompt.encode("utf-8")) for prompt in suite.prompts}
+    problems: list[Problem] = []
+    for i, arm in enumerate(packet.arms):
+        for j, server in enumerate(arm.servers):
+            for k, row in enumerate(server.rows):
+                size = sizes.get(row.prompt_id)
+                if size is not None and row.prompt_tokens > size + PROMPT_TOKENS_ADDED:
+                    problems.append(
+                        (
+                            f"arms[{i}].servers[{j}].rows[{k}].prompt_tokens",
+                            f"{row.prompt_tokens:,} prompt tokens for prompt {row.prompt_id!r}, whose text is"
+                            f" {size:,} bytes of UTF-8: a tokenizer makes at most one token per byte, and adds at"
+                            f" most {PROMPT_TOKENS_ADDED} of its own",
+                        )
+                    )
+                    break  # one per server
+    return problems
 
 
 def _listed(items: list[str]) -> str:
