@@ -5,8 +5,9 @@ figures (data/hardware.yaml) give, per arm, the single-stream decode ceiling (me
 cards / bytes one step reads, catalog.projection) and the least time a prefill takes (the prompt's
 FLOPs at peak compute, or one read of the weights, whichever is longer). From them:
 
-- ceiling: no decode rate (a server's, a published figure, a context point's, a load level's
-  per-user median) exceeds the plain ceiling × the tokens one step may yield × CEILING_MARGIN;
+- ceiling: no decode rate (a server's, a published figure, a load level's per-user median)
+  exceeds the plain ceiling × the tokens one step may yield × CEILING_MARGIN, nor a context
+  point's the ceiling with its context in the KV cache (every step reads it) × the same;
 - floors: no first token arrives sooner than the prompt's prefill ÷ FLOOR_MARGIN after sending,
   and no row's (or load request's) last token sooner than that prefill plus (tokens − 1) ÷ the
   tokens one step may yield × one step's time ÷ CEILING_MARGIN; a concurrency point's wall time
@@ -32,7 +33,7 @@ from catalog.model.metrics import DECODE_WINDOW
 from catalog.model.packet import Arm, Packet
 from catalog.projection.cells import ALLREDUCE_LATENCY_US, Inputs, cell_for_arm
 from catalog.projection.facts import catalog_facts
-from catalog.projection.physics import step_ceiling
+from catalog.projection.physics import StepModel, step_ceiling
 from catalog.projection.precision import W4A16, packet_scheme
 from catalog.projection.prefill import prefill_floor, token_compute_ms
 from catalog.projection.steps import step_model
@@ -78,6 +79,7 @@ class ArmLimits:
     tokens_per_step: float
     prefill_ms: Callable[[int], float]
     token_compute_ms: float  # the least compute time of one token on the arm's cards (0: no peak figure)
+    ceiling_at: Callable[[int], float]  # the plain ceiling with that many tokens of context in the KV cache
 
     @property
     def step_ms(self) -> float:
@@ -132,25 +134,33 @@ def arm_limits(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | No
         return None
     step, _, layout = modelled
     link = hardware.interconnect.bandwidth_gb_s.value if hardware.interconnect else None
-    ceiling = step_ceiling(
-        step,
-        bandwidth_gb_s=hardware.memory_bandwidth_gb_s.value,
-        cards=cell.cards,
-        spec_depth=0,
-        tokens_per_step=1.0,
-        latency_us=ALLREDUCE_LATENCY_US,
-        link_gb_s=link,
-    )
+
+    def plain(of: StepModel) -> float:
+        return step_ceiling(
+            of,
+            bandwidth_gb_s=hardware.memory_bandwidth_gb_s.value,
+            cards=cell.cards,
+            spec_depth=0,
+            tokens_per_step=1.0,
+            latency_us=ALLREDUCE_LATENCY_US,
+            link_gb_s=link,
+        ).tok_s
+
+    def ceiling_at(context_tokens: int) -> float:
+        deeper = step_model(cell, Inputs(), context_tokens)
+        return plain(deeper[0]) if deeper is not None else plain(step)
+
     # floors: a step yields at most depth + 1 tokens; a screened arm's depth is unknown, so what its
     # counters recorded (as for its rates)
     per_step = factor if packet.provenance.kind == "screened" else depth + 1.0
     return ArmLimits(
-        ceiling.tok_s,
+        plain(step),
         factor,
         why,
         per_step,
         prefill_floor(cell, layout, step, link),
         token_compute_ms(cell, layout, step, link),
+        ceiling_at,
     )
 
 
@@ -211,16 +221,24 @@ def _ceiling_problems(packet: Packet, index: int, arm: Arm, limits: ArmLimits) -
     rates.append((f"{where}.published_figure", arm.published_figure, factor, why))
     # the oracle's rates, quoted beside a speculative arm: no speculation
     rates += [(f"{where}.oracle_decode_tok_s[{k}]", v, 1.0, "") for k, v in enumerate(arm.oracle_decode_tok_s)]
-    # context ladders: acceptance differs from the suite's, so only depth + 1 bounds it
-    rates += [
-        (f"ladders[{i}].context[{k}].decode_tok_s", point.decode_tok_s, depth + 1.0, _depth_text(depth))
-        for i, ladder in enumerate(packet.ladders)
-        if ladder.arm == arm.id
-        for k, point in enumerate(ladder.context)
-    ]
     # load sweeps: each user's decode rate under batching is at most the single-stream one
     rates += [(field, rate, depth + 1.0, _depth_text(depth)) for field, rate in per_user_rates(packet, arm.id)]
     problems: list[Problem] = []
+    # context ladders: each point against the ceiling with its depth in the KV cache, which every
+    # step reads; acceptance differs from the suite's, so only depth + 1 bounds a speculative arm
+    for i, ladder in enumerate(packet.ladders):
+        for k, point in enumerate(ladder.context if ladder.arm == arm.id else []):
+            at = limits.ceiling_at(point.depth_tokens)
+            allowed = at * (depth + 1.0) * CEILING_MARGIN
+            if point.decode_tok_s is not None and point.decode_tok_s > allowed:
+                problems.append(
+                    (
+                        f"ladders[{i}].context[{k}].decode_tok_s",
+                        f"decode rate {_n(point.decode_tok_s)} tok/s exceeds the physical ceiling {_n(at)} tok/s"
+                        f" with {point.depth_tokens:,} tokens of context{_depth_text(depth)} × margin"
+                        f" {CEILING_MARGIN:g} (= {_n(allowed)} tok/s)",
+                    )
+                )
     for field, rate, tokens, text in rates:
         allowed = plain * tokens * CEILING_MARGIN
         if rate is not None and rate > allowed:

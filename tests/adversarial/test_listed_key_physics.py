@@ -5,6 +5,8 @@ published and with `--allow-unsigned`, by an error naming the packet and the fie
 
 - batching beyond the card's arithmetic: a concurrency point or an open-loop load level whose users
   received more tokens than the card's peak compute makes in that time (catalog/checks/physics.py);
+- a deep context read as fast as a short one: a context point held only to the short-prompt
+  ceiling, not the one with its context in the KV cache (catalog/checks/physics.py);
 - prompts counted larger than their text: more prompt tokens than the suite prompt has bytes, which
   flatters the prefill floor and energy per total token (catalog/checks/cross_check.py);
 - a screened transcription read in the future (catalog/checks/dates.py, as for an imported one).
@@ -81,6 +83,13 @@ def open_loop_beyond_compute(document: Document) -> None:
     document["ladders"] = [{"arm": "tp1-mtp0", "kind": "load", "load": sweep.model_dump(mode="json")}]
 
 
+def context_deep_at_short_speed(document: Document) -> None:
+    """55 tok/s at 262,144 tokens of context: within the short-prompt ceiling's margin (38.15 × 1.5),
+    beyond the ceiling with that context in the KV cache (24.8 × 1.5)."""
+    point = {"depth_tokens": 262_144, "content_class": "prose", "decode_tok_s": 55.0, "ttft_ms": 100_000.0}
+    document["ladders"] = [{"arm": "tp1-mtp0", "kind": "context", "context": [{**point, "identical_to_oracle": True}]}]
+
+
 def prompt_tokens_beyond_bytes(document: Document) -> None:
     """Every row counts 5,000 prompt tokens for suite prompts of 1,016-1,301 bytes of UTF-8, its
     first token moved 400 ms later to clear the larger prefill's floor; every figure derived again."""
@@ -97,6 +106,7 @@ def prompt_tokens_beyond_bytes(document: Document) -> None:
 FORGERIES: list[tuple[Callable[[Document], None], str]] = [
     (concurrency_beyond_compute, "ladders[0].concurrency[0].wall_s"),
     (open_loop_beyond_compute, "ladders[0].load.levels[0].duration_s"),
+    (context_deep_at_short_speed, "ladders[0].context[0].decode_tok_s"),
     (prompt_tokens_beyond_bytes, "arms[0].servers[0].rows[0].prompt_tokens"),
 ]
 

@@ -142,8 +142,9 @@ def test_many_users_are_held_to_the_card_s_arithmetic() -> None:
     assert least > per_user * 1.05  # the per-user floor alone lets it through
     problems = physics(packet)
     assert set(problems) == {"ladders[0].concurrency[0].wall_s"}
-    assert f"its 262,144 tokens take at least {least:,.3f} ms of compute on 1 × arc_pro_b70" in (
-        problems["ladders[0].concurrency[0].wall_s"]
+    assert (
+        f"its 262,144 tokens take at least {least:,.3f} ms of compute on 1 × arc_pro_b70"
+        in (problems["ladders[0].concurrency[0].wall_s"])
     )
     enough = {**point, "wall_s": round(least * 1.01 / 1000, 3)}
     packet = edited(lambda d: d.update(ladders=[{"arm": ORACLE_ARM, "kind": "concurrency", "concurrency": [enough]}]))
@@ -157,3 +158,24 @@ def test_a_token_costs_at_least_a_one_token_prefill_of_compute() -> None:
     assert 0.05 < found.token_compute_ms < 0.15
     assert found.compute_ms(1000) == 1000 * found.token_compute_ms / FLOOR_MARGIN
     assert found.token_compute_ms <= found.prefill_ms(1)  # a one-token prefill: its compute, or a read of the weights
+
+
+def test_a_deep_context_point_is_held_to_the_ceiling_at_its_depth() -> None:
+    """Every step reads the whole KV cache: at 262,144 tokens of context a 9B model's ceiling on
+    one B70 is about two thirds of its short-prompt one, so a rate within the short ceiling's margin
+    can still be beyond the deep one's."""
+    found = limits(measured_packet())
+    deep = found.ceiling_at(262_144)
+    assert deep < found.plain_tok_s * 0.75
+    rate = round((deep * CEILING_MARGIN + found.plain_tok_s * CEILING_MARGIN) / 2, 2)  # between the two bounds
+    point = {"depth_tokens": 262_144, "content_class": "prose", "decode_tok_s": rate, "ttft_ms": 200_000.0}
+    packet = edited(lambda d: d.update(ladders=[{"arm": ORACLE_ARM, "kind": "context", "context": [point]}]))
+    problems = physics(packet)
+    assert set(problems) == {"ladders[0].context[0].decode_tok_s"}
+    assert problems["ladders[0].context[0].decode_tok_s"] == (
+        f"decode rate {rate:.3g} tok/s exceeds the physical ceiling {deep:.3g} tok/s with 262,144 tokens of"
+        f" context × margin 1.5 (= {deep * 1.5:.3g} tok/s)"
+    )
+    shallow = {**point, "depth_tokens": 2048, "ttft_ms": 2_000.0}
+    packet = edited(lambda d: d.update(ladders=[{"arm": ORACLE_ARM, "kind": "context", "context": [shallow]}]))
+    assert physics(packet) == {}
