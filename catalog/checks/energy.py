@@ -1,6 +1,18 @@
-"""Verification of a packet's energy windows (catalog/model/energy.py): every figure is computed
-again from the window's samples and the tokens its rows served, and a figure the samples do not
-give is refused; each card's power is bounded by its rated board power (data/hardware.yaml).
+"""Verification of a packet's energy windows (catalog/model/energy.py). The rules:
+
+- every figure is computed again from the window's samples and the tokens its rows served, and a
+  figure the samples do not give is refused; the validity rules may be no looser than the catalog's;
+- a window holds each card its server used, once;
+- a window is no shorter than the work it covers (`Work`): a server's strict suite at least
+  the sum of its rows' last token times (the runner sends the prompts one after another inside the
+  window, runner/attempt.py), a concurrency level at least its `wall_s` and a load level at least its
+  `duration_s` (both the very span of the window, runner/ladders.py, runner/load_sweep.py), to
+  `CLOCK_SLACK_US` per recorded time;
+- no card of a loaded window averages below its own idle baseline (energy.idle, when valid) by
+  more than the packet's reading accuracy (energy.bounds.power_accuracy_w): serving never draws
+  less than idling, so neither a card below idle nor a negative energy above idle beyond that
+  accuracy is published;
+- each card's power is bounded by its rated board power (data/hardware.yaml).
 
 Each problem is `(field, message)`, like catalog.checks.consistency's, which runs these.
 """
@@ -9,12 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from catalog.model.energy import (
     AGREEMENT,
     GAP_BOUND_S,
     POWER_ACCURACY_W,
     US,
+    CardTrace,
     EnergyFigures,
     EnergySetup,
     EnergyWindow,
@@ -35,6 +49,14 @@ sustained limit holds the average near it, and the readings are only accurate to
 SAMPLE_MARGIN = 2.0
 """How far one power sample may exceed the rated board power: short excursions above the sustained
 limit are allowed by design, twice it is a unit slip (mW read as W) or another card's figure."""
+
+CLOCK_SLACK_US = 1
+"""How far (µs) a window may fall short of its work, per recorded time that work is summed from
+(and one for the window's own duration_us). The window and the requests are timed on one clock
+(time.perf_counter) and the runner rounds each time to the microsecond (round(t * 1e6) for a row's
+token_times_us and for duration_us), so each rounded time may be off by half a microsecond; an
+honest window is never shorter than its work by more, and a window short of it by anything more
+covers work its samples were not taken over."""
 
 
 # --- the tokens each window served --------------------------------------------------------------
@@ -67,35 +89,95 @@ def level_tokens(level: LoadLevel, prompt_tokens: dict[str, int]) -> Tokens:
     return Tokens(output=level.output_tokens, total=level.output_tokens + prompts)
 
 
+# --- the work each window covers ----------------------------------------------------------------
+
+
+class Work(NamedTuple):
+    """The least time (µs) a window's own work takes, how many recorded times it is summed from,
+    and what it is, in words."""
+
+    least_us: float
+    times: int
+    what: str
+
+
+def suite_work(server: ServerRun) -> Work:
+    """The strict suite's prompts go one after another inside the server's window (runner/attempt.py
+    awaits each stream before sending the next), and each row's token times count from its own
+    request's sending: the window holds at least every row's last token time, summed."""
+    timed = [row.token_times_us[-1] for row in server.rows if len(row.token_times_us)]
+    return Work(
+        float(sum(timed)),
+        len(timed),
+        f"its {len(timed)} prompts, sent one after another, take {sum(timed) / US:.3f} s to their last tokens "
+        "(token_times_us)",
+    )
+
+
+def concurrency_work(point: ConcurrencyPoint) -> Work:
+    """A concurrency level's window is its wall_s: first request sent to last one done (runner/ladders.py)."""
+    return Work(point.wall_s * US, 1, f"the level's wall_s is {point.wall_s:.3f} s")
+
+
+def level_work(level: LoadLevel) -> Work:
+    """A load level's window is its duration_s: first planned send to last request finished
+    (runner/load_sweep.py, LevelRunner.span)."""
+    return Work(level.duration_s * US, 1, f"the level's duration_s is {level.duration_s:.3f} s")
+
+
 # --- every window of a packet -------------------------------------------------------------------
 
 
-def windows(packet: Packet) -> Iterator[tuple[str, EnergyWindow, Tokens, int | None]]:
-    """(field, window, tokens it served, cards its server used) of every energy window; the idle
-    baseline serves no token and spans every card the campaign used."""
+class Measured(NamedTuple):
+    """One energy window of a packet: its field, the tokens it served, the cards its server used
+    and the work it covers (None for the idle baseline, which serves no token and spans every card
+    the campaign used)."""
+
+    where: str
+    window: EnergyWindow
+    tokens: Tokens
+    cards: int | None
+    work: Work | None
+
+
+def windows(packet: Packet) -> Iterator[Measured]:
+    """Every energy window of the packet, the idle baseline first."""
     if packet.energy is not None and packet.energy.idle is not None:
-        yield "energy.idle", packet.energy.idle, Tokens(0, 0), None
+        yield Measured("energy.idle", packet.energy.idle, Tokens(0, 0), None, None)
     prompt_tokens = suite_prompt_tokens(packet.arms)
     arms = {arm.id: arm for arm in packet.arms}
     for a, arm in enumerate(packet.arms):
         for s, server in enumerate(arm.servers):
             if server.energy is not None:
-                yield f"arms[{a}].servers[{s}].energy", server.energy, server_tokens(server), _cards(arm)
+                yield Measured(
+                    f"arms[{a}].servers[{s}].energy",
+                    server.energy,
+                    server_tokens(server),
+                    _cards(arm),
+                    suite_work(server),
+                )
     for i, ladder in enumerate(packet.ladders):
         owner = arms.get(ladder.arm)
         rows = owner.servers[0].rows if owner is not None and owner.servers else []
         cards = _cards(owner) if owner is not None else None
         for k, point in enumerate(ladder.concurrency):
             if point.energy is not None:
-                yield f"ladders[{i}].concurrency[{k}].energy", point.energy, concurrency_tokens(point, rows), cards
+                yield Measured(
+                    f"ladders[{i}].concurrency[{k}].energy",
+                    point.energy,
+                    concurrency_tokens(point, rows),
+                    cards,
+                    concurrency_work(point),
+                )
         if ladder.load is not None:
             for k, level in enumerate(ladder.load.levels):
                 if level.energy is not None:
-                    yield (
+                    yield Measured(
                         f"ladders[{i}].load.levels[{k}].energy",
                         level.energy,
                         level_tokens(level, prompt_tokens),
                         cards,
+                        level_work(level),
                     )
 
 
@@ -107,7 +189,8 @@ def _cards(arm: Arm) -> int:
 
 
 def energy_problems(packet: Packet) -> list[Problem]:
-    """Every window judged again from its samples; the rules no looser than the catalog's."""
+    """Every window judged again from its samples, the rules no looser than the catalog's; each
+    loaded window no shorter than its work, and none of its cards below its idle baseline."""
     found = list(windows(packet))
     if not found:
         return []
@@ -118,14 +201,60 @@ def energy_problems(packet: Packet) -> list[Problem]:
         return [(found[0][0], "an energy window needs the packet's energy setup (its sources and rules)")]
     problems = _setup_problems(setup)
     idle_w = setup.idle_w()
-    for where, window, tokens, cards in found:
-        problems += window_problems(where, window, tokens, setup, None if where == "energy.idle" else idle_w)
+    for where, window, tokens, cards, work in found:
+        problems += window_problems(where, window, tokens, setup, None if work is None else idle_w)
         devices = [card.device for card in window.cards]
         if len(set(devices)) != len(devices):
             problems.append((f"{where}.cards", "a card appears twice"))
         if cards is not None and len(devices) != cards:
             problems.append((f"{where}.cards", f"holds {len(devices)} card(s); its server used {cards}"))
+        if work is not None:
+            problems += short_window_problems(where, window, work)
+            if idle_w is not None:
+                problems += below_idle_problems(where, window, idle_w, setup.bounds.power_accuracy_w)
     return problems
+
+
+def short_window_problems(where: str, window: EnergyWindow, work: Work) -> list[Problem]:
+    """A window shorter than the work it covers (beyond CLOCK_SLACK_US per recorded time) would
+    spread that work's tokens over samples of a fraction of it: J per token a fraction of the truth."""
+    slack = CLOCK_SLACK_US * (work.times + 1)
+    if window.duration_us + slack >= work.least_us:
+        return []
+    return [
+        (
+            f"{where}.duration_us",
+            f"is {window.duration_s:.3f} s, shorter than the work it covers: {work.what} "
+            f"(slack {slack} µs of clock rounding)",
+        )
+    ]
+
+
+def below_idle_problems(where: str, window: EnergyWindow, idle_w: dict[int, float], accuracy_w: float) -> list[Problem]:
+    """A card that averages below its own idle baseline over a loaded window, by more than the
+    reading accuracy: serving draws more than idling, so its samples (and any energy above idle
+    they give) are not the card's."""
+    problems: list[Problem] = []
+    for c, card in enumerate(window.cards):
+        idle = idle_w.get(card.device)
+        average = _average_w(card, window)
+        if idle is None or average is None or average >= idle - accuracy_w:
+            continue
+        above = (average - idle) * window.duration_s
+        problems.append(
+            (
+                f"{where}.cards[{c}].power_mw",
+                f"averages {average:.2f} W over the loaded window, below device {card.device}'s idle baseline of "
+                f"{idle:.2f} W (energy.idle) by more than the reading accuracy ({accuracy_w:g} W): "
+                f"energy above idle {above:.1f} J over {window.duration_s:.3f} s",
+            )
+        )
+    return problems
+
+
+def _average_w(card: CardTrace, window: EnergyWindow) -> float | None:
+    """The card's average power over the window (W); None without a power sample."""
+    return card_energy_j(card, window.duration_us) / window.duration_s if card.power_mw else None
 
 
 def _setup_problems(setup: EnergySetup) -> list[Problem]:
@@ -178,14 +307,14 @@ def board_power_problems(packet: Packet, hardware: Hardware | None) -> list[Prob
     if hardware is None:
         return []
     problems: list[Problem] = []
-    for where, window, _, _ in windows(packet):
+    for where, window, *_ in windows(packet):
         rated = hardware.board_power_w
         if rated is None:
             problems.append((where, f"{hardware.id} has no rated board power in data/hardware.yaml to bound it by"))
             continue
         for c, card in enumerate(window.cards):
             field = f"{where}.cards[{c}]"
-            average = card_energy_j(card, window.duration_us) / (window.duration_us / US) if card.power_mw else 0.0
+            average = _average_w(card, window) or 0.0
             if average > rated.value * AVERAGE_MARGIN:
                 problems.append(
                     (

@@ -1,0 +1,167 @@
+"""catalog/checks/energy.py's floors: a window no shorter than the work it covers (a server's suite:
+its rows' last token times summed; a concurrency level: its wall_s; a load level: its duration_s),
+and no card of a loaded window averaging below its own idle baseline beyond the reading accuracy.
+Each refusal names its field and gives the numbers; honest windows (testkit's) pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from catalog.checks.energy import (
+    CLOCK_SLACK_US,
+    Work,
+    below_idle_problems,
+    concurrency_tokens,
+    energy_problems,
+    server_tokens,
+    short_window_problems,
+    suite_work,
+    windows,
+)
+from catalog.model.energy import US, Tokens
+from catalog.model.packet import ConcurrencyPoint, Ladder, PacketParts
+from testkit.energy_samples import IDLE_W, steady_window, with_energy
+from testkit.samples import make_load_sweep, measured_parts, with_load
+from tests.catalog.factories import ORACLE_ARM, seal_draft
+
+SERVER = "arms[0].servers[0].energy"
+LEVEL = "ladders[0].load.levels[0].energy"
+Draft = dict[str, Any]
+
+
+def parts(watts: float = 180.0, idle: float = IDLE_W) -> PacketParts:
+    """A measured packet's parts with a load sweep and a concurrency ladder on the oracle arm, and
+    a steady window over every server's suite, level and point (testkit's, sized as a runner's)."""
+    loaded = with_load(measured_parts(spec=False), {ORACLE_ARM: make_load_sweep(users=(1, 2), rates=())})
+    point = ConcurrencyPoint(users=2, completion_tokens=240, wall_s=3.217_438_5, identical_to_oracle=True)
+    ladders = [*loaded.ladders, Ladder(arm=ORACLE_ARM, kind="concurrency", concurrency=[point])]
+    return with_energy(loaded.model_copy(update={"ladders": ladders}), watts=watts, idle=idle)
+
+
+def draft(watts: float = 180.0, idle: float = IDLE_W) -> Draft:
+    return parts(watts, idle).model_dump(mode="json")
+
+
+def found(document: Draft) -> dict[str, str]:
+    return dict(energy_problems(seal_draft(document)))
+
+
+def test_honest_windows_pass_both_floors() -> None:
+    packet = seal_draft(draft())
+    assert energy_problems(packet) == []
+    kinds = {m.where.split(".")[0].split("[")[0] for m in windows(packet) if m.work is not None}
+    assert kinds == {"arms", "ladders"}  # servers, the load level and the concurrency point were all judged
+
+
+def test_the_idle_baseline_covers_no_work() -> None:
+    packet = seal_draft(draft())
+    assert [m.work for m in windows(packet) if m.where == "energy.idle"] == [None]
+
+
+def test_a_suite_window_shorter_than_its_rows_is_refused() -> None:
+    honest = parts()
+    server = honest.arms[0].servers[0]
+    assert honest.energy is not None
+    least = suite_work(server).least_us
+    short = steady_window(180.0, US, server_tokens(server), honest.energy.idle_w())
+    document = honest.model_dump(mode="json")
+    document["arms"][0]["servers"][0]["energy"] = short.model_dump(mode="json")
+    problems = found(document)
+    assert list(problems) == [f"{SERVER}.duration_us"]
+    assert problems[f"{SERVER}.duration_us"] == (
+        f"is 1.000 s, shorter than the work it covers: its {len(server.rows)} prompts, sent one after another, "
+        f"take {least / US:.3f} s to their last tokens (token_times_us) (slack {len(server.rows) + 1} µs of clock "
+        "rounding)"
+    )
+
+
+def test_a_suite_window_is_the_sum_of_its_rows_last_token_times() -> None:
+    server = parts().arms[0].servers[0]
+    work = suite_work(server)
+    assert work.least_us == sum(row.token_times_us[-1] for row in server.rows)
+    assert work.times == len(server.rows)
+
+
+def test_a_concurrency_window_shorter_than_its_wall_s_is_refused() -> None:
+    honest = parts()
+    assert honest.energy is not None
+    ladder = next(lad for lad in honest.ladders if lad.kind == "concurrency")
+    index = honest.ladders.index(ladder)
+    point = ladder.concurrency[0]
+    rows = honest.arms[0].servers[0].rows
+    short = steady_window(180.0, round(point.wall_s * US / 2), concurrency_tokens(point, rows), honest.energy.idle_w())
+    document = honest.model_dump(mode="json")
+    document["ladders"][index]["concurrency"][0]["energy"] = short.model_dump(mode="json")
+    where = f"ladders[{index}].concurrency[0].energy.duration_us"
+    assert found(document) == {
+        where: "is 1.609 s, shorter than the work it covers: the level's wall_s is 3.217 s "
+        "(slack 2 µs of clock rounding)"
+    }
+
+
+def test_a_load_level_longer_than_its_window_is_refused() -> None:
+    document = draft()
+    level = document["ladders"][0]["load"]["levels"][0]
+    window_s = level["energy"]["duration_us"] / US
+    level["duration_s"] = window_s * 3  # the level says it ran three times as long as its samples
+    problems = found(document)
+    assert problems[f"{LEVEL}.duration_us"] == (
+        f"is {window_s:.3f} s, shorter than the work it covers: the level's duration_s is {window_s * 3:.3f} s "
+        "(slack 2 µs of clock rounding)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("short_by_us", "refused"), [(0, False), (2 * CLOCK_SLACK_US, False), (3, True), (10**6, True)]
+)
+def test_the_slack_is_clock_rounding_only(short_by_us: int, refused: bool) -> None:
+    window = parts().arms[0].servers[0].energy
+    assert window is not None
+    work = Work(float(window.duration_us + short_by_us), 1, "the work")
+    assert bool(short_window_problems("w", window, work)) is refused
+
+
+def test_cards_below_their_idle_baseline_are_refused_in_every_loaded_window() -> None:
+    problems = found(draft(watts=5.0))
+    fields = [f for f in problems if f.endswith(".power_mw")]
+    assert fields and all(".cards[0].power_mw" in f for f in fields)
+    assert not any(f.startswith("energy.idle") for f in problems)  # the baseline is not held to itself
+    assert len(fields) == len([m for m in windows(seal_draft(draft(watts=5.0))) if m.work is not None])
+    message = problems[f"{SERVER}.cards[0].power_mw"]
+    assert message.startswith(
+        "averages 5.00 W over the loaded window, below device 0's idle baseline of 31.86 W (energy.idle) "
+        "by more than the reading accuracy (5 W): energy above idle "
+    )
+    assert "J over " in message and "-" in message.split("energy above idle ")[1]
+
+
+def test_below_idle_within_the_reading_accuracy_passes() -> None:
+    assert found(draft(watts=IDLE_W - 4.9)) == {}
+    assert f"{SERVER}.cards[0].power_mw" in found(draft(watts=IDLE_W - 5.1))
+
+
+def test_the_packets_own_tighter_accuracy_is_the_one_applied() -> None:
+    honest = parts(watts=IDLE_W - 2.0)
+    window = honest.arms[0].servers[0].energy
+    assert window is not None and honest.energy is not None
+    idle_w = honest.energy.idle_w()
+    assert idle_w is not None
+    assert below_idle_problems(SERVER, window, idle_w, 5.0) == []
+    [(field, message)] = below_idle_problems(SERVER, window, idle_w, 1.0)
+    assert field == f"{SERVER}.cards[0].power_mw"
+    assert "29.86 W" in message and "31.86 W" in message and "(1 W)" in message
+
+
+def test_a_card_without_an_idle_figure_is_not_held_to_one() -> None:
+    window = parts(watts=5.0).arms[0].servers[0].energy
+    assert window is not None
+    assert below_idle_problems(SERVER, window, {7: IDLE_W}, 5.0) == []
+
+
+def test_a_window_judged_without_tokens_is_still_held_to_its_work() -> None:
+    honest = parts()
+    server = honest.arms[0].servers[0]
+    short = steady_window(180.0, US, Tokens(0, 0), None)
+    assert short_window_problems(SERVER, short, suite_work(server))
