@@ -149,8 +149,9 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
             hovertext=[_hover(p, y_title) for p in points],
             hoverinfo="text",
         )
-    plus = [_r(max(p.values) - c) if p.values else 0 for p, c in zip(points, centres, strict=True)]
-    minus = [_r(c - min(p.values)) if p.values else 0 for p, c in zip(points, centres, strict=True)]
+    # clamped at 0.0: a centre rounded onto its extreme never draws a -0.0 bar
+    plus = [max(0.0, _r(max(p.values) - c)) if p.values else 0 for p, c in zip(points, centres, strict=True)]
+    minus = [max(0.0, _r(c - min(p.values))) if p.values else 0 for p, c in zip(points, centres, strict=True)]
     return _scatter(
         name=_legend(series),
         x=[p.x for p in points],
@@ -162,6 +163,12 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
         hovertext=[_hover(p, y_title) for p in points],
         hoverinfo="text",
     )
+
+
+def _flag_words(label: str, flag: str) -> str:
+    """`differs: outputs differ from the oracle`; a flag that already says its word is written once
+    (`level unusable: ...`, never `unusable: level unusable: ...`)."""
+    return flag if label in flag else f"{label}: {flag}"
 
 
 def _flagged_trace(flag: str, points: Sequence[Point], colour: str, y_title: str) -> Figure:
@@ -354,7 +361,7 @@ def chart(
     if flagged:
         notes.append(
             "Hollow labelled markers are levels drawn apart, never joined to their line: "
-            + "; ".join(dict.fromkeys(f"{p.flag_label}: {p.flag}" for p in flagged))
+            + "; ".join(dict.fromkeys(_flag_words(p.flag_label, p.flag or "") for p in flagged))
             + "."
         )
     figure = _figure(points, x_title, y_title, x_log, x_ticks=x_ticks, y_log=y_log)

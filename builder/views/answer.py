@@ -1,7 +1,7 @@
 """The answer a reader comes with, at the top of a family page: which configuration to run on my
 card, and how. Everything here is read from the family's packets, never typed.
 
-- `run_this`: per card, the fastest verified result for one user (the headline rule on that card:
+- `run_this`: per card, the fastest published result for one user (the headline rule on that card:
   qualified, fewest cards, measured before imported) with its exact command, docker and local
   (catalog/recipes/shown.py: the packet's recorded command, or for an imported result the closest
   command composed, with every fact in which it differs from what the source measured); faster
@@ -23,9 +23,9 @@ from builder.views.results import STATE_LABELS, ArmResult
 from builder.views.scorecard import Matrix
 from catalog.checks.selection import Headline, lead_of
 from catalog.model.load_sweep import LoadLevel
-from catalog.model.packet import Packet
+from catalog.model.packet import Arm, Packet
 from catalog.recipes.recipe import Recipe
-from catalog.recipes.shown import ShownCommand, arm_command
+from catalog.recipes.shown import ShownCommand, arm_command, multiline
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,10 @@ class CommandForms:
     exact: bool  # the packet's recorded command; else the closest command composed here
     configuration: str | None
     differences: list[str]
+    # `local` is the portable `vllm serve` form of a recorded command whose servers were started by
+    # another (`launch_argv`): the words say so, and the exact launch command is shown beside it
+    portable: bool = False
+    launch: str | None = None  # that exact launch command, when it is not the docker form already shown
 
 
 @dataclass(frozen=True)
@@ -93,15 +97,26 @@ class Figure:
 Piece = str | Figure
 
 
-def _forms(shown: ShownCommand | None) -> CommandForms | None:
+def _forms(shown: ShownCommand | None, arm: Arm) -> CommandForms | None:
     if shown is None:
         return None
+    config = arm.config
+    # a recorded command shown in its portable form: the servers ran `launch_argv`, which the card
+    # shows too (as the packet page does), so the command beside the result is the one that produced it
+    portable = (
+        shown.exact
+        and bool(config.argv)
+        and bool(config.launch_argv)
+        and tuple(config.argv) != tuple(config.launch_argv)
+    )
     return CommandForms(
         local=shown.local,
         docker=shown.docker,
         exact=shown.exact,
         configuration=shown.configuration,
         differences=[f"{d.field}: {d.words('this command', 'the source')}" for d in shown.differences],
+        portable=portable,
+        launch=multiline(config.launch_argv, config.env) if portable and shown.docker is None else None,
     )
 
 
@@ -146,7 +161,7 @@ def _trusted(level: LoadLevel, lag_bound_ms: float, alone_tok_s: Sequence[float]
 
 
 def run_this(results: Sequence[ArmResult], recipe: Recipe | None, ctx: SiteContext) -> list[RunThis]:
-    """Per card (the headline's first), the fastest verified configuration for one user and how to run it."""
+    """Per card (the headline's first), the fastest published configuration for one user and how to run it."""
     picks = []
     cards = sorted({r.hardware_id for r in results})
     for hw in cards:
@@ -173,7 +188,7 @@ def run_this(results: Sequence[ArmResult], recipe: Recipe | None, ctx: SiteConte
                 state_label=STATE_LABELS[lead.state],
                 href=lead.href,
                 packet_id=lead.packet.id,
-                command=_forms(shown),
+                command=_forms(shown, lead.arm),
                 more_cards=more,
                 users=_users(on_card),
             )

@@ -242,13 +242,15 @@ def _hero(lead: Headline | None, hardware: dict[str, Hardware]) -> Hero | None:
 
 def _fit_signal(recipe: Recipe | None, lead: Headline | None, hardware: dict[str, Hardware]) -> Signal:
     """Weights vs card memory: the recipe variant's vram_minimum_gb against the card's memory.
-    Without a variant figure, the card count the headline was measured on, said as such."""
+    Without a variant figure, the card count the headline ran on, with the headline's state."""
     default = "default" if recipe and "default" in recipe.variants else None
     variant_name = lead.packet.identity.model.variant if lead else default
     hw_id = lead.packet.identity.host.hardware if lead else _recipe_hardware(recipe)
     card = hardware.get(hw_id) if hw_id else None
     cards_used = lead.arm.config.tensor_parallel_size if lead else None
-    measured = f" Measured on {cards_used} card{'s' if cards_used != 1 else ''}." if lead else ""
+    # the headline's own state word: an imported headline was not measured here
+    word = lead.arm.state.label.lower() if lead else ""
+    ran = f" The {word} headline ran on {cards_used} card{'s' if cards_used != 1 else ''}." if lead else ""
     if recipe is not None and card is not None and variant_name in recipe.variants:
         need = recipe.variants[variant_name].vram_minimum_gb
         memory = card.memory_gb.value
@@ -257,13 +259,13 @@ def _fit_signal(recipe: Recipe | None, lead: Headline | None, hardware: dict[str
             "Card fit",
             f"fits on {cards} × {card.name}",
             f"Basis: recipe variant {variant_name} needs at least {num(need, 0).text} GB (vram_minimum_gb); "
-            f"one {card.name} has {num(memory, 0).text} GB." + measured,
+            f"one {card.name} has {num(memory, 0).text} GB." + ran,
         )
     if lead is not None and card is not None:
         repo = lead.packet.identity.model.repo
         return Signal(
             "Card fit",
-            f"runs on {cards_used} × {card.name} (measured)",
+            f"runs on {cards_used} × {card.name} ({word})",
             f"Basis: the headline run. The recipe lists no variant for {repo}, so there is no memory figure "
             "to compare with the card.",
         )

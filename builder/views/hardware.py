@@ -1,6 +1,7 @@
 """Hardware pages: a card's specs with the source of every figure, and one row per model family
-measured on it: the family's best published result there, by the rule the index's card filter
-uses (builder/views/index.py best_pick), so a page's size follows the families, not the packets."""
+with a packet on it (measured, imported, screened or withheld): the family's best published result
+there, by the rule the index's card filter uses (builder/views/index.py best_pick), so a page's size
+follows the families, not the packets."""
 
 from __future__ import annotations
 

@@ -40,9 +40,9 @@ class Filter:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """A family's answer on one card (builder/views/answer.py RunThis): the fastest verified result
-    for one user and, where a load sweep measured it, the best at each user count; the command is on
-    the family page, at `command_href`."""
+    """A family's answer on one card (builder/views/answer.py RunThis): the fastest published result
+    for one user, with its state (an imported result is never shown as measured) and, where a load
+    sweep recorded it, the best at each user count; the command is on the family page, at `command_href`."""
 
     hardware_id: str
     hardware_name: str
@@ -51,6 +51,8 @@ class RunSummary:
     href: str
     command_href: str
     users: list[UsersPick]
+    state: str
+    state_label: str
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,8 @@ class FilterLinks:
 
 @dataclass(frozen=True)
 class CardAnswer:
-    """For one card: every real family's fastest verified result for one user there (fastest first),
-    and its best at each user count measured; the synthetic families apart, never ranked with them.
+    """For one card: every real family's fastest published result for one user there (fastest first),
+    and its best at each user count recorded; the synthetic families apart, never ranked with them.
     On a page of a paged catalog, the fastest ANSWER_ROWS of each, and how many more the card's own
     listing (`href`) holds."""
 
@@ -232,6 +234,8 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
                 r.href,
                 routes.family_run(view.slug, r.hardware_id),
                 r.users,
+                r.state,
+                r.state_label,
             )
             for r in view.run_this
         ],
@@ -251,7 +255,7 @@ def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizat
     filters = [
         Filter(
             "hw",
-            "Hardware (measured or recipe-verified)",
+            "Hardware (with results or recipe-verified)",
             [_prerendered("hw", h, hardware[h].name if h in hardware else h, cards) for h in hw_ids],
         ),
         Filter("quant", "Quantization", [_prerendered("quant", k, v, cards) for k, v in sorted(quant_labels.items())]),

@@ -1,4 +1,4 @@
-"""Section 7, "how much faster could this get?": measured speed against the physical ceiling.
+"""Section 7, "how much faster could this get?": the published speed against the physical ceiling.
 
 catalog.projection computes everything (ceiling, utilisation, optimisation band, the formula with
 its numbers, every input with its source); this module only formats what it returns. The family
@@ -46,7 +46,8 @@ class ProjectionRow:
 class ProjectionView:
     title: str
     ceiling: Num
-    measured: Num | None
+    measured: Num | None  # the lead arm's speed, whatever its state: `state_word` names it
+    state_word: str  # the lead arm's state, lower-case (`imported`): never `measured` for an import
     utilisation: Num | None
     lower_bound: bool
     band: str | None
@@ -82,7 +83,8 @@ def _percent(fraction: float | None) -> Num | None:
 def _input_value(value: object, unit: str) -> str | Num:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"{value} {unit}".strip()
-    return num(value, 2, unit)
+    # a whole number (a layer count, a card count, 608 GB/s) is written whole, never `32.00`
+    return num(value, 0 if float(value).is_integer() else 2, unit)
 
 
 def in_words(source: str, packet: Packet) -> str:
@@ -136,6 +138,7 @@ def projection_view(
         title=f"{lead.quant_label} · {lead.arm.label} on {lead.hardware_name}",
         ceiling=num(main.ceiling_tok_s, 2, "tok/s"),
         measured=opt_num(main.measured_tok_s, 2, "tok/s"),
+        state_word=STATE_LABELS[lead.state].lower(),
         utilisation=_percent(main.utilisation),
         lower_bound=bool(main.utilisation_is_lower_bound),
         band=grade.band if grade else None,
@@ -184,5 +187,5 @@ def cell_estimator(
 
 PROJECTION_GAP = (
     "No projection: the physical-ceiling model has no answer for this family's headline result "
-    "(its architecture or hardware figures are missing). The measured numbers above stand on their own."
+    "(its architecture or hardware figures are missing). The published numbers above stand on their own."
 )

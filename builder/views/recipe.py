@@ -86,7 +86,7 @@ class DefaultCommand:
 
 @dataclass(frozen=True)
 class ConfigurationView:
-    """A configuration the catalog measured (from the recipe's overlay), with its command."""
+    """A configuration of the catalog's packets (from the recipe's overlay), with its command."""
 
     name: str
     label: str
@@ -128,6 +128,9 @@ class RecipeView:
     default_depth: int | None
     configurations: list[ConfigurationView]
     energy_costs: list[EnergyCost]
+    # the states of the packets the configurations list, in words (`imported`, `measured and imported`):
+    # the section is named by what its packets are, never "measured" for an import
+    configuration_states: str = ""
 
 
 @dataclass(frozen=True)
@@ -382,7 +385,20 @@ def recipe_view(recipe: Recipe, ctx: SiteContext, evidence: RecipeEvidence) -> R
         depths=list(DEPTHS) if recipe_depths or any_depth else [],
         default_depth=recipe_depths[0] if recipe_depths else None,
         configurations=_configurations(recipe, ctx, digests, evidence),
+        configuration_states=_configuration_states(recipe, ctx),
     )
+
+
+def _configuration_states(recipe: Recipe, ctx: SiteContext) -> str:
+    """The states of the packets the overlay's configurations list, best evidence first, in words."""
+    states = {
+        ctx.catalog.listing[p].state
+        for c in recipe.configurations.values()
+        for p in c.packets
+        if p in ctx.catalog.listing
+    }
+    words = [s.label.lower() for s in sorted(states, key=lambda s: s.rank)]
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
 
 
 def copyable_code(html: Markup) -> Markup:
@@ -404,7 +420,7 @@ def copyable_code(html: Markup) -> Markup:
 def _configurations(
     recipe: Recipe, ctx: SiteContext, digests: dict[str, str], evidence: RecipeEvidence
 ) -> list[ConfigurationView]:
-    """The overlay's measured configurations, each with its command (docker pinned like the builder's)."""
+    """The overlay's configurations, each with its command (docker pinned like the builder's)."""
     views = []
     for name, config in recipe.configurations.items():
         card = ctx.catalog.hardware[config.hardware]

@@ -246,7 +246,9 @@ def _substituted(cell: Cell, step: StepModel, ceiling: Ceiling, tokens: float, m
         f"= {ceiling.tok_s:.2f} tok/s"
     )
     if measured:
-        text += f"; measured {measured:.2f} tok/s / {ceiling.tok_s:.2f} = {measured / ceiling.tok_s:.3f}"
+        # the arm's own state word: an imported or withheld speed is never called measured
+        word = cell.arm.state.label.lower() if cell.arm is not None else "speed"
+        text += f"; {word} {measured:.2f} tok/s / {ceiling.tok_s:.2f} = {measured / ceiling.tok_s:.3f}"
     return text
 
 

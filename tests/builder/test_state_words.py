@@ -1,0 +1,182 @@
+"""The repository's own site never words an imported (or withheld) result as measured or verified.
+
+The Qwen3.5 families hold only imported, screened and withheld packets; the demo family alone is
+measured here. Each place a sceptic found the word "measured" or "verified" on an imported headline
+is held to the state the result has; the demo's answer card to the command its servers ran."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from functools import cache
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+
+from catalog.store.repository import load_catalog
+from tests.builder.factory import REPO
+
+IMPORTED_FAMILIES = ("qwen3.5-9b", "qwen3.5-4b")
+WORDS = re.compile(r"\b(measured|verified)\b", re.I)
+
+
+@cache
+def _page(site: Path, path: str) -> BeautifulSoup:
+    return BeautifulSoup((site / path).read_text(), "lxml")
+
+
+def _text(tag: Tag | None) -> str:
+    assert tag is not None
+    return " ".join(tag.get_text(" ").split())
+
+
+def _hero_state(soup: BeautifulSoup) -> str:
+    badge = soup.select_one(".headline .headline-meta .badge")
+    assert badge is not None
+    (state,) = [c.removeprefix("badge-") for c in badge["class"] if c.startswith("badge-") and c != "badge"]
+    return state
+
+
+@pytest.mark.parametrize("slug", IMPORTED_FAMILIES)
+def test_the_projection_names_an_imported_headline_by_its_state(repository_built: Path, slug: str) -> None:
+    soup = _page(repository_built, f"models/{slug}/index.html")
+    assert _hero_state(soup) == "imported"  # the case under test: an imported headline
+    section = soup.select_one("#projection")
+    assert section is not None
+    gauge = section.select_one(".gauge > div")
+    assert gauge is not None
+    assert _text(gauge.select_one(".signal-title")) == "imported"
+    value = gauge.select_one(".signal-value data.num")
+    assert value is not None
+    formula = _text(section.select_one(".projection > p.formula code"))
+    assert f"; imported {value['value']} tok/s / " in formula
+    assert "measured" not in formula
+    assert "measured speed" not in _text(section.select_one(".section-lede"))
+    assert "published speed" in _text(section.select_one(".section-lede"))
+    header = [_text(th) for th in section.select(".ceiling-rows thead th")]
+    states = {_text(b).lower() for b in section.select(".ceiling-rows tbody .badge")}
+    assert states - {"measured"}, "the rows carry states other than measured"
+    assert "measured" not in header and "decode tok/s" in header
+
+
+def test_the_demo_projection_still_says_measured(repository_built: Path) -> None:
+    soup = _page(repository_built, "models/demo/index.html")
+    assert _hero_state(soup) == "measured"
+    gauge = soup.select_one("#projection .gauge > div .signal-title")
+    assert _text(gauge) == "measured"
+    assert "; measured " in _text(soup.select_one("#projection .projection > p.formula code"))
+
+
+@pytest.mark.parametrize("slug", IMPORTED_FAMILIES)
+def test_a_family_page_never_calls_an_imported_headline_measured_or_verified(repository_built: Path, slug: str) -> None:
+    soup = _page(repository_built, f"models/{slug}/index.html")
+    assert _hero_state(soup) == "imported"
+    fit = next(s for s in soup.select("#signals .signal") if _text(s.select_one(".signal-title")) == "Card fit")
+    assert "Measured on" not in _text(fit) and "(measured)" not in _text(fit)
+    assert "The imported headline ran on 1 card." in _text(fit.select_one(".signal-detail"))
+    runs = soup.select(".run-this .run-title")
+    assert runs
+    for run in runs:
+        assert "verified" not in _text(run)
+    assert "fastest imported result for one user" in _text(runs[0])
+    charts = soup.select_one("section#measured")  # the anchor other pages link to stays
+    assert charts is not None
+    heading = _text(charts.select_one("h2#measured-title"))
+    assert not WORDS.search(heading), heading
+    assert {r["class"][0] for r in charts.select("tr[class^=state-]")} - {"state-measured"}
+
+
+def test_the_home_page_words_what_it_lists(repository_built: Path) -> None:
+    soup = _page(repository_built, "index.html")
+    for family in soup.select("li.family.state-imported"):
+        facts = _text(family.select_one(".family-facts"))
+        assert "measured on" not in facts and "results on" in facts
+    answers = soup.select_one("#answers")
+    assert answers is not None
+    assert _text(answers.select_one("h2")) == "On your card: the fastest published result, and how to run it"
+    assert "verified" not in _text(answers)
+    for th in answers.select("thead th"):
+        assert not WORDS.search(_text(th)), _text(th)
+    rows = [tr for tr in answers.select("tbody tr") if tr.select_one('a[href^="models/"]')]
+    assert rows
+    imported = 0
+    for tr in rows:
+        (state,) = [c.removeprefix("state-") for c in tr["class"] if c.startswith("state-")]
+        badge = tr.select_one(f".badge.badge-{state}")
+        assert badge is not None and _text(badge).lower() == state, tr
+        imported += state == "imported"
+    assert imported >= len(IMPORTED_FAMILIES)
+    empty = [_text(td) for td in answers.select("td[colspan]")]
+    assert empty and all("published result" in t and "verified" not in t for t in empty)
+
+
+def test_the_hardware_index_says_what_it_counts(repository_built: Path) -> None:
+    header = [_text(th) for th in _page(repository_built, "hardware/index.html").select("thead th")]
+    assert "model families measured" not in header
+    assert "model families with results" in header
+
+
+@pytest.mark.parametrize("slug", IMPORTED_FAMILIES)
+def test_a_recipe_page_names_its_configurations_by_their_packets(repository_built: Path, slug: str) -> None:
+    soup = _page(repository_built, f"recipes/{slug}/index.html")
+    section = soup.select_one("#configurations")
+    assert section is not None
+    heading = _text(section.select_one("#configurations-title"))
+    lede = _text(section.select_one(".section-lede"))
+    assert not heading.startswith("Measured") and "imported" in heading
+    assert "What the catalog's packets ran" not in lede and "imported" in lede
+    assert "Measured results" not in _text(soup.select_one(".recipe-head .actions"))
+
+
+def _tokens(text: str, env: dict[str, str]) -> list[str]:
+    tokens = shlex.split(text.replace("\\\n", " "))
+    while tokens and tokens[0].partition("=")[0] in env:
+        tokens.pop(0)
+    return tokens
+
+
+def test_the_demo_answer_card_shows_the_command_its_servers_ran(repository_built: Path) -> None:
+    soup = _page(repository_built, "models/demo/index.html")
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    runs = soup.select(".run-this")
+    assert runs
+    for run in runs:
+        card = str(run["id"]).removeprefix("run-")
+        href = run.select_one(".run-title a.run-arm")
+        assert href is not None
+        match = re.search(r"packets/([^/]+)/index\.html#arm-(.+)$", str(href["href"]))
+        assert match is not None
+        packet = catalog.packets[match[1]]
+        config = next(a for a in packet.arms if a.id == match[2]).config
+        env = dict(config.env)
+        words = _text(run.select_one("p.muted.small"))
+        local = _tokens(_text(run.select_one(f"#run-local-{card}")), env)
+        launch = list(config.launch_argv)
+        if "exactly what its servers ran" in words:
+            assert local == (launch or list(config.argv)), "an 'exact' command that is not the one its servers ran"
+        if launch and launch != local:
+            # the portable form is named as such, and the exact launch command is beside it
+            assert "portable" in words and "exactly what its servers ran" not in words
+            shown = run.select_one(f"#run-launch-{card}") or run.select_one(f"#run-docker-{card}")
+            assert shown is not None
+            assert _tokens(shown.get_text(), env) == launch
+
+
+def test_whole_numbers_and_error_bars_read_cleanly(repository_built: Path) -> None:
+    for slug in IMPORTED_FAMILIES:
+        soup = _page(repository_built, f"models/{slug}/index.html")
+        facts = {_text(f.select_one("dt")): f.select_one("dd data.num") for f in soup.select("#projection .fact")}
+        layers, cards = facts["decoder layers"], facts["cards (tensor parallel size)"]
+        assert layers is not None and layers["value"] == "32"
+        assert cards is not None and cards["value"] == "1"
+    for path in repository_built.glob("models/*/index.html"):
+        soup = _page(repository_built, str(path.relative_to(repository_built)))
+        for script in soup.select('script[id^="chart-data-"]'):
+            for trace in json.loads(script.get_text())["data"]:
+                bars = trace.get("error_y") or {}
+                for value in (*bars.get("array", ()), *bars.get("arrayminus", ())):
+                    assert value >= 0 and str(value) != "-0.0", (path, trace.get("name"))
+        for note in soup.select(".chart .note"):
+            assert "unusable: level unusable" not in _text(note)
