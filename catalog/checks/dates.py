@@ -1,12 +1,12 @@
 """Dates: when a packet says its figures were made, and the day it is judged as of.
 
-A measured packet's day is its `created` (when its campaign finished); a transcribed packet's
-(imported or screened) are its source's: `published` (when the source printed the figures) and
-`retrieved` (when the importer read them and sealed the transcription). Each is a claim, and each
-is checked:
+A measured packet's day is its `created` (when its campaign finished); an imported packet's are
+its source's: `published` (when the source printed the figures) and `retrieved` (when the
+importer read them and sealed the transcription). Each is a claim, and each is checked:
 
-- a measured packet says when it was made, a transcribed one when its source published and when
-  it was read; none of these days lies in the future, and a source is read after it is published;
+- a measured packet says when it was made, an imported one when its source published and when it
+  was read; none of these days lies in the future, and a source is read after it is published,
+  for a screened packet too wherever it names them (it is signed as of its `retrieved` day);
 - no packet is dated before its model existed (the `released` day of the catalog's facts about
   the model, catalog/recipes/model_facts.py): a measurement made, or a page published, before the
   model was public did not happen as written.
@@ -66,17 +66,20 @@ def date_problems(packet: Packet, now: datetime) -> list[Problem]:
         )
     source = packet.provenance.source
     if packet.provenance.kind == "measured" or source is None:
-        return problems  # a transcription, imported or screened, is judged as of its source's days
+        return problems
+    # an imported packet must name its source's days; a screened one may not have them (a local
+    # `vllm bench serve` result has no publication), but the days it names are held as an import's
     today = (now + CLOCK_SKEW).date()
     for name, day in (("published", source.published), ("retrieved", source.retrieved)):
         if day is None:
-            problems.append(
-                (
-                    f"provenance.source.{name}",
-                    f"a packet transcribed from a source ({packet.provenance.kind}) says when its source published"
-                    " its figures (published) and when they were read (retrieved): it is judged as of those days",
+            if packet.provenance.kind == "imported":
+                problems.append(
+                    (
+                        f"provenance.source.{name}",
+                        "an imported packet says when its source published its figures (published) and when they"
+                        " were read (retrieved): it is judged as of those days",
+                    )
                 )
-            )
         elif day > today:
             problems.append((f"provenance.source.{name}", f"{day} is in the future (today is {now.date()})"))
     if source.published is not None and source.retrieved is not None and source.retrieved < source.published:

@@ -85,9 +85,7 @@ def test_an_imported_packet_says_when_its_source_published_and_was_read(missing:
     assert dates(imported()) == {}
     problems = dates(imported(**{missing: None}))
     assert set(problems) == {f"provenance.source.{missing}"}
-    assert problems[f"provenance.source.{missing}"].startswith(
-        "a packet transcribed from a source (imported) says when its source published"
-    )
+    assert problems[f"provenance.source.{missing}"].startswith("an imported packet says when its source published")
 
 
 def test_a_source_read_before_it_was_published_or_in_the_future() -> None:
@@ -102,13 +100,14 @@ def test_a_source_read_before_it_was_published_or_in_the_future() -> None:
 @pytest.mark.parametrize("day", ["published", "retrieved"])
 def test_a_screened_packet_is_held_to_its_source_days_as_an_imported_one_is(day: str) -> None:
     """A screened transcription is signed as of the day its source was read (`signed_day`), so the
-    days it names are checked as an imported one's: a source read in 2031 was not read yet."""
+    days it names are checked as an imported one's: a source read in 2031 was not read yet. It may
+    name none (a local `vllm bench serve` result was never published)."""
     draft = imported(**{day: "2031-06-02"})
     draft["provenance"]["kind"] = "screened"
     assert dates(draft)[f"provenance.source.{day}"] == "2031-06-02 is in the future (today is 2026-12-01)"
     draft = imported(**{day: None})
     draft["provenance"]["kind"] = "screened"
-    assert dates(draft)[f"provenance.source.{day}"].startswith("a packet transcribed from a source (screened) says")
+    assert dates(draft) == {}
 
 
 def test_an_imported_packet_is_signed_as_of_the_day_its_source_was_read() -> None:
