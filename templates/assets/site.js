@@ -35,6 +35,11 @@
     }
     return Promise.resolve(fallbackCopy(text));
   }
+  /* Controls that only work with a script are hidden in the HTML and shown here, so a page read
+     without JavaScript shows none that would do nothing. */
+  Array.prototype.forEach.call(
+    document.querySelectorAll("button.copy, [data-filter-controls], [data-builder-controls]"),
+    function (control) { control.hidden = false; });
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("button.copy") : null;
     if (!button) { return; }
