@@ -39,7 +39,7 @@ def test_with_javascript_the_controls_are_shown(browser: Any, base_url: str, pat
     page.goto(base_url + path)
     page.wait_for_load_state("load")
     shown = _visible(page)
-    assert any("class=\"copy\"" in c for c in shown) or path == "index.html", shown
+    assert any('class="copy"' in c for c in shown) or path == "index.html", shown
     if path == "index.html":
         assert page.locator("select[name=sort]").is_visible()
     if path.startswith("recipes/"):
