@@ -2,7 +2,10 @@
 
 Every command the site shows beside an arm (catalog/recipes/shown.py) is held to what the arm
 recorded (catalog/recipes/command_facts.py): graph capture or eager, the image, the environment
-switches, the speculative method and depth, the card count and the context length.
+switches, the speculative method and depth, the card count, the context length, the KV cache dtype
+(a command without `--kv-cache-dtype` runs vLLM's "auto", the model's own dtype, whatever the
+config says) and the weights: a `--quantization` must be a method that serves the packet's
+quantization scheme (none for BF16), or the servers ran other weights than the packet names.
 
 - A recorded command (`launch_argv`, `argv`) must agree with its own arm in every fact.
 - An overlay configuration that lists a packet says it reproduces that packet's arms: its command
@@ -17,8 +20,13 @@ A closest command composed for an imported arm without a configuration is not a 
 lists, line by line, how it differs from what the source measured (ShownCommand.differences).
 Runs where the packet is read against data/ (catalog/checks/cross_check.py), so `make verify` and
 every build fail naming the packet file, the arm and the field: the recorded field a composed command
-contradicts (`arms[i].config.graph_capture`, `identity.runtime` for the image), or, for a recorded
-command that contradicts its own arm, `arms[i].config` with both fields named in the message.
+contradicts (`arms[i].config.graph_capture`, `identity.runtime` for the image,
+`identity.model.quantization` for the weights), or, for a recorded command that contradicts its own
+arm, `arms[i].config` with both fields named in the message.
+
+The context a packet's rows and ladders may reach is catalog/checks/workload.py's (the server's
+max_model_len, and the model's own context length as the recipe knows it); the second needs the
+recipe, so it is run from here (`model_context_problems`), where every packet meets its recipe.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from catalog.checks.consistency import Problem
+from catalog.checks.workload import model_context_problems
 from catalog.model.packet import Arm, Packet
 from catalog.recipes.command_facts import Disagreement, command_facts, disagreements, recorded_facts
 from catalog.recipes.hardware import Hardware
@@ -40,8 +49,9 @@ from catalog.recipes.shown import (
 
 
 def _where(index: int, found: Disagreement) -> str:
-    """The recorded field the fact lives in: the arm's config, or the packet's runtime for its image."""
-    return "identity.runtime" if found.field == "image" else f"arms[{index}].config.{found.config_field}"
+    """The recorded field the fact lives in: the arm's config, or the packet's own (its runtime for
+    the image, its model's quantization for the weights)."""
+    return found.packet_field or f"arms[{index}].config.{found.config_field}"
 
 
 def _problem(index: int, arm: Arm, what: str, found: Disagreement) -> Problem:
@@ -54,15 +64,13 @@ _COMMANDS = {"launch_argv": "launch command", "argv": "vllm serve command"}
 def _recorded_problem(index: int, arm: Arm, field: str, found: Disagreement) -> Problem:
     """A recorded command contradicting its own arm: both sides are the arm's record, so the field
     named is the arm's config, and the message names the two fields that disagree."""
-    where = "identity.runtime" if found.field == "image" else f"config.{found.config_field}"
-    words = (
-        f"its recorded {_COMMANDS[field]} (config.{field}) {found.shown}; the arm records {found.recorded} ({where})"
-    )
+    where = f" ({found.where})" if found.where not in found.recorded else ""
+    words = f"its recorded {_COMMANDS[field]} (config.{field}) {found.shown}; the arm records {found.recorded}{where}"
     return (f"arms[{index}].config", f"arm {arm.id}: {found.field}: {words}")
 
 
 def command_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: list[Problem] = model_context_problems(packet, recipe)
     for index, arm in enumerate(packet.arms):
         recorded = recorded_facts(packet, arm)
         label = arm.config.graph_capture

@@ -5,16 +5,44 @@ oracle's.
 A packet declares its workload (`max_tokens`, each arm's `max_model_len`) and the rows it ran;
 both are claims, and they must tell one story: a row longer than the max_tokens the request asked
 for, a prompt counted at two sizes by the same model, or a context deeper than the server could
-hold did not happen as written. (Load sweeps keep their own checks, catalog/checks/load_sweep.py,
+hold did not happen as written. The context a server could hold is its arm's max_model_len, or,
+where the config records none, the `--max-model-len` its recorded command set (`server_context`:
+vLLM sized the server by the flag; a config and a command that disagree are
+catalog/checks/commands.py's); and never more than the model's own context length as the catalog
+knows it (`model_context_problems`: the recipe's model.context_length, or the `--max-model-len` of a
+recipe feature, such as YaRN's long_context, whose arguments the arm's recorded command carries),
+whatever the packet says. (Load sweeps keep their own checks, catalog/checks/load_sweep.py,
 the concurrency a closed level declares among them; token ids against the vocabulary are
 catalog/checks/facts.py's.) Each check returns `(field, message)` problems.
 """
 
 from __future__ import annotations
 
-from catalog.model.packet import Packet
+from catalog.model.packet import Arm, Packet
+from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, command_facts, vllm_args, vllm_length
+from catalog.recipes.compose import flag_groups
+from catalog.recipes.recipe import Recipe
 
 Problem = tuple[str, str]
+
+
+def server_context(arm: Arm) -> tuple[int, str] | None:
+    """The context an arm's servers were sized for, in words (after "the arm's") that say where: its
+    config's max_model_len, else the smallest `--max-model-len` its recorded commands set (a
+    server holds no more than its command sized it for, whatever the config leaves unsaid); None
+    where neither says."""
+    config = arm.config
+    if config.max_model_len is not None:
+        return config.max_model_len, f"max_model_len {config.max_model_len:,}"
+    stated = [
+        (length, field)
+        for field, argv in (("argv", config.argv), ("launch_argv", config.launch_argv))
+        if argv and (length := command_facts(argv).max_model_len) is not None
+    ]
+    if not stated:
+        return None
+    length, field = min(stated)
+    return length, f"recorded command's {MAX_MODEL_LEN_FLAG} {length:,} (config.{field}; config.max_model_len is null)"
 
 
 def workload_problems(packet: Packet) -> list[Problem]:
@@ -42,7 +70,7 @@ def _row_problems(packet: Packet) -> list[Problem]:
     sizes: dict[str, tuple[int, str]] = {}  # prompt id -> (prompt tokens, where first seen)
     problems: list[Problem] = []
     for i, arm in enumerate(packet.arms):
-        context = arm.config.max_model_len
+        context, sized = server_context(arm) or (None, "")
         for j, server in enumerate(arm.servers):
             for k, row in enumerate(server.rows):
                 where = f"arms[{i}].servers[{j}].rows[{k}]"
@@ -58,8 +86,8 @@ def _row_problems(packet: Packet) -> list[Problem]:
                     problems.append(
                         (
                             f"{where}.prompt_tokens",
-                            f"{row.prompt_tokens:,} prompt + {row.completion_tokens:,} completion tokens exceed the"
-                            f" arm's max_model_len {context:,}",
+                            f"{row.prompt_tokens:,} prompt + {row.completion_tokens:,} completion tokens exceed"
+                            f" the arm's {sized}",
                         )
                     )
                 first = sizes.setdefault(row.prompt_id, (row.prompt_tokens, where))
@@ -76,18 +104,80 @@ def _row_problems(packet: Packet) -> list[Problem]:
 
 def _context_problems(packet: Packet) -> list[Problem]:
     """A context point is no deeper than its arm's server was sized for."""
-    limits = {arm.id: arm.config.max_model_len for arm in packet.arms}
+    limits = {arm.id: server_context(arm) for arm in packet.arms}
     problems: list[Problem] = []
     for i, ladder in enumerate(packet.ladders):
-        context = limits.get(ladder.arm)
-        if context is None:
+        limit = limits.get(ladder.arm)
+        if limit is None:
             continue
+        context, sized = limit
         for k, point in enumerate(ladder.context):
             if point.depth_tokens > context:
                 problems.append(
                     (
                         f"ladders[{i}].context[{k}].depth_tokens",
-                        f"{point.depth_tokens:,} prompt tokens exceed arm {ladder.arm!r}'s max_model_len {context:,}",
+                        f"{point.depth_tokens:,} prompt tokens exceed arm {ladder.arm!r}'s {sized}",
+                    )
+                )
+    return problems
+
+
+def model_context(recipe: Recipe, arm: Arm) -> tuple[int, str]:
+    """The most context the model serves as the catalog knows it, and where that is written: the
+    recipe's model.context_length, or the larger `--max-model-len` of a recipe feature (YaRN's
+    long_context) whose every argument the arm's recorded command carries."""
+    length = recipe.model.context_length
+    words = f"recipe {recipe.meta.slug!r} model.context_length"
+    carried = [
+        group for argv in (arm.config.argv, arm.config.launch_argv) if argv for group in flag_groups(vllm_args(argv)[0])
+    ]
+    for name, feature in recipe.features.items():
+        extended = next(
+            (vllm_length(g[1]) for g in flag_groups(feature.args) if g[0] == MAX_MODEL_LEN_FLAG and len(g) > 1), None
+        )
+        if extended is not None and extended > length and all(g in carried for g in flag_groups(feature.args)):
+            length, words = extended, f"recipe {recipe.meta.slug!r} feature {name!r}'s {MAX_MODEL_LEN_FLAG}"
+    return length, words
+
+
+def model_context_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]:
+    """No row and no context point holds more tokens than the model serves, whatever max_model_len
+    the packet gives its arm or leaves out. Where the server's own context is no larger, the
+    server's check has already said so."""
+    if recipe is None or recipe.model.context_length <= 0:
+        return []  # an omni (diffusion) recipe writes 0: it states no context length
+    arms = {arm.id: (i, arm) for i, arm in enumerate(packet.arms)}
+    problems: list[Problem] = []
+    for i, arm in enumerate(packet.arms):
+        length, words = model_context(recipe, arm)
+        server = server_context(arm)
+        if server is not None and server[0] <= length:
+            continue
+        for j, server_run in enumerate(arm.servers):
+            for k, row in enumerate(server_run.rows):
+                if row.prompt_tokens + row.completion_tokens > length:
+                    problems.append(
+                        (
+                            f"arms[{i}].servers[{j}].rows[{k}].prompt_tokens",
+                            f"{row.prompt_tokens:,} prompt + {row.completion_tokens:,} completion tokens exceed"
+                            f" the model's context length {length:,} ({words})",
+                        )
+                    )
+    for i, ladder in enumerate(packet.ladders):
+        if ladder.arm not in arms:
+            continue
+        arm = arms[ladder.arm][1]
+        length, words = model_context(recipe, arm)
+        server = server_context(arm)
+        if server is not None and server[0] <= length:
+            continue
+        for k, point in enumerate(ladder.context):
+            if point.depth_tokens > length:
+                problems.append(
+                    (
+                        f"ladders[{i}].context[{k}].depth_tokens",
+                        f"{point.depth_tokens:,} prompt tokens exceed the model's context length {length:,}"
+                        f" ({words}), whatever arm {ladder.arm!r} was sized for",
                     )
                 )
     return problems

