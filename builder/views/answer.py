@@ -306,7 +306,7 @@ def _withheld(results: Sequence[ArmResult]) -> list[Piece]:
     groups: dict[tuple[str, str], list[ArmResult]] = {}
     for r in withheld:
         groups.setdefault((r.quant_label, config_words(r)), []).append(r)
-    pieces: list[Piece] = ["Withheld by a failed identity gate: "]
+    pieces: list[Piece] = ["Withheld by an identity gate not passed: "]
     for index, ((quant, words), group) in enumerate(sorted(groups.items())):
         pieces.append(f"{quant} with {words} on ")
         for position, r in enumerate(sorted(group, key=lambda r: r.tp)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from builder.format import fmt, tokens_label
-from builder.views.results import against_words
+from builder.views.results import against_words, unjudged
 from catalog.checks.selection import Headline, headline
 from catalog.model.packet import Arm, GateResult, Packet
 from catalog.recipes.suite import CanarySet, Suite
@@ -61,6 +61,8 @@ def _suite_clause(packet: Packet, suites: Mapping[str, Suite]) -> str:
 
 
 def gate_phrase(gate: GateResult, arm: Arm, packet: Packet) -> str:
+    if unjudged(gate, packet):
+        return f"{gate.gate} NOT PASSED: its oracle is not repeat-exact, so its token arrays were compared with nothing"
     verdict = "passed" if gate.passed else "FAILED"
     head = (
         f"{gate.gate} {verdict}: {gate.exact}/{gate.total}"

@@ -48,10 +48,25 @@ def against_words(gate: GateResult, packet: Packet) -> str:
     return f"the oracle ({arm.label})" if gate.gate == "G3" else arm.label
 
 
+def unjudged(gate: GateResult, packet: Packet) -> bool:
+    """A G3 that did not pass because its oracle failed repeat-exactness (G1): its servers were never
+    compared with a reference, so the gate is not passed rather than failed."""
+    oracle = next((a for a in packet.arms if a.id == gate.against), None)
+    return (
+        gate.gate == "G3"
+        and not gate.passed
+        and gate.exact is None
+        and oracle is not None
+        and any(g.gate == "G1" for g in oracle.failed_gates)
+    )
+
+
 def gate_words(gate: GateResult, packet: Packet) -> str:
     """`G3 lossless: 8/12 identical vs the oracle (1 card, no speculative decoding)`; no internal id."""
     if gate.exact is not None:
         count = f"{gate.exact}/{gate.total} identical"
+    elif unjudged(gate, packet):
+        count = "not passed: its oracle is not repeat-exact (G1 failed), so there is nothing to compare with"
     else:
         count = ("passed" if gate.passed else "failed") + " (count not published)"
     who = f" on server {gate.server}" if gate.server else ""
@@ -82,7 +97,14 @@ def cell_reason(packet: Packet, arm: Arm) -> str | None:
     if arm.state != State.WITHHELD:
         return None
     gates = [
-        f"{GATE_NAMES.get(g.gate, g.gate)}: " + (f"{g.exact}/{g.total} identical" if g.exact is not None else "failed")
+        f"{GATE_NAMES.get(g.gate, g.gate)}: "
+        + (
+            f"{g.exact}/{g.total} identical"
+            if g.exact is not None
+            else "no repeat-exact oracle"
+            if unjudged(g, packet)
+            else "failed"
+        )
         for g in arm.failed_gates
     ]
     return "; ".join(gates) or "withheld"

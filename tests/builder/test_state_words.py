@@ -180,3 +180,16 @@ def test_whole_numbers_and_error_bars_read_cleanly(repository_built: Path) -> No
                     assert value >= 0 and str(value) != "-0.0", (path, trace.get("name"))
         for note in soup.select(".chart .note"):
             assert "unusable: level unusable" not in _text(note)
+
+
+def test_a_gate_with_no_repeat_exact_oracle_is_not_called_failed(repository_built: Path) -> None:
+    """qwen3.5-4b-fp8-dynamic-aabd651f: its oracle fails G1, so its MTP arm's G3 compared nothing.
+    The scorecard cell, the packet page and the verdict say it was not passed, never that it failed."""
+    family = _page(repository_built, "models/qwen3.5-4b/index.html")
+    cells = [_text(cell) for cell in family.select(".scorecard td") if "G3 lossless" in cell.get_text()]
+    assert cells and all("no repeat-exact oracle" in c and "G3 lossless: failed" not in c for c in cells), cells
+    assert "Withheld by an identity gate not passed" in _text(family.select_one("main"))
+    packet = _text(_page(repository_built, "packets/qwen3.5-4b-fp8-dynamic-aabd651f/index.html").select_one("main"))
+    assert "G3 lossless: not passed: its oracle is not repeat-exact" in packet
+    assert "G3 NOT PASSED: its oracle is not repeat-exact" in packet
+    assert "G3 lossless: failed" not in packet and "G3 FAILED" not in packet
