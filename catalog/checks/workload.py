@@ -146,13 +146,13 @@ def model_context_problems(packet: Packet, recipe: Recipe | None) -> list[Proble
     server's check has already said so."""
     if recipe is None or recipe.model.context_length <= 0:
         return []  # an omni (diffusion) recipe writes 0: it states no context length
-    arms = {arm.id: (i, arm) for i, arm in enumerate(packet.arms)}
+    beyond = {arm.id: _beyond_server(recipe, arm) for arm in packet.arms}
     problems: list[Problem] = []
     for i, arm in enumerate(packet.arms):
-        length, words = model_context(recipe, arm)
-        server = server_context(arm)
-        if server is not None and server[0] <= length:
+        limit = beyond[arm.id]
+        if limit is None:
             continue
+        length, words = limit
         for j, server_run in enumerate(arm.servers):
             for k, row in enumerate(server_run.rows):
                 if row.prompt_tokens + row.completion_tokens > length:
@@ -164,13 +164,10 @@ def model_context_problems(packet: Packet, recipe: Recipe | None) -> list[Proble
                         )
                     )
     for i, ladder in enumerate(packet.ladders):
-        if ladder.arm not in arms:
+        limit = beyond.get(ladder.arm)
+        if limit is None:
             continue
-        arm = arms[ladder.arm][1]
-        length, words = model_context(recipe, arm)
-        server = server_context(arm)
-        if server is not None and server[0] <= length:
-            continue
+        length, words = limit
         for k, point in enumerate(ladder.context):
             if point.depth_tokens > length:
                 problems.append(
@@ -181,6 +178,18 @@ def model_context_problems(packet: Packet, recipe: Recipe | None) -> list[Proble
                     )
                 )
     return problems
+
+
+def _beyond_server(recipe: Recipe, arm: Arm) -> tuple[int, str] | None:
+    """The model's context as `model_context` gives it, where the arm's server may hold more (none
+    sized, or sized larger); None where the server's own bound is the tighter one. The recipe's
+    context length is the least the model serves, so a server sized within it needs no parsing of
+    its command for features."""
+    server = server_context(arm)
+    if server is not None and server[0] <= recipe.model.context_length:
+        return None
+    length, words = model_context(recipe, arm)
+    return None if server is not None and server[0] <= length else (length, words)
 
 
 def _oracle_problems(packet: Packet) -> list[Problem]:
