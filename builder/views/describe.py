@@ -151,6 +151,11 @@ def _depth_chips(arms: Sequence[Arm]) -> list[str]:
     return chips
 
 
+def _span(low: str, high: str) -> str:
+    """`c1-c8`, or `2K` where a ladder has one point."""
+    return low if low == high else f"{low}-{high}"
+
+
 def coverage_chips(packet: Packet) -> list[str]:
     arms = packet.arms
     servers = [s for a in arms for s in a.servers]
@@ -168,10 +173,10 @@ def coverage_chips(packet: Packet) -> list[str]:
     for ladder in packet.ladders:
         if ladder.kind == "concurrency" and ladder.concurrency:
             users = [p.users for p in ladder.concurrency]
-            chips.append(f"ladders c{min(users)}-c{max(users)}")
+            chips.append("ladders " + _span(f"c{min(users)}", f"c{max(users)}"))
         if ladder.kind == "context" and ladder.context:
             depths = [p.depth_tokens for p in ladder.context]
-            chips.append(f"context {tokens_label(min(depths))}-{tokens_label(max(depths))}")
+            chips.append("context " + _span(tokens_label(min(depths)), tokens_label(max(depths))))
     if servers and all(s.cache_zero is True for s in servers):
         chips.append("cache-zero")
     if servers and all(s.canaries and all(c.passed for c in s.canaries) for s in servers):

@@ -242,7 +242,7 @@ def _substituted(cell: Cell, step: StepModel, ceiling: Ceiling, tokens: float, m
         f"({step.target_bytes / GB:.3f} GB + {cell.spec_depth} × {step.draft_bytes / GB:.3f} GB)"
         f" / ({bandwidth:g} GB/s × {cell.cards}) "
         f"= {ceiling.memory_ms:.3f} ms + {ceiling.interconnect_ms:.3f} ms collectives;"
-        f" {tokens:g} tokens / {ceiling.step_ms:.3f} ms "
+        f" {tokens:g} token{'' if tokens == 1 else 's'} / {ceiling.step_ms:.3f} ms "
         f"= {ceiling.tok_s:.2f} tok/s"
     )
     if measured:

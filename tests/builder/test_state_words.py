@@ -193,3 +193,13 @@ def test_a_gate_with_no_repeat_exact_oracle_is_not_called_failed(repository_buil
     assert "G3 lossless: not passed: its oracle is not repeat-exact" in packet
     assert "G3 NOT PASSED: its oracle is not repeat-exact" in packet
     assert "G3 lossless: failed" not in packet and "G3 FAILED" not in packet
+
+
+def test_a_one_point_ladder_and_one_token_read_as_such(repository_built: Path) -> None:
+    """The demo's context ladder has one depth: its chip says `context 2K`, not `2K-2K`; its ceiling
+    formula yields 1 token a step, not `1 tokens`."""
+    (demo,) = [p.stem for p in (REPO / "packets").glob("demo-bf16-*.json") if not p.name.endswith(".dsse.json")]
+    chips = _text(_page(repository_built, f"packets/{demo}/index.html").select_one("main"))
+    assert "context 2K" in chips and "2K-2K" not in chips
+    text = _text(_page(repository_built, "models/demo/index.html").select_one("main"))
+    assert "1 token /" in text and "1 tokens" not in text
