@@ -4,6 +4,8 @@ prefill floor (so a later first token passes physics) and divides its energy ove
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from catalog.checks.cross_check import PROMPT_TOKENS_ADDED, prompt_size_problems
 from testkit.samples import strict_suite
 from tests.catalog.factories import measured_packet
@@ -19,7 +21,7 @@ def test_the_factory_packet_counts_fewer_tokens_than_bytes() -> None:
     assert all(r.prompt_tokens <= SIZES[r.prompt_id] for a in packet.arms for s in a.servers for r in s.rows)
 
 
-def _counted(tokens_over_bytes: int) -> Draft:
+def _counted(tokens_over_bytes: int) -> Callable[[Draft], None]:
     def edit(draft: Draft) -> None:
         row = draft["arms"][1]["servers"][0]["rows"][2]
         row["prompt_tokens"] = SIZES[row["prompt_id"]] + tokens_over_bytes
