@@ -5,8 +5,11 @@ What no honest sweep can produce: an open-loop schedule other than the one its r
 give (a replay would send other arrivals), prompts out of the documented order or outside the
 suite, more output tokens than the workload asked for, closed-loop levels out of order or
 repeated, a closed-loop level whose own request times do not show the users it declares (four
-"users" whose requests ran one at a time), a second sweep of one arm, and a level's per-user
-decode rate (its median request's) above the card's physics.
+"users" whose requests ran one at a time), a request whose last token (TTFT + TPOT x (tokens - 1))
+comes long before its stream closed (a TPOT cut below its own times: a faster "per-user" rate and
+goodput the request never had), a request identical to the oracle whose length is not the oracle
+row's, a second sweep of one arm, and a level's per-user decode rate (its median request's) above
+the card's physics.
 Each problem is `(field, message)`, like catalog.checks.consistency's.
 
 A sweep of an imported or screened packet (runner/import_load_sweep.py) was sent by someone else's
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from catalog.model.load_sweep import LoadSweep, poisson_offsets_ms
-from catalog.model.packet import Packet
+from catalog.model.packet import Arm, Packet
 from catalog.recipes.suite import Suite
 
 Problem = tuple[str, str]
@@ -34,6 +37,24 @@ moment its last user started (the ramp-up) to its last send (after which users f
 the tail). Each user is idle only between its stream closing and its next send (the client's
 turnaround, a millisecond against requests of seconds), so an honest level keeps nearly all of
 them busy; one whose requests ran one at a time under "4 users" keeps one."""
+
+STREAM_TAIL_SHARE = 0.10
+STREAM_TAIL_MS = 250.0
+"""How long a request's stream may stay open after its last token: at most STREAM_TAIL_SHARE of
+its decode span (e2e_ms - ttft_ms) plus STREAM_TAIL_MS. The runner (runner/load_sweep.py
+`request_row`, from runner/client.py's times) records ttft_ms as the first token's read and tpot_ms
+as (last token's read - first token's read) / (tokens - 1), so ttft_ms + tpot_ms x (tokens - 1) is
+the last token's read to the runner's rounding (ttft_ms to the microsecond, tpot_ms to the
+nanosecond: under 0.001 ms + tokens x 0.000001 ms); but e2e_ms is read when the stream closed, after
+the usage chunk and [DONE] that follow the last token, so it exceeds the last token by that tail,
+never by less than nothing (the model refuses a last token after e2e_ms). Rounding alone is no bound
+on the tail: the committed demo packet's 256 requests close 0.1 to 36.8 ms after their last token
+(at most 1.5 % of the request's time), a client or API process that a loaded host descheduled being
+late by what it was late. The bound is set well above that measured tail, so an honest campaign
+on a host busy with other work (the server's API process or the client descheduled between the
+last token and the close) is not refused: 250 ms is several scheduler time slices of such a host.
+A TPOT cut to 0.6 x leaves 40 % of the decode span unaccounted for; this bound lets a forger gain
+at most about 10 % (plus 250 ms over a request) on a per-user rate."""
 
 
 def _sweeps(packet: Packet) -> Iterator[tuple[str, str, LoadSweep]]:
@@ -63,12 +84,14 @@ def load_problems(packet: Packet) -> list[Problem]:
                 )
             )
         first_sweep.setdefault(ladder.arm, i)
-    for where, _, sweep in _sweeps(packet):
+    for where, arm_id, sweep in _sweeps(packet):
         problems += _level_order_problems(where, sweep)
         problems += _shown_users_problems(where, sweep)
         if follows_our_schedule(packet):
             problems += _schedule_problems(where, sweep)
         problems += _token_problems(where, sweep, packet.workload.max_tokens)
+        problems += _decode_span_problems(where, sweep)
+        problems += _oracle_length_problems(where, sweep, packet, arm_id)
     return problems
 
 
@@ -179,6 +202,80 @@ def _token_problems(where: str, sweep: LoadSweep, max_tokens: int) -> list[Probl
                         f"{request.output_tokens:,} output tokens exceed the workload's max_tokens {max_tokens:,}",
                     )
                 )
+    return problems
+
+
+def _decode_span_problems(where: str, sweep: LoadSweep) -> list[Problem]:
+    """A completed request's last token (ttft_ms + tpot_ms x (tokens - 1), the runner's own
+    derivation) comes no sooner than STREAM_TAIL_SHARE of its decode span plus STREAM_TAIL_MS
+    before its stream closed (e2e_ms). The model refuses the other side (a last token after
+    e2e_ms); this bound rests on a measured tail, not on arithmetic alone, so it lives here, where a
+    level the runner measured is never lost to it. One problem per level: the first request off."""
+    problems: list[Problem] = []
+    for j, level in enumerate(sweep.levels):
+        for k, r in enumerate(level.requests):
+            if not r.completed or r.output_tokens < 2 or r.tpot_ms is None or r.ttft_ms is None or r.e2e_ms is None:
+                continue
+            last_token = r.ttft_ms + r.tpot_ms * (r.output_tokens - 1)
+            span = r.e2e_ms - r.ttft_ms
+            tail = r.e2e_ms - last_token
+            if tail <= STREAM_TAIL_SHARE * span + STREAM_TAIL_MS:
+                continue
+            problems.append(
+                (
+                    f"{where}.levels[{j}].requests[{k}].tpot_ms",
+                    f"is {r.tpot_ms:,.3f} ms: ttft_ms {r.ttft_ms:,.3f} + tpot_ms x {r.output_tokens - 1:,} puts the"
+                    f" last token at {last_token:,.3f} ms, {tail:,.3f} ms before the stream closed (e2e_ms"
+                    f" {r.e2e_ms:,.3f}), over {STREAM_TAIL_SHARE:.0%} of its {span:,.3f} ms after the first token"
+                    f" + {STREAM_TAIL_MS:g} ms: not the TPOT of its own token times ({level.label})",
+                )
+            )
+            break  # one per level
+    return problems
+
+
+def _oracle_of(packet: Packet, arm_id: str) -> Arm | None:
+    """The arm a load sweep's outputs were compared with: the depth-0 arm its G3 gates name, or the
+    arm itself when it is the oracle (the runner compares every arm's sweep with its campaign's
+    depth-0 arm, which is what G3 names)."""
+    arm = next((a for a in packet.arms if a.id == arm_id), None)
+    if arm is None:
+        return None
+    named = {gate.against for gate in arm.gates if gate.gate == "G3"}
+    oracle = next((a for a in packet.arms if a.id in named), None)
+    if oracle is None and arm.config.spec_depth == 0:
+        oracle = arm
+    return oracle
+
+
+def _oracle_length_problems(where: str, sweep: LoadSweep, packet: Packet, arm_id: str) -> list[Problem]:
+    """A request identical to the oracle has the oracle's length: its output_tokens equal the
+    completion_tokens of the oracle arm's first server's row for the same prompt (runner/measure.py
+    passes that server's rows; runner/load_sweep.py compares the token ids, so a longer or shorter
+    output differs). A sweep with no oracle rows to compare with (an import's) has nothing to check.
+    One problem per level: the first request off, with how many are."""
+    oracle = _oracle_of(packet, arm_id)
+    if oracle is None or not oracle.servers or not oracle.servers[0].rows:
+        return []
+    lengths = {row.prompt_id: row.completion_tokens for row in oracle.servers[0].rows}
+    problems: list[Problem] = []
+    for j, level in enumerate(sweep.levels):
+        off = [
+            (k, r, lengths[r.prompt_id])
+            for k, r in enumerate(level.requests)
+            if r.identical_to_oracle and r.prompt_id in lengths and r.output_tokens != lengths[r.prompt_id]
+        ]
+        if not off:
+            continue
+        k, r, expected = off[0]
+        problems.append(
+            (
+                f"{where}.levels[{j}].requests[{k}].identical_to_oracle",
+                f"is true for {r.output_tokens:,} output tokens, but oracle arm {oracle.id!r}'s row for prompt"
+                f" {r.prompt_id!r} holds {expected:,}: an output identical to the oracle's has its length"
+                f" ({len(off)} of {level.label}'s {len(level.requests)} requests)",
+            )
+        )
     return problems
 
 

@@ -12,28 +12,36 @@ from catalog.checks.load_sweep import load_prompt_problems
 from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep, poisson_offsets_ms
 from catalog.packets.seal import write_packet
 from catalog.store.repository import load_catalog
-from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, published_arm, published_draft, sealed, strict_suite
+from tests.catalog.factories import N_TOKENS, ORACLE_ARM, SPEC_ARM, published_arm, published_draft, sealed, strict_suite
 from tests.catalog.test_consistency import G1, Draft, edited, edited_draft, found, load_problems, only, plain_ceiling
 
 PROMPTS = [p.id for p in strict_suite().prompts]
 REQUESTS = 3
 SEED = 7
+TOKENS = N_TOKENS  # identical to the oracle: its rows' length
+TPOT_MS = 99 * 25.0 / (TOKENS - 1)  # each request 80 + 99 x 25 ms, as before
 
 
-def rows(planned: list[float], tpot_ms: float = 25.0) -> list[LoadRequest]:
+def rows(planned: list[float], tpot_ms: float = TPOT_MS) -> list[LoadRequest]:
     return [
         LoadRequest(
             prompt_id=PROMPTS[k % len(PROMPTS)],
             planned_ms=due,
             sent_ms=due + 0.2,
             ttft_ms=80.0,
-            e2e_ms=80.0 + 99 * tpot_ms,
-            output_tokens=100,
+            e2e_ms=80.0 + (TOKENS - 1) * tpot_ms,
+            output_tokens=TOKENS,
             tpot_ms=tpot_ms,
             identical_to_oracle=True,
         )
         for k, due in enumerate(planned)
     ]
+
+
+def paced(row: Draft, tpot_ms: float, **values: object) -> None:
+    """The request's tokens after the first `tpot_ms` apart, its stream closing with its last token
+    when it did: its first token came that much later."""
+    row.update(tpot_ms=tpot_ms, ttft_ms=row["e2e_ms"] - tpot_ms * (row["output_tokens"] - 1), **values)
 
 
 def closed(users: int) -> LoadLevel:
@@ -94,10 +102,12 @@ def test_more_output_tokens_than_the_workload_asked_for() -> None:
     assert problems["ladders[0].load.levels[1].requests[2].output_tokens"] == (
         "513 output tokens exceed the workload's max_tokens 512"
     )
-    # and the request's end-to-end time holds 120 tokens, not 513 (catalog/checks/physics.py)
+    # and the request's end-to-end time holds 120 tokens, not 513 (catalog/checks/physics.py), nor
+    # is an output of 513 tokens identical to the oracle's of 120 (catalog/checks/load_sweep.py)
     assert set(problems) == {
         "ladders[0].load.levels[1].requests[2].output_tokens",
         "ladders[0].load.levels[1].requests[2].e2e_ms",
+        "ladders[0].load.levels[1].requests[2].identical_to_oracle",
     }
 
 
@@ -133,9 +143,9 @@ def test_two_sweeps_of_one_arm() -> None:
     assert only(found(packet)) == ("ladders[1]", f"arm {ORACLE_ARM!r} has a second load sweep (its first: ladders[0])")
 
 
-def _every_request(sweep: Draft, level: int, **values: float) -> None:
+def _every_request(sweep: Draft, level: int, tpot_ms: float, **values: float) -> None:
     for row in sweep["levels"][level]["requests"]:
-        row.update(values)
+        paced(row, tpot_ms, **values)
 
 
 def test_a_level_per_user_decode_rate_over_the_physical_ceiling() -> None:
@@ -152,7 +162,7 @@ def test_a_level_per_user_decode_rate_over_the_physical_ceiling() -> None:
 def test_one_request_read_in_a_burst_does_not_refuse_an_honest_level() -> None:
     """A real CPU sweep had one request whose tokens reached the client together (TPOT 0.01 ms):
     the level's published per-user rate, its median, stayed physical."""
-    burst = sealed(with_sweep(lambda s: request(s, 1, 1).update(tpot_ms=0.01)))
+    burst = sealed(with_sweep(lambda s: paced(request(s, 1, 1), 0.01)))
     assert found(burst.packet) == {}
 
 
@@ -167,7 +177,7 @@ def test_a_level_the_client_fell_behind_has_no_per_user_rate_to_refuse() -> None
         rows = sweep["levels"][1]["requests"]
         for row in rows[:-1]:
             row.update(tpot_ms=None)
-        rows[-1].update(tpot_ms=0.004)
+        paced(rows[-1], 0.004)
 
     packet = sealed(with_sweep(behind))
     assert found(packet.packet) == {}
@@ -202,7 +212,7 @@ def test_a_speculative_arms_users_may_reach_depth_plus_one_times_the_ceiling() -
 
     def fast(draft: Draft) -> None:
         ladder = load_ladder(SPEC_ARM)
-        ladder["load"]["levels"][0]["requests"][0]["tpot_ms"] = 1000.0 / rate
+        paced(ladder["load"]["levels"][0]["requests"][0], 1000.0 / rate)
         draft["ladders"] = [ladder]
 
     assert found(edited(fast)) == {}
