@@ -3,8 +3,10 @@
 The seal proves a file was not edited after it was written and `catalog.checks.evidence` that its
 published figures follow from its rows; neither can tell whether the rows themselves are
 plausible. These checks refuse what no honest campaign can produce: a speculative result
-without the gates that make it publishable, a negative figure, token arrays that contradict
-their own timings, and a "reproduction" that is a copy of the original. What a packet claims
+without the gates that make it publishable, a negative figure, a time over a day (MAX_TIME_S) or a
+start faster than one read of the weights, token arrays that contradict their own timings,
+speculative counters beyond the tokens they counted, rows in an import, and a "reproduction" that
+is a copy of the original or ran on another card. What a packet claims
 about the world has a module per class, run from here (docs/packets.md lists them): its model's
 facts (facts.py), physics both ways (physics.py), its servers' independence (independence.py),
 its workload (workload.py, load_sweep.py), its identity (identity.py), its dates (dates.py) and
@@ -15,7 +17,8 @@ into `CatalogError`s naming the file. API:
 - `consistency_problems(packet, recipe, hardware, now)`: every check of one packet;
   it is `packet_problems(packet, now)` (the packet alone: run where the file is read, on every
   core) plus `reference_problems(packet, recipe, hardware)` (against data/).
-- `reproduction_problems(packet, original)`: a reproduction against the packet it names.
+- `reproduction_problems(packet, original)`: a reproduction against the packet it names (the same
+  model, configurations and hardware, on its own boot, with its own timings).
 Energy windows are checked by catalog/checks/energy.py, run from here too.
 Load sweeps' own checks live in catalog/checks/load_sweep.py; they run from here (and their
 prompt order against the suite from catalog.store.repository).
@@ -35,7 +38,7 @@ from catalog.checks.facts import facts_problems, file_facts_problems
 from catalog.checks.identity import identity_problems
 from catalog.checks.independence import copied_from, copy_problems
 from catalog.checks.load_sweep import load_problems
-from catalog.checks.physics import physics_problems
+from catalog.checks.physics import CEILING_MARGIN, arm_limits, physics_problems
 from catalog.checks.workload import workload_problems
 from catalog.model.arrays import decreasing
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
@@ -97,6 +100,7 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
         *model_date_problems(packet, recipe),
         *identity_problems(packet, recipe, hardware),
         *physics_problems(packet, recipe, hardware),
+        *startup_problems(packet, recipe, hardware),
         *board_power_problems(packet, hardware),
     ]
 
@@ -226,12 +230,27 @@ def _target_argv(argv: list[str]) -> list[str]:
 
 
 def server_problems(packet: Packet) -> list[Problem]:
-    """A measured arm rests on two fresh servers with rows; an imported packet measured nothing."""
+    """A measured arm rests on two fresh servers with rows; an imported or screened packet measured
+    nothing: its servers carry only the values its source published, never per-prompt rows (rows,
+    and the token arrays in them, come only from this repository's runner)."""
     problems: list[Problem] = []
+    kind = packet.provenance.kind
     for index, arm in enumerate(packet.arms):
-        if packet.provenance.kind == "imported" and arm.state == State.MEASURED:
+        if kind == "imported" and arm.state == State.MEASURED:
             problems.append((f"arms[{index}].state", f"arm {arm.id!r} of an imported packet cannot be measured"))
-        if packet.provenance.kind == "measured":
+        if kind != "measured":
+            for j, server in enumerate(arm.servers):
+                if server.rows:
+                    problems.append(
+                        (
+                            f"arms[{index}].servers[{j}].rows",
+                            f"server {server.label!r} of arm {arm.id!r} carries {len(server.rows):,} per-prompt"
+                            f" row(s), but the packet is {kind}: rows and their token arrays come only from"
+                            " this repository's runner (a measured packet); an import carries the published"
+                            " values alone",
+                        )
+                    )
+        if kind == "measured":
             with_rows = sum(1 for server in arm.servers if server.status == "ok" and server.rows)
             if with_rows < 2:
                 problems.append(
@@ -244,6 +263,18 @@ def server_problems(packet: Packet) -> list[Problem]:
 
 
 # --- figures --------------------------------------------------------------------------------
+
+
+MAX_TIME_S = 86_400.0
+"""The longest time (one day, in seconds) any time a packet records may hold: a server's startup_s,
+a TTFT, a request's end-to-end or planned time, a concurrency point's wall time, a load level's
+duration.
+
+No honest campaign comes near it: the runner gives a server `health_deadline_s` (15 minutes) to
+answer, a strict-suite request streams at most max_tokens, and the longest committed figures are
+minutes. A time past a day is a unit slip (µs for ms) or a forged value; one near the largest
+float (1.7e308) is finite, so the sign and finiteness checks pass it, yet a page prints it as a
+number of 309 digits. The bound is far above any real time, so it never refuses a slow card."""
 
 
 def _figures(packet: Packet) -> Iterator[tuple[str, float | None]]:
@@ -287,8 +318,34 @@ def _server_figures(server: ServerRun, where: str) -> Iterator[tuple[str, float 
     # token times are checked with the token arrays (token_problems)
 
 
+def _times(packet: Packet) -> Iterator[tuple[str, float | None, str]]:
+    """Every time a packet records, with its field and unit ("s" or "ms")."""
+    for i, arm in enumerate(packet.arms):
+        for k, value in enumerate(arm.published_ttft_ms):
+            yield f"arms[{i}].published_ttft_ms[{k}]", value, "ms"
+        for j, server in enumerate(arm.servers):
+            yield f"arms[{i}].servers[{j}].startup_s", server.startup_s, "s"
+            yield f"arms[{i}].servers[{j}].ttft_ms", server.ttft_ms, "ms"
+    for i, ladder in enumerate(packet.ladders):
+        where = f"ladders[{i}]"
+        for k, point in enumerate(ladder.concurrency):
+            yield f"{where}.concurrency[{k}].wall_s", point.wall_s, "s"
+        for k, context in enumerate(ladder.context):
+            yield f"{where}.context[{k}].ttft_ms", context.ttft_ms, "ms"
+        if ladder.load is None:
+            continue
+        for k, level in enumerate(ladder.load.levels):
+            at = f"{where}.load.levels[{k}]"
+            yield f"{at}.duration_s", level.duration_s, "s"
+            for r, request in enumerate(level.requests):
+                yield f"{at}.requests[{r}].planned_ms", request.planned_ms, "ms"
+                yield f"{at}.requests[{r}].sent_ms", request.sent_ms, "ms"
+                yield f"{at}.requests[{r}].ttft_ms", request.ttft_ms, "ms"
+                yield f"{at}.requests[{r}].e2e_ms", request.e2e_ms, "ms"
+
+
 def figure_problems(packet: Packet) -> list[Problem]:
-    """No count, time or rate is negative, infinite or not a number."""
+    """No count, time or rate is negative, infinite or not a number; no time exceeds MAX_TIME_S."""
     problems: list[Problem] = []
     for field, value in _figures(packet):
         if value is None:
@@ -297,6 +354,47 @@ def figure_problems(packet: Packet) -> list[Problem]:
             problems.append((field, f"is {value}, not a finite number"))
         elif value < 0:
             problems.append((field, f"is negative: {_n(value)}"))
+    for field, value, unit in _times(packet):
+        most = MAX_TIME_S * (1000.0 if unit == "ms" else 1.0)
+        if value is not None and math.isfinite(value) and value > most:
+            problems.append(
+                (
+                    field,
+                    f"is {value:.4g} {unit}, over the {most:,.0f} {unit} (one day) any time a packet records may"
+                    " hold: no server takes a day to start or to answer one request",
+                )
+            )
+    return problems
+
+
+def startup_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
+    """No server starts sooner than its cards can take in the weights: a server answers only once
+    every weight is in its cards' memory, and writing them there takes at least one read of them at
+    the cards' nominal memory bandwidth (`physics.arm_limits`' least step time, which reads the
+    weights a step touches once, ÷ CEILING_MARGIN as every floor's decode part). The catalog has no
+    figure for the host's disk or link, so the bound counts the cards' memory alone (a real start
+    also reads the weights from disk and compiles: tens of seconds)."""
+    if hardware is None or recipe is None:
+        return []  # the loader reports the missing entry
+    problems: list[Problem] = []
+    for i, arm in enumerate(packet.arms):
+        timed = [(j, s.startup_s) for j, s in enumerate(arm.servers) if s.startup_s is not None]
+        if not timed:
+            continue
+        limits = arm_limits(packet, arm, hardware, recipe)
+        if limits is None:
+            continue  # physics_problems says why the arm cannot be checked
+        least_s = limits.step_ms / CEILING_MARGIN / 1000.0
+        for j, startup in timed:
+            if 0 <= startup < least_s:  # a negative one: figure_problems
+                problems.append(
+                    (
+                        f"arms[{i}].servers[{j}].startup_s",
+                        f"{startup:.3g} s is less than the {least_s:.3g} s one read of the arm's weights takes at"
+                        f" {hardware.id}'s memory bandwidth ({hardware.memory_bandwidth_gb_s.value:,.0f} GB/s a card,"
+                        f" ÷ {CEILING_MARGIN}): a server answers only once its weights are in the cards' memory",
+                    )
+                )
     return problems
 
 
@@ -327,9 +425,19 @@ def _time_problem(where: str, row: PromptRow) -> Problem:
 
 
 def spec_metric_problems(packet: Packet) -> list[Problem]:
-    """vLLM's speculative counters agree with each other and with the arm's depth: no more
-    accepted than drafted, per-position counts that add up, at most `depth` tokens per draft.
-    A screened arm's depth is unknown (`vllm bench serve` does not record it): no depth checks."""
+    """vLLM's speculative counters agree with each other, with the arm's depth and with the tokens
+    they counted: no more accepted than drafted, per-position counts that add up, at most `depth`
+    tokens per draft, and no more tokens than the server produced. A screened arm's depth is unknown
+    (`vllm bench serve` does not record it): no depth checks.
+
+    The runner differences the counters over the strict suite alone (runner/attempt.py scrapes
+    /metrics after the canaries and after the last prompt), so a measured server's window holds
+    exactly the completion tokens of its rows. Each draft is one verify step, and a step yields one
+    token plus those of its draft accepted, so `drafts + accepted_tokens` tokens at least were
+    produced in the window, less what a request's last step counted past its end (vLLM counts a
+    step's accepted tokens before it cuts the output at max_tokens or a stop token): at most
+    `depth` tokens a row. An imported or screened server has no rows: its counters' window (a
+    `vllm bench serve` run) is not recorded token by token, so it is not bounded here."""
     problems: list[Problem] = []
     for i, arm in enumerate(packet.arms):
         depth = arm.config.spec_depth
@@ -339,6 +447,21 @@ def spec_metric_problems(packet: Packet) -> list[Problem]:
             if metrics is None:
                 continue
             where = f"arms[{i}].servers[{j}].spec_metrics"
+            if packet.provenance.kind == "measured":
+                produced = sum(row.completion_tokens for row in server.rows)
+                cut = depth * len(server.rows)  # a request's last step may count tokens past its end
+                implied = metrics.drafts + metrics.accepted_tokens
+                if implied > produced + cut:
+                    problems.append(
+                        (
+                            f"{where}.drafts",
+                            f"drafts + accepted_tokens = {metrics.drafts:,} + {metrics.accepted_tokens:,} ="
+                            f" {implied:,} tokens (each verify step yields one token plus its accepted draft"
+                            f" tokens), more than the {produced:,} completion tokens the server's"
+                            f" {len(server.rows)} rows produced over the strict suite the counters cover"
+                            f" (+ depth {depth} a row that its last step may count past the row's end)",
+                        )
+                    )
             if metrics.accepted_tokens > metrics.draft_tokens:
                 problems.append(
                     (
@@ -399,8 +522,10 @@ def ladder_problems(packet: Packet) -> list[Problem]:
 
 
 def reproduction_problems(packet: Packet, original: Packet) -> list[Problem]:
-    """A reproduction re-runs the same model and configurations on an independent boot, and
-    records its own timings: otherwise it is another campaign, or the original re-labelled."""
+    """A reproduction re-runs the same model and configurations on the same hardware (the same
+    `identity.host.hardware` id; another card count with the same arms' TP is the same run) on an
+    independent boot, and records its own timings: otherwise it is another campaign, or the
+    original re-labelled."""
     problems: list[Problem] = []
     mine, theirs = packet.identity.model, original.identity.model
     for name in ("slug", "variant", "repo", "quantization"):
@@ -412,6 +537,16 @@ def reproduction_problems(packet: Packet, original: Packet) -> list[Problem]:
                     f" {getattr(theirs, name)!r}",
                 )
             )
+    hardware, original_hardware = packet.identity.host.hardware, original.identity.host.hardware
+    if hardware != original_hardware:
+        problems.append(
+            (
+                "identity.host.hardware",
+                f"is {hardware!r}, but the packet it reproduces ({original.id}) ran on {original_hardware!r}:"
+                " a reproduction runs on the same card (another card has another ceiling; its numbers are"
+                " another campaign)",
+            )
+        )
     configs, original_configs = _arm_configs(packet), _arm_configs(original)
     if configs != original_configs:
         extra = sorted(_describe(c) for c in configs - original_configs)

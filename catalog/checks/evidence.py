@@ -95,11 +95,15 @@ def _gate_pair(packet: Packet, arm: Arm, gate: GateResult) -> tuple[list[PromptR
 
 
 def canary_problems(packet: Packet, canaries: CanarySet) -> list[Problem]:
-    """Every recorded verdict is judged again from the recorded answers."""
+    """Every recorded verdict is judged again from the recorded answers, and a server that records
+    canaries records the whole set, each canary once: the runner asks every canary of the set on
+    every server (runner/attempt.py `run_canaries`), so a set with some left out is a record with
+    the failures dropped (a grade counts only the canaries it is shown)."""
     problems: list[Problem] = []
     by_id = {c.id: c for c in canaries.canaries}
     for arm_index, arm in enumerate(packet.arms):
         for server_index, server in enumerate(arm.servers):
+            problems.extend(_canary_set_problems(server, canaries, f"arms[{arm_index}].servers[{server_index}]"))
             for index, result in enumerate(server.canaries):
                 field = f"arms[{arm_index}].servers[{server_index}].canaries[{index}]"
                 canary = by_id.get(result.id)
@@ -114,4 +118,29 @@ def canary_problems(packet: Packet, canaries: CanarySet) -> list[Problem]:
                             f"recorded {result.passed} ({result.detail!r}), its answers give {passed} ({detail!r})",
                         )
                     )
+    return problems
+
+
+def _canary_set_problems(server: ServerRun, canaries: CanarySet, where: str) -> list[Problem]:
+    """A server with canaries recorded carries every canary of the set exactly once (a server
+    that recorded none is a limitation the grade discloses, not a forgery)."""
+    if not server.canaries:
+        return []
+    recorded = [result.id for result in server.canaries]
+    problems: list[Problem] = []
+    twice = sorted({cid for cid in recorded if recorded.count(cid) > 1})
+    if twice:
+        problems.append(
+            (f"{where}.canaries", f"records canary {', '.join(map(repr, twice))} more than once; each is asked once")
+        )
+    missing = [c.id for c in canaries.canaries if c.id not in recorded]
+    if missing:
+        count = len(canaries.canaries)
+        problems.append(
+            (
+                f"{where}.canaries",
+                f"records {count - len(missing)} of the {count} canaries of {canaries.id}; missing"
+                f" {', '.join(map(repr, missing))}: a server that records canaries records every one of its set",
+            )
+        )
     return problems

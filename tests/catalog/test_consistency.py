@@ -98,7 +98,8 @@ def plain_ceiling(packet: Packet, arm_index: int) -> float:
     return limits.plain_tok_s
 
 
-def spec_metrics(drafts: int = 1000, draft_tokens: int = 2000, accepted: int = 1000, **kw: Any) -> dict[str, Any]:
+def spec_metrics(drafts: int = 400, draft_tokens: int = 800, accepted: int = 400, **kw: Any) -> dict[str, Any]:
+    """Counters over the factory's 12 rows of 120 tokens: drafts + accepted within their 1,440."""
     return {"drafts": drafts, "draft_tokens": draft_tokens, "accepted_tokens": accepted, **kw}
 
 
@@ -433,7 +434,7 @@ def test_speculative_rate_bounded_by_its_recorded_acceptance() -> None:
 
     def rate(d: Draft) -> None:  # 2.5 × plain: within depth + 1 = 3, over the recorded L = 1.5
         for server in d["arms"][1]["servers"]:
-            server["spec_metrics"] = spec_metrics(accepted=500)
+            server["spec_metrics"] = spec_metrics(accepted=200)
         d["arms"][1]["servers"][0]["decode_tok_s"] = plain * 2.5 * CEILING_MARGIN
 
     field, message = only(found(edited(rate)))
@@ -528,21 +529,21 @@ def test_negative_token_time() -> None:
 @pytest.mark.parametrize(
     ("metrics", "field", "message"),
     [
-        (spec_metrics(accepted=2001), "accepted_tokens", "2,001 accepted draft tokens exceed the 2,000 drafted"),
+        (spec_metrics(accepted=801), "accepted_tokens", "801 accepted draft tokens exceed the 800 drafted"),
         (
-            spec_metrics(accepted_per_position=[600, 300]),
+            spec_metrics(accepted_per_position=[240, 120]),
             "accepted_per_position",
-            "sums to 900, not the 1,000 accepted_tokens",
+            "sums to 360, not the 400 accepted_tokens",
         ),
         (
-            spec_metrics(accepted_per_position=[600, 300, 100]),
+            spec_metrics(accepted_per_position=[240, 120, 40]),
             "accepted_per_position",
             "has 3 positions, more than the arm's depth 2",
         ),
         (
-            spec_metrics(drafts=900),
+            spec_metrics(drafts=360),
             "draft_tokens",
-            "2,000 drafted tokens exceed drafts × depth = 900 × 2 = 1,800",
+            "800 drafted tokens exceed drafts × depth = 360 × 2 = 720",
         ),
     ],
 )
