@@ -2,9 +2,11 @@
 one rule; nobody types a grade.
 
 Limitations a measured packet can disclose (`limitations` lists them, in words):
-- not independently reproduced: no measured packet that names it in `reproduces`, signed by
-  another key listed in data/keys.yaml (the same signer vouching twice is one voice, and a local
-  unsigned packet vouches for nothing), on the same stack (image or install, graph mode, switches:
+- not independently reproduced: no measured packet that names it in `reproduces`, signed by a
+  key listed in data/keys.yaml under another owner than the original's key (`one_voice`: the same
+  key, or a second key its owner listed, owners compared as catalog/packets/keys.py `owner_key`
+  normalises them, is one voice vouching twice; a local unsigned packet vouches for nothing), on
+  the same stack (image or install, graph mode, switches:
   catalog/checks/stack.py), whose token arrays equal its own and whose token times are its own (a
   copy of the original's, shifted or scaled, is refused outright);
 - a published arm without two fresh servers with prompt rows, or without the gates its depth
@@ -46,12 +48,23 @@ def _gates_complete(arm: Arm) -> bool:
     return needed <= names and not arm.failed_gates
 
 
+def one_voice(original: Packet, reproduction: Packet) -> bool:
+    """Signed by the same key, or by two keys data/keys.yaml lists under one owner (a lab's second
+    key is the same lab): the one rule of who may vouch for whom. The owners are those verification
+    found for each signature (catalog/packets/verify.py, PacketSeal.signed_owner)."""
+    if reproduction.seal.signed_by == original.seal.signed_by:
+        return True
+    owner = original.seal.signed_owner
+    return owner is not None and owner == reproduction.seal.signed_owner
+
+
 def independent(original: Packet, reproduction: Packet) -> bool:
-    """Signed by another listed key, the same stack, the same token arrays for every arm both ran, its own times."""
+    """Signed by a listed key of another owner, on the same stack, the same token arrays for every arm
+    both ran, its own times."""
     if not (reproduction.signed and reproduction.state == State.MEASURED and reproduction.reproduces == original.id):
         return False
-    if reproduction.seal.signed_by == original.seal.signed_by:
-        return False  # one signer vouching twice
+    if one_voice(original, reproduction):
+        return False  # one signer, or one owner, vouching twice
     if stack_differences(original, reproduction):
         return False
     return _same_tokens(original, reproduction) and not copied_from(reproduction, original)
@@ -103,7 +116,7 @@ def evidence_grade(packet: Packet, reproductions: Iterable[Packet] = ()) -> Grad
 
 
 GRADE_MEANING: dict[Grade, str] = {
-    "A": "signed, measured here, every gate and canary passed, reproduced under another signer's key",
+    "A": "signed, measured here, every gate and canary passed, reproduced under another owner's key",
     "B": "signed, measured here, one disclosed limitation (usually: not yet reproduced)",
     "C": "bounded evidence: imported with gate outcomes, unsigned, or measured with several gaps",
     "D": "speed snapshot only: no identity gate",

@@ -724,6 +724,9 @@ class PacketSeal:
     # This host's own key, not listed in data/keys.yaml (a local build only): signed_by stays None,
     # so the packet counts as unsigned everywhere (grade, publication), and pages say whose it is.
     host_key: str | None = None
+    # Who holds the signing key, as data/keys.yaml lists it (catalog/packets/keys.py `owner_key`):
+    # one owner's two keys are one voice (catalog/checks/grade.py). None: unsigned, or sealed here.
+    signed_owner: str | None = None
 
 
 class Packet(PacketBody):

@@ -4,10 +4,16 @@ A packet's signature is only as good as the list of keys it is checked against, 
 reviewed like code: each key says who holds it, what it may sign (a measurer key signs measured
 packets, an importer key imported ones) and when it may sign. The id is derived from the public
 key, and checked, so an entry cannot pair one key's id with another key's bytes.
+
+Who holds a key (`owner`) also decides what counts as an independent reproduction: one owner's
+second key is the same voice (catalog/checks/grade.py `one_voice`). Owners are compared as
+`owner_key` normalises them (case, Unicode compatibility forms and runs of whitespace aside);
+verification puts the signer's on the packet's seal (catalog/packets/verify.py).
 """
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -24,6 +30,11 @@ KEYS_FILE = Path("data/keys.yaml")
 Role = Literal["measurer", "importer"]
 ROLES: tuple[Role, ...] = ("measurer", "importer")
 Ed25519Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+def owner_key(owner: str) -> str:
+    """An owner's text as compared: NFKC, case folded, runs of whitespace one space, trimmed."""
+    return " ".join(unicodedata.normalize("NFKC", owner).casefold().split())
 
 
 @cache  # a key ring holds a few keys, and every packet's signature is checked against one
@@ -48,6 +59,11 @@ class KeyEntry(StrictModel):
         description="Day the key was revoked: signatures carry no time, so from then on none of them is accepted.",
     )
     note: str | None = Field(default=None, description="Free text for reviewers: why the key was added or revoked.")
+
+    @property
+    def owner_key(self) -> str:
+        """The owner as compared: `Ann Lab` and ` ann  lab` are one owner."""
+        return owner_key(self.owner)
 
     @model_validator(mode="after")
     def _consistent(self) -> KeyEntry:

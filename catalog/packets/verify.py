@@ -125,7 +125,14 @@ def read_packet(
         )
     signer = _check_signature(packet, path, digest, keys, allow_unsigned, read) if keys is not None else None
     host = signer if keys is not None and signer in keys.host_ids else None
-    packet._seal = PacketSeal(sha256=digest, id=ident, signed_by=None if host else signer, host_key=host)
+    listed = keys.by_id().get(signer) if keys is not None and signer is not None and not host else None
+    packet._seal = PacketSeal(
+        sha256=digest,
+        id=ident,
+        signed_by=None if host else signer,
+        host_key=host,
+        signed_owner=listed.owner_key if listed is not None else None,
+    )
     return packet
 
 
