@@ -14,9 +14,19 @@ from builder.format import Num, num, num_html, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
 from builder.views.energy import energy_facts, window_figure
+from builder.views.load_sweep import WithheldText, withheld_cell
 from builder.views.results import STATE_LABELS, state_reason
 from catalog.model.metrics import decode_rate
-from catalog.model.packet import DIVERGENCE_CAUSES, Arm, GateResult, Packet, PromptRow, ServerFacts, ServerRun
+from catalog.model.packet import (
+    DIVERGENCE_CAUSES,
+    Arm,
+    GateResult,
+    Packet,
+    PromptRow,
+    ServerFacts,
+    ServerRun,
+    State,
+)
 from catalog.recipes.shown import ShownCommand, multiline
 
 TOKEN_PREVIEW = 24
@@ -89,7 +99,8 @@ class LadderView:
     arm_label: str
     kind: str
     columns: list[str]
-    rows: list[list[str | Num | None]]
+    rows: list[list[str | Num | WithheldText | None]]
+    withheld: bool = False  # its arm is withheld: every cell is struck (builder/views/load_sweep.py)
 
 
 NO_VALUE = "—"
@@ -312,6 +323,8 @@ def arm_view(arm: Arm, packet: Packet, closest: Callable[[], ShownCommand | None
 
 
 def ladder_views(packet: Packet) -> list[LadderView]:
+    """The concurrency and context ladders; a withheld arm's are for the record only, every figure
+    of them struck beside the word "withheld", as its load sweep's (builder/views/load_sweep.py)."""
     views = []
     for ladder in packet.ladders:
         if ladder.kind == "load":
@@ -345,7 +358,12 @@ def ladder_views(packet: Packet) -> list[LadderView]:
                 ]
                 for p in ladder.context
             ]
-        views.append(LadderView(ladder.arm, packet.arm(ladder.arm).label, ladder.kind, cols, rows))
+        arm = packet.arm(ladder.arm)
+        withheld = arm.state == State.WITHHELD
+        shown: list[list[str | Num | WithheldText | None]] = [
+            [withheld_cell(v) if withheld else v for v in row] for row in rows
+        ]
+        views.append(LadderView(ladder.arm, arm.label, ladder.kind, cols, shown, withheld))
     return views
 
 

@@ -7,12 +7,19 @@ bursts, or a user was served faster than one alone: LoadLevel.unusable_because),
 labelled (builder/charts.py `flag`), never averaged into its series' line. A sweep of an imported or
 screened packet is speed only: no output was checked and the source's client schedule was not
 recorded, so its series says so and its lag reads "not recorded", never a number.
+A withheld arm's sweep (its outputs failed a gate) is published for the record only: every figure
+of its every level is a `WithheldNum`, which a page shows struck beside the word "withheld", the
+marker the family page's charts give a withheld point (templates/macros.html `withheld-value`);
+the packet page's concurrency and context ladders of such an arm are marked the same way
+(builder/views/arms.py `ladder_views`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+
+from markupsafe import Markup, escape
 
 from builder import routes
 from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
@@ -20,7 +27,7 @@ from builder.format import Num, num, opt_num
 from builder.views.energy import EnergyFigure, window_figure
 from catalog.errors import CatalogError
 from catalog.model.load_sweep import ALONE_BOUND, LoadLevel, LoadSweep, Slo
-from catalog.model.packet import Arm, Ladder, Packet
+from catalog.model.packet import Arm, Ladder, Packet, State
 from catalog.projection import LoadProjection, project_load
 from catalog.projection.multiuser import LevelEstimate
 from catalog.recipes.hardware import Hardware
@@ -89,6 +96,67 @@ class LoadSweepView:
     # identical cells (a CPU campaign's sixteen levels repeated it on each row)
     energy_absent: str = ""
     alone_bound: str = f"{ALONE_BOUND:g}"  # LoadLevel.faster_than_alone's, said in the caption
+
+
+WITHHELD_MARK = '<span class="withheld-value">withheld <s>{}</s></span>'  # the family page's chart tables'
+
+
+def withheld_html(inner: str) -> Markup:
+    """`inner` (HTML) struck beside the word "withheld": never read as a published figure."""
+    return Markup(WITHHELD_MARK.format(inner))  # noqa: S704 -- inner is escaped HTML (Num, or escape())
+
+
+@dataclass(frozen=True, eq=False)
+class WithheldNum(Num):
+    """A figure of a withheld arm: the same number (equal to it, in charts and the JSON API), shown
+    struck on a page."""
+
+    def __html__(self) -> str:
+        return str(withheld_html(super().__html__()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Num) and (self.text, self.unit) == (other.text, other.unit)
+
+    __hash__ = Num.__hash__
+
+
+class WithheldText(str):
+    """A text cell of a withheld arm's ladder (`yes`, `not checked`, an energy line): the same text,
+    shown struck on a page."""
+
+    __slots__ = ()
+
+    def __html__(self) -> str:
+        return str(withheld_html(str(escape(str(self)))))
+
+
+def withheld_num(value: Num | None) -> Num | None:
+    return None if value is None else WithheldNum(value.text, value.unit)
+
+
+def withheld_cell(value: str | Num | None) -> str | Num | WithheldText | None:
+    """One cell of a withheld arm's ladder, marked withheld; an absent one stays absent."""
+    if value is None:
+        return None
+    if isinstance(value, Num):
+        return withheld_num(value)
+    return WithheldText(value)
+
+
+def _withheld_row(row: LoadLevelRow) -> LoadLevelRow:
+    """Every figure of a level struck (its numbers, its energy's); its labels and flags kept."""
+    changed: dict[str, object] = {
+        f.name: withheld_num(getattr(row, f.name)) for f in fields(row) if isinstance(getattr(row, f.name), Num)
+    }
+    energy = row.energy
+    if energy is not None:
+        changed["energy"] = replace(
+            energy,
+            j_per_token=withheld_num(energy.j_per_token),
+            tok_s_per_w=withheld_num(energy.tok_s_per_w),
+            avg_w=withheld_num(energy.avg_w),
+        )
+    return replace(row, **changed)  # type: ignore[arg-type]
 
 
 def slo_words(slo: Slo) -> str:
@@ -190,6 +258,8 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         else "No multi-user projection: speculative arms and incomplete architectures are not modelled under load."
     )
     rows = [_row(level, sweep, projected.get(level.label), own_client, packet, arm) for level in sweep.levels]
+    if arm.state == State.WITHHELD:  # for the record only: every figure struck (this module's docstring)
+        rows = [_withheld_row(row) for row in rows]
     return LoadSweepView(
         arm=arm.id,
         arm_label=arm.label,
