@@ -26,6 +26,10 @@ from builder.format import Num, fmt, num, opt_num
 
 PALETTE = ["#2563eb", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#4b5563"]
 WITHHELD_COLOUR = "#b45309"
+# A screened point (speed only, no identity gate) in a series of published ones: its own open marker,
+# so a line joining it to imported or measured points never makes it look like them.
+SCREENED_SYMBOL = "square-open"
+STATE_WORDS = {"imported": "IMPORTED: from a named source", "screened": "SCREENED: speed only, no identity gate"}
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 # A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
 LEGEND_WIDTH = 30
@@ -133,6 +137,8 @@ def _hover(point: Point, y_title: str) -> str:
         parts.append(f"TTFT {fmt(point.ttft_ms)} ms")
     if point.state == "withheld":
         parts.append(f"WITHHELD: {point.reason or ''}")
+    elif point.state in STATE_WORDS:
+        parts.append(STATE_WORDS[point.state])
     return "<br>".join(_text(part) for part in parts)
 
 
@@ -157,7 +163,12 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
         x=[p.x for p in points],
         y=centres,
         mode="lines+markers",
-        marker={"color": colour, "size": 8},
+        marker={"color": colour, "size": 8}
+        | (
+            {"symbol": [SCREENED_SYMBOL if p.state == "screened" else "circle" for p in points]}
+            if any(p.state == "screened" for p in points)
+            else {}
+        ),
         line={"color": colour, "width": 2},
         error_y={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": colour},
         hovertext=[_hover(p, y_title) for p in points],
@@ -357,6 +368,10 @@ def chart(
                 "and the table give its true x)."
             )
         notes.append(note)
+    if any(p.state == "screened" and p.drawn_as_measured for p in points):
+        notes.append(
+            "Open squares are screened results: speed only, no identity gate; the table gives each point's state."
+        )
     flagged = [p for p in points if p.flag and p.state != "withheld"]
     if flagged:
         notes.append(

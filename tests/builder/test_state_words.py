@@ -203,3 +203,23 @@ def test_a_one_point_ladder_and_one_token_read_as_such(repository_built: Path) -
     assert "context 2K" in chips and "2K-2K" not in chips
     text = _text(_page(repository_built, "models/demo/index.html").select_one("main"))
     assert "1 token /" in text and "1 tokens" not in text
+
+
+def test_a_screened_point_is_drawn_and_hovered_as_screened(repository_built: Path) -> None:
+    """qwen3.5-9b's quantization chart joins imported points and the screened packet's MTP5/MTP6
+    points in one series: each screened point has its own open square and says SCREENED on hover,
+    and the chart's note says what the squares are."""
+    page = _page(repository_built, "models/qwen3.5-9b/index.html")
+    screened = 0
+    for script in page.select("script[id^=chart-data-]"):
+        for trace in json.loads(script.string or "")["data"]:
+            hovers = trace.get("hovertext") or []
+            symbols = trace.get("marker", {}).get("symbol")
+            for k, hover in enumerate(hovers):
+                if "SCREENED" in hover:
+                    screened += 1
+                    assert isinstance(symbols, list) and symbols[k] == "square-open", (trace["name"], hover)
+                elif isinstance(symbols, list) and not trace["name"].startswith("withheld"):
+                    assert symbols[k] == "circle", (trace["name"], hover)
+    assert screened >= 2
+    assert "Open squares are screened results" in _text(page.select_one("main"))
