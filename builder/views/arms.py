@@ -58,6 +58,7 @@ class ServerView:
     facts: list[Fact]
     canaries: list[Fact]
     rows: list[RowCells]
+    withheld: bool = False  # its arm is withheld: its figures are struck, never shown as published
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def _text(text: str) -> str:
     return str(escape(text))
 
 
-def _server(server: ServerRun, packet: Packet) -> ServerView:
+def _server(server: ServerRun, packet: Packet, withheld: bool = False) -> ServerView:
     facts = [Fact("cache zero", {True: "yes", False: "NO", None: "not recorded"}[server.cache_zero])]
     if server.server_version:
         facts.append(Fact("vLLM version", server.server_version, "as the server answered GET /version"))
@@ -175,6 +176,7 @@ def _server(server: ServerRun, packet: Packet) -> ServerView:
         facts=facts,
         canaries=[Fact(c.id, "passed" if c.passed else "FAILED", c.detail) for c in server.canaries],
         rows=[_row(r) for r in server.rows],
+        withheld=withheld,
     )
 
 
@@ -285,10 +287,12 @@ def arm_view(arm: Arm, packet: Packet, closest: Callable[[], ShownCommand | None
         facts.append(Fact("started with", arm.config.entrypoint))
     if arm.oracle_decode_tok_s:
         facts.append(Fact("oracle values", " / ".join(num(v).text for v in arm.oracle_decode_tok_s), "tok/s"))
+    withheld = "" if shows_speed else " (withheld: not published)"
     if arm.published_figure is not None:
-        facts.append(Fact("figure printed by the source", num(arm.published_figure, unit="tok/s")))
+        facts.append(Fact(f"figure printed by the source{withheld}", num(arm.published_figure, unit="tok/s")))
     if arm.published_ttft_ms:
-        facts.append(Fact("TTFT printed by the source", " / ".join(num(v).text for v in arm.published_ttft_ms), "ms"))
+        ttfts = " / ".join(num(v).text for v in arm.published_ttft_ms)
+        facts.append(Fact(f"TTFT printed by the source{withheld}", ttfts, "ms"))
     return ArmView(
         id=arm.id,
         label=arm.label,
@@ -302,7 +306,7 @@ def arm_view(arm: Arm, packet: Packet, closest: Callable[[], ShownCommand | None
         docker=docker,
         differences=differences,
         env=env or None,
-        servers=[_server(s, packet) for s in arm.servers],
+        servers=[_server(s, packet, withheld=not shows_speed) for s in arm.servers],
         command_label=label,
         gates=[
             GateView(

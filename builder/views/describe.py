@@ -69,15 +69,17 @@ def gate_phrase(gate: GateResult, arm: Arm, packet: Packet) -> str:
         if gate.exact is not None
         else (f"{gate.gate} {verdict} (count not published):")
     )
+    # without a count, a failed gate says what did not hold, never the bare definition of a pass
+    some = "" if gate.passed or gate.exact is not None else "not all "
     if gate.gate == "G1":
-        what = "token arrays identical across two fresh servers without speculation"
+        what = f"{some}token arrays identical across two fresh servers without speculation"
     elif gate.gate == "G2":
-        what = "token arrays identical across the two speculative servers"
+        what = f"{some}token arrays identical across the two speculative servers"
     else:
         oracle = f", {_pair(arm.oracle_decode_tok_s)} tok/s" if arm.oracle_decode_tok_s else ""
         who = f"server {gate.server} " if gate.server else ""
         against = against_words(gate, packet).removeprefix("the oracle (").removesuffix(")")
-        what = f"{who}complete token arrays exact versus the oracle ({against}{oracle})"
+        what = f"{some}{who}complete token arrays exact versus the oracle ({against}{oracle})"
     return f"{head} {what}"
 
 

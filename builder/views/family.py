@@ -284,7 +284,7 @@ def _recipe_hardware(recipe: Recipe | None) -> str | None:
 
 def _quality_signal(lead: Headline | None, results: list[ArmResult]) -> Signal:
     withheld = sum(r.state == "withheld" for r in results)
-    held = f" {withheld} result(s) withheld by a failed gate." if withheld else ""
+    held = f" {withheld} {'result' if withheld == 1 else 'results'} withheld by a gate not passed." if withheld else ""
     if lead is None:
         return Signal("Quality evidence", "none published", "No result passed its gates." + held)
     gates = "; ".join(gate_words(g, lead.packet) for g in lead.arm.gates) or "no identity gate recorded"

@@ -411,7 +411,7 @@ def copyable_code(html: Markup) -> Markup:
         block = f"guide-code-{count}"
         return (
             f'<div class="copyable"><pre id="{block}">{match.group(1)}</pre>'
-            f'<button type="button" class="copy" data-copy="{block}">Copy</button></div>'
+            f'<button type="button" class="copy" data-copy="{block}" hidden>Copy</button></div>'
         )
 
     return Markup(re.sub(r"<pre>(.*?)</pre>", wrap, str(html), flags=re.S))  # noqa: S704 - rendered markdown

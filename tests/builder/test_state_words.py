@@ -223,3 +223,32 @@ def test_a_screened_point_is_drawn_and_hovered_as_screened(repository_built: Pat
                     assert symbols[k] == "circle", (trace["name"], hover)
     assert screened >= 2
     assert "Open squares are screened results" in _text(page.select_one("main"))
+
+
+def test_a_withheld_arm_shows_no_figure_as_published(repository_built: Path) -> None:
+    """qwen3.5-9b-fp8-dynamic-c48f580e's depth-4 arms are withheld: their servers' rates are struck
+    as withheld, and the figure their source printed says it is not published."""
+    page = _page(repository_built, "packets/qwen3.5-9b-fp8-dynamic-c48f580e/index.html")
+    for arm in page.select("article.arm.state-withheld"):
+        for summary in arm.select("details.server summary"):
+            if "tok/s" in summary.get_text():
+                assert summary.select_one(".withheld-value s") is not None, _text(summary)
+        for fact in arm.select(".fact"):
+            if "printed by the source" in fact.get_text():
+                assert "withheld: not published" in _text(fact.select_one("dt"))
+    assert page.select("article.arm.state-withheld")
+
+
+def test_a_failed_gate_without_a_count_says_what_did_not_hold(repository_built: Path) -> None:
+    """qwen3.5-4b-fp8-dynamic-aabd651f's oracle failed G1 with no count printed: the gate reads "not
+    all token arrays identical", never the bare definition of a pass after FAILED."""
+    text = _text(_page(repository_built, "packets/qwen3.5-4b-fp8-dynamic-aabd651f/index.html").select_one("main"))
+    assert "G1 FAILED (count not published): not all token arrays identical" in text
+    assert "FAILED (count not published): token arrays identical" not in text
+
+
+def test_every_copy_button_waits_for_the_script(repository_built: Path) -> None:
+    """The recipe guides' code blocks too: no copy button is shown before site.js shows it."""
+    for path in ("recipes/qwen3.5-9b/index.html", "recipes/demo/index.html", "models/demo/index.html"):
+        buttons = _page(repository_built, path).select("button.copy")
+        assert buttons and all(b.has_attr("hidden") for b in buttons), path
