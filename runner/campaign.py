@@ -1,4 +1,4 @@
-"""A campaign: every arm on two fresh servers, the gates, then one sealed packet.
+"""A campaign: every arm on two (or more) fresh servers, the gates, then one sealed packet.
 
 The packet is written only when every attempt finished; a failed campaign leaves its attempts
 and logs under runs/<campaign>/ and nothing in packets/.
@@ -89,11 +89,19 @@ def oracle_of(arm: ArmPlan, arms: list[ArmPlan]) -> ArmPlan:
 
 
 def gates_for(arm: ArmPlan, runs: list[ServerRun], oracle: ArmPlan, oracle_runs: list[ServerRun]) -> list[GateResult]:
-    """G1 for the oracle (its servers agree); G2 and per-server G3 for a speculative arm."""
-    second = "the arm's second fresh server"
+    """G1 for the oracle (its servers agree); G2 and per-server G3 for a speculative arm.
+
+    Servers A and B are compared by one unlabelled G1 (G2), as every packet has recorded them; each
+    further server (C, D: `servers_per_arm` above 2) by a G1 (G2) of its own, naming it, against
+    server A, so no server's rows (and rate, which the arm's figure averages) go ungated."""
+    kind = "G1" if arm.spec_depth == 0 else "G2"
+    gates = [compare_rows(kind, "the arm's second fresh server", runs[0].rows, runs[1].rows, cause="repeat")]
+    gates += [
+        compare_rows(kind, "the arm's first fresh server", run.rows, runs[0].rows, server=run.label, cause="repeat")
+        for run in runs[2:]
+    ]
     if arm.spec_depth == 0:
-        return [compare_rows("G1", second, runs[0].rows, runs[1].rows, cause="repeat")]
-    gates = [compare_rows("G2", second, runs[0].rows, runs[1].rows, cause="repeat")]
+        return gates
     gates += [
         compare_rows("G3", oracle.id, run.rows, oracle_runs[0].rows, server=run.label, cause="speculative")
         for run in runs

@@ -110,7 +110,8 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
 
 def gate_problems(packet: Packet) -> list[Problem]:
     """A measured arm carries the gates its state rests on: G1 at depth 0; G2 and one G3 per
-    server above it, each G3 against a depth-0 arm of this packet serving the same target.
+    server above it, each G3 against a depth-0 arm of this packet serving the same target; its
+    servers' labels are unique, and every server with rows is compared by its G1 (G2).
     An imported arm carries what its source published: a G1 at depth 0, a G3 above it (the
     importer seals an arm whose outcome the source did not print into a screened packet), and
     its G3s that name an arm of the packet never name the arm itself, always a depth-0 one."""
@@ -119,6 +120,8 @@ def gate_problems(packet: Packet) -> list[Problem]:
     problems: list[Problem] = []
     for index, arm in enumerate(packet.arms):
         where = f"arms[{index}]"
+        problems.extend(_label_problems(arm, where))
+        problems.extend(_ungated_servers(arm, where))
         kinds = {gate.gate for gate in arm.gates}
         if arm.config.spec_depth == 0:
             if "G1" not in kinds:
@@ -142,6 +145,52 @@ def gate_problems(packet: Packet) -> list[Problem]:
                 problem = _oracle_problem(packet, arm, gate.against)
                 if problem:
                     problems.append((f"{where}.gates[{gate_index}].against", problem))
+    return problems
+
+
+def _label_problems(arm: Arm, where: str) -> list[Problem]:
+    """A measured arm's servers are labelled A, B, C, D, each once (runner/campaign.py
+    `SERVER_LABELS`): a gate names its server by label, so a label held twice names neither."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for j, server in enumerate(arm.servers):
+        if server.label in seen:
+            problems.append(
+                (
+                    f"{where}.servers[{j}].label",
+                    f"server label {server.label!r} is held by another server of arm {arm.id!r}: each fresh"
+                    " server has its own label, which its gates name",
+                )
+            )
+        seen.add(server.label)
+    return problems
+
+
+def _ungated_servers(arm: Arm, where: str) -> list[Problem]:
+    """Every server of a measured arm with rows is compared by a G1 (depth 0) or G2 (speculative)
+    gate, as runner/campaign.py `gates_for` compares it: the second by the unlabelled gate (the
+    first two servers), each further one by a gate naming its label (it against the first); the
+    arm's published rate averages every server, so one no gate compared could publish any tokens.
+    An arm with no such gate at all is refused by `gate_problems` already."""
+    kind = "G1" if arm.config.spec_depth == 0 else "G2"
+    gates = [gate for gate in arm.gates if gate.gate == kind]
+    if not gates:
+        return []
+    named = {gate.server for gate in gates}
+    problems: list[Problem] = []
+    for j, server in enumerate(arm.servers):
+        if j == 0 or not server.rows:
+            continue
+        needed = None if j == 1 else server.label
+        if needed not in named:
+            gate = f"an unlabelled {kind}" if needed is None else f"a {kind} naming {server.label!r}"
+            problems.append(
+                (
+                    f"{where}.gates",
+                    f"server {server.label!r} (servers[{j}]) of arm {arm.id!r} has rows but no {kind} gate"
+                    f" compared them: {gate} compares it with server {arm.servers[0].label!r}",
+                )
+            )
     return problems
 
 

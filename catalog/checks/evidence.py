@@ -66,6 +66,9 @@ def _gate_problems(packet: Packet, arm: Arm, where: str) -> list[Problem]:
     problems: list[Problem] = []
     for index, gate in enumerate(arm.gates):
         pair = _gate_pair(packet, arm, gate)
+        if pair is None and gate.server is not None and _compares_named_server(packet, gate):
+            problems.append((f"{where}.gates[{index}].server", _unnamed(arm, gate)))
+            continue
         if pair is None:
             problems.append((f"{where}.gates[{index}].against", f"names no arm or server pair: {gate.against!r}"))
             continue
@@ -81,17 +84,44 @@ def _gate_problems(packet: Packet, arm: Arm, where: str) -> list[Problem]:
 
 
 def _gate_pair(packet: Packet, arm: Arm, gate: GateResult) -> tuple[list[PromptRow], list[PromptRow]] | None:
-    """G1 and G2 compare an arm's two servers; G3 compares one server (`gate.server`) with the
-    oracle arm named in `against`, whose own two servers G1 has shown identical."""
+    """G1 and G2 compare an arm's first two servers, or, naming a further server (`gate.server`:
+    servers C and D of a campaign of 3 or 4 per arm), that server with the first; G3 compares one
+    server (`gate.server`) with the oracle arm named in `against`, whose servers G1 has shown
+    identical. A label held by two servers names neither: which one was compared is unknown."""
     if gate.gate in ("G1", "G2"):
         if len(arm.servers) < 2:
             return None
-        return arm.servers[0].rows, arm.servers[1].rows
+        if gate.server is None:
+            return arm.servers[0].rows, arm.servers[1].rows
+        named = _named(arm, gate.server)
+        if named is None or named is arm.servers[0]:
+            return None
+        return named.rows, arm.servers[0].rows
     oracle = next((a for a in packet.arms if a.id == gate.against), None)
-    server = next((s for s in arm.servers if s.label == gate.server), None)
+    server = _named(arm, gate.server) if gate.server is not None else None
     if oracle is None or not oracle.servers or server is None:
         return None
     return server.rows, oracle.servers[0].rows
+
+
+def _compares_named_server(packet: Packet, gate: GateResult) -> bool:
+    """A G1 or G2 naming a server, or a G3 naming one and an arm of the packet: only the server can be amiss."""
+    return gate.gate in ("G1", "G2") or any(a.id == gate.against and a.servers for a in packet.arms)
+
+
+def _unnamed(arm: Arm, gate: GateResult) -> str:
+    held = sum(server.label == gate.server for server in arm.servers)
+    if held > 1:
+        return f"names {gate.server!r}, a label {held} servers of arm {arm.id!r} hold: which one it compared is unknown"
+    if held == 0:
+        return f"names {gate.server!r}, which is no server of arm {arm.id!r}"
+    return f"names {gate.server!r}, the first server of arm {arm.id!r}, which a {gate.gate} compares the others with"
+
+
+def _named(arm: Arm, label: str) -> ServerRun | None:
+    """The one server of the arm with this label; none where no server, or more than one, has it."""
+    found = [server for server in arm.servers if server.label == label]
+    return found[0] if len(found) == 1 else None
 
 
 def canary_problems(packet: Packet, canaries: CanarySet) -> list[Problem]:
