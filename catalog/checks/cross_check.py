@@ -16,6 +16,7 @@ from catalog.checks.commands import command_problems
 from catalog.checks.consistency import Problem, reference_problems
 from catalog.checks.evidence import canary_problems
 from catalog.checks.load_sweep import load_prompt_problems
+from catalog.checks.workload import concurrency_oracle_problems, context_class_problems
 from catalog.errors import CatalogError
 from catalog.files import read_bytes
 from catalog.model.packet import Packet
@@ -111,6 +112,8 @@ def _workload_problems(packet: Packet, path: Path, ref: Reference) -> list[Catal
         found.extend(_coverage_problems(packet, path, suite))
         found.extend(located(prompt_size_problems(packet, suite), path))
         found.extend(located(load_prompt_problems(packet, suite), path))
+        found.extend(located(concurrency_oracle_problems(packet, [prompt.id for prompt in suite.prompts]), path))
+        found.extend(located(context_class_problems(packet, suite), path))
     if workload.canary_set_id is None:
         return found
     canaries = ref.canary_sets.get(workload.canary_set_id)

@@ -13,15 +13,24 @@ knows it (`model_context_problems`: the recipe's model.context_length, or the `-
 recipe feature, such as YaRN's long_context, whose arguments the arm's recorded command carries),
 whatever the packet says. (Load sweeps keep their own checks, catalog/checks/load_sweep.py,
 the concurrency a closed level declares among them; token ids against the vocabulary are
-catalog/checks/facts.py's.) Each check returns `(field, message)` problems.
+catalog/checks/facts.py's.) A ladder says only what runner/ladders.py records: a concurrency
+level identical to the oracle holds the oracle rows' tokens (`concurrency_oracle_problems`), a
+context point is of a class the runner fills context with (`context_class_problems`: both go by
+the suite's prompts, so catalog/checks/cross_check.py calls them for a measured packet), and a
+depth-0 arm's context point was compared with no oracle. (No rule that a deeper context decodes
+slower: noise would refuse honest ladders.) Each check returns `(field, message)` problems.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from catalog.checks.load_sweep import _oracle_of
 from catalog.model.packet import Arm, Packet
 from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, command_facts, vllm_args, vllm_length
 from catalog.recipes.compose import flag_groups
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.suite import Suite
 
 Problem = tuple[str, str]
 
@@ -46,7 +55,15 @@ def server_context(arm: Arm) -> tuple[int, str] | None:
 
 
 def workload_problems(packet: Packet) -> list[Problem]:
-    return [*_sampling_problems(packet), *_row_problems(packet), *_context_problems(packet), *_oracle_problems(packet)]
+    return [
+        *_sampling_problems(packet),
+        *_row_problems(packet),
+        *_context_problems(packet),
+        *_oracle_problems(packet),
+        *_context_oracle_problems(packet),
+        # a measured packet's concurrency ladders are held to its suite's prompt order (cross_check)
+        *(concurrency_oracle_problems(packet) if packet.provenance.kind != "measured" else []),
+    ]
 
 
 def _sampling_problems(packet: Packet) -> list[Problem]:
@@ -212,4 +229,109 @@ def _oracle_problems(packet: Packet) -> list[Problem]:
                     f"is {arm.oracle_decode_tok_s}, but {whose}: a measured packet quotes its own oracle",
                 )
             )
+    return problems
+
+
+def concurrency_oracle_problems(packet: Packet, order: Sequence[str] | None = None) -> list[Problem]:
+    """A concurrency level identical to the oracle holds the oracle's tokens. runner/ladders.py sends
+    the suite's prompt i mod its prompt count to user i and calls the level identical only when every
+    output's token ids equal the oracle row's for its prompt (the oracle: its campaign's depth-0 arm's
+    first server's rows, runner/measure.py, which is what G3 names: `_oracle_of`); so an identical
+    level's completion_tokens is the sum, over its users, of those rows' completion_tokens, and every
+    prompt it sent has such a row. `order`: the suite's prompt ids (catalog/checks/cross_check.py
+    passes them for a measured packet); None: the oracle rows' own order. A ladder whose arm has no
+    oracle rows to compare with has nothing to check."""
+    problems: list[Problem] = []
+    for i, ladder in enumerate(packet.ladders):
+        if not any(point.identical_to_oracle for point in ladder.concurrency):
+            continue
+        oracle = _oracle_of(packet, ladder.arm)
+        if oracle is None or not oracle.servers or not oracle.servers[0].rows:
+            continue
+        rows = oracle.servers[0].rows
+        lengths = {row.prompt_id: row.completion_tokens for row in rows}
+        sent = list(order) if order is not None else [row.prompt_id for row in rows]
+        if not sent:
+            continue
+        for k, point in enumerate(ladder.concurrency):
+            if not point.identical_to_oracle:
+                continue
+            prompts = [sent[u % len(sent)] for u in range(point.users)]
+            where = f"ladders[{i}].concurrency[{k}]"
+            users = f"{point.users:,} user" + ("s" if point.users != 1 else "")
+            missing = sorted({p for p in prompts if p not in lengths})
+            if missing:
+                problems.append(
+                    (
+                        f"{where}.identical_to_oracle",
+                        f"is true, but oracle arm {oracle.id!r}'s first server has no row for prompt"
+                        f" {missing[0]!r}, which its {users} sent: nothing to be identical to",
+                    )
+                )
+                continue
+            expected = sum(lengths[p] for p in prompts)
+            if point.completion_tokens != expected:
+                problems.append(
+                    (
+                        f"{where}.completion_tokens",
+                        f"{point.completion_tokens:,} completion tokens identical to the oracle, but oracle arm"
+                        f" {oracle.id!r}'s rows for the prompts its {users} sent (user i: prompt i mod"
+                        f" {len(sent)}) hold {expected:,}: outputs identical to the oracle's have its lengths",
+                    )
+                )
+    return problems
+
+
+def _context_oracle_problems(packet: Packet) -> list[Problem]:
+    """A depth-0 arm's context points were compared with no oracle: runner/ladders.py compares only a
+    speculative arm's outputs with the oracle arm's at the same depth and class, and records null
+    for a depth-0 arm (the oracle itself, or a plain arm beside it)."""
+    depths = {arm.id: arm.config.spec_depth for arm in packet.arms}
+    problems: list[Problem] = []
+    for i, ladder in enumerate(packet.ladders):
+        if depths.get(ladder.arm) != 0:
+            continue
+        for k, point in enumerate(ladder.context):
+            if point.identical_to_oracle is not None:
+                problems.append(
+                    (
+                        f"ladders[{i}].context[{k}].identical_to_oracle",
+                        f"is {str(point.identical_to_oracle).lower()} on depth-0 arm {ladder.arm!r}, whose context"
+                        " outputs are compared with no oracle's (the runner records null)",
+                    )
+                )
+    return problems
+
+
+CONTEXT_CLASSES = ("prose", "code", "analysis")
+"""The classes whose prompts runner/ladders.py fills a context ladder's depth with, where the suite
+has them (`context_classes`)."""
+
+
+def context_classes(suite: Suite) -> list[str]:
+    """The classes a context ladder runs on the suite: its CONTEXT_CLASSES, else its first three
+    (runner/ladders.py `_context_classes`, which builds each depth from that class's prompts)."""
+    present = [c.id for c in suite.classes]
+    chosen = [c for c in CONTEXT_CLASSES if c in present]
+    return chosen or present[:3]
+
+
+def context_class_problems(packet: Packet, suite: Suite) -> list[Problem]:
+    """Every context point of a measured packet is of a class the runner fills context with from the
+    suite's prompts (`context_classes`): another is context the suite never held. One per ladder."""
+    if packet.provenance.kind != "measured":
+        return []
+    classes = context_classes(suite)
+    problems: list[Problem] = []
+    for i, ladder in enumerate(packet.ladders):
+        for k, point in enumerate(ladder.context):
+            if point.content_class not in classes:
+                problems.append(
+                    (
+                        f"ladders[{i}].context[{k}].content_class",
+                        f"is {point.content_class!r}, but a context ladder on suite {suite.id!r} fills its depth"
+                        f" with the prompts of {', '.join(repr(c) for c in classes)}",
+                    )
+                )
+                break  # one per ladder
     return problems

@@ -10,6 +10,7 @@ from the gates by the rules below; the validators refuse a file whose stored val
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
@@ -630,6 +631,13 @@ class ConcurrencyPoint(StrictModel):
         "when identical, or in older packets.",
     )
 
+    @model_validator(mode="after")
+    def _divergence_needs_a_difference(self) -> ConcurrencyPoint:
+        """runner/ladders.py names a cause only for a level whose outputs differ from the oracle's."""
+        if self.divergence is not None and self.identical_to_oracle is not False:
+            raise FieldError("a divergence cause needs identical_to_oracle false", "divergence")
+        return self
+
     @property
     def aggregate_tok_s(self) -> float:
         return self.completion_tokens / self.wall_s
@@ -726,7 +734,8 @@ class PacketSeal:
     host_key: str | None = None
     # Who holds the signing key, as data/keys.yaml lists it (catalog/packets/keys.py `owner_key`):
     # one owner's two keys are one voice (catalog/checks/grade.py). None: unsigned, or sealed here.
-    signed_owner: str | None = None
+    # Known only from the key ring a reader loaded, so not part of what makes two packets equal.
+    signed_owner: str | None = dataclasses.field(default=None, compare=False)
 
 
 class Packet(PacketBody):
