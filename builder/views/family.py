@@ -433,8 +433,12 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
     packets = catalog.packets_of(slug)
     reproductions = catalog.reproductions(packets)
     results = arm_results(packets, catalog.hardware, reproductions)
-    shown = representatives(results)
-    lead_result = headline_result(results)
+    repeats = FamilyRepeats(results)
+    # a result refused as a repeat (another's timings) stays listed with its packet, never leads
+    copies = {(r.packet.id, r.arm.id) for r in repeats.refused()}
+    counted = [r for r in results if (r.packet.id, r.arm.id) not in copies]
+    shown = representatives(counted)
+    lead_result = headline_result(counted)
     lead = Headline(lead_result.packet, lead_result.arm, lead_result.grade) if lead_result else None
     ladders = ladder_sources(results)
     charts = distinct([*depth_charts(shown), *tp_charts(shown), *quant_charts(shown), *context_charts(ladders)])
@@ -442,7 +446,6 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
     load = load_sweep_section(ladders, catalog.hardware, recipe)
     projection = projection_view(lead_result, shown, recipe, said.warn)
     picks, pick_for = _picks(results)
-    repeats = FamilyRepeats(results)
     for refused in repeats.refused():
         said.warn(f"packets/{refused.packet.id}.json: not counted as a repeat: {refused.reason}")
     lead_run = repeats.run_of(lead_result) if lead_result else None
@@ -456,7 +459,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
         description=recipe.meta.description if recipe else "",
         performance_headline=recipe.meta.performance_headline if recipe else None,
         hero=_hero(lead, catalog.hardware),
-        run_this=run_this(results, recipe, ctx),
+        run_this=run_this(counted, recipe, ctx),
         verdict=verdict(results, scorecards),
         synthetic=bool(recipe and recipe.model.synthetic) or any(p.identity.model.synthetic for p in packets),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],

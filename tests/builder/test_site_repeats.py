@@ -75,3 +75,13 @@ def test_charts_and_projection_do_not_grow_with_repeats(repeated):
     points = [p for c in soup.select("figure.chart table tbody tr") for p in [c.get_text(" ", strip=True)]]
     assert points and len(points) == len(set(points))
     assert (out / FAMILY).stat().st_size < 100_000
+
+
+def test_a_result_refused_as_a_repeat_never_leads(repeated):
+    """The repeats here share their timings, so all but the first counted are refused as copies: the
+    page's headline and its "run this" card come from the counted one, never a refused copy."""
+    soup, _, _ = repeated
+    hero = soup.select_one(".headline a[href*='packets/']")["href"].split("packets/")[1].split("/")[0]
+    run = soup.select_one(".run-this a.run-arm")["href"].split("packets/")[1].split("/")[0]
+    cell = soup.select_one("section.matrix .entry.state-measured a.evidence[href*='ngram3']")["href"]
+    assert hero == run and hero in cell  # the cell shows the counted repeat
