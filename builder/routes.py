@@ -47,6 +47,11 @@ def family_run(slug: str, hardware_id: str) -> str:
     return f"{family_page(slug)}#run-{hardware_id}"
 
 
+def family_run_users(slug: str, hardware_id: str) -> str:
+    """That answer's many-users table: each user count's figures beside its load sweep server's command."""
+    return f"{family_page(slug)}#run-users-{hardware_id}"
+
+
 def family_folder(slug: str) -> str:
     """The family page's address as a folder (`models/<slug>/`), the form JSON-LD names."""
     return f"models/{slug}/"

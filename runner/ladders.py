@@ -33,6 +33,7 @@ from catalog.store.documents import load_file
 from runner.attempt import arm_cards
 from runner.client import ClientError, new_http_client, stream_completion
 from runner.energy.meter import describe
+from runner.identity import scrub_argv
 from runner.load_sweep import levels_path, run_load_sweep
 from runner.metrics_scrape import MetricsError
 from runner.plan import LADDER_MAX_SEQS, ArmPlan, LoadSweepOptions, flag_value, ladder_command
@@ -193,6 +194,8 @@ def run_ladders(
                             _context(server.base_url, arm, oracle_context, settings, max_model_len, progress)
                         )
                         save_context_outputs(context_outputs_path(run_dir, arm.id), outputs)
+                    # the command of this ladder's own server, portable as the arm's config.argv is
+                    ladder = Ladder.model_validate({**ladder.model_dump(), "argv": scrub_argv(command.argv())})
                     write_file(ladder_path(run_dir, arm.id, kind), pretty_json(ladder.model_dump(mode="json")))
                     done[kind] = ladder
         except (ServerError, ClientError, MetricsError, OSError) as error:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from builder import routes
 from builder.format import Num, num, words_per_second
 from builder.views.common import SiteContext
+from builder.views.load_sweep import LadderCommand, ladder_command
 from builder.views.results import STATE_LABELS, ArmResult
 from builder.views.scorecard import Matrix
 from catalog.checks.selection import Headline, lead_of
@@ -60,6 +61,9 @@ class UsersPick:
     per_user: Num | None
     aggregate: Num
     href: str
+    # the command of the load sweep's own server, which produced these figures (not the one-user
+    # command above it: a ladder's server runs many sequences), or why the packet shows none
+    command: LadderCommand
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,7 @@ def _users(results: Sequence[ArmResult]) -> list[UsersPick]:
                             None if per_user is None else num(per_user, unit="tok/s"),
                             num(rate, unit="tok/s"),
                             routes.packet_page(r.packet.id, r.arm.id),
+                            ladder_command(r.packet, ladder),
                         ),
                     )
     return [pick for _, (_, pick) in sorted(best.items()) if pick.users > 1]

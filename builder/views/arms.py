@@ -14,7 +14,7 @@ from builder.format import Num, num, num_html, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
 from builder.views.energy import energy_facts, window_figure
-from builder.views.load_sweep import WithheldText, withheld_cell
+from builder.views.load_sweep import LadderCommand, WithheldText, ladder_command, withheld_cell
 from builder.views.results import STATE_LABELS, state_reason
 from catalog.model.metrics import decode_rate
 from catalog.model.packet import (
@@ -102,6 +102,7 @@ class LadderView:
     columns: list[str]
     rows: list[list[str | Num | WithheldText | None]]
     withheld: bool = False  # its arm is withheld: every cell is struck (builder/views/load_sweep.py)
+    command: LadderCommand | None = None  # the ladder's own server command, or why none is shown
 
 
 NO_VALUE = "—"
@@ -367,7 +368,9 @@ def ladder_views(packet: Packet) -> list[LadderView]:
         shown: list[list[str | Num | WithheldText | None]] = [
             [withheld_cell(v) if withheld else v for v in row] for row in rows
         ]
-        views.append(LadderView(ladder.arm, arm.label, ladder.kind, cols, shown, withheld))
+        views.append(
+            LadderView(ladder.arm, arm.label, ladder.kind, cols, shown, withheld, ladder_command(packet, ladder))
+        )
     return views
 
 

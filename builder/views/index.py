@@ -42,7 +42,8 @@ class Filter:
 class RunSummary:
     """A family's answer on one card (builder/views/answer.py RunThis): the fastest published result
     for one user, with its state (an imported result is never shown as measured) and, where a load
-    sweep recorded it, the best at each user count; the command is on the family page, at `command_href`."""
+    sweep recorded it, the best at each user count; the command is on the family page, at `command_href`,
+    and the many-user figures' own server commands (not that one) at `users_href`."""
 
     hardware_id: str
     hardware_name: str
@@ -53,6 +54,7 @@ class RunSummary:
     users: list[UsersPick]
     state: str
     state_label: str
+    users_href: str
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,7 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
                 r.users,
                 r.state,
                 r.state_label,
+                routes.family_run_users(view.slug, r.hardware_id),
             )
             for r in view.run_this
         ],

@@ -32,6 +32,7 @@ from catalog.projection import LoadProjection, project_load
 from catalog.projection.multiuser import LevelEstimate
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.shown import multiline
 
 DIFFERS = "outputs differ from the oracle"
 LOAD_TABLES = "load-tables"  # the family page's per-level tables, which hold every number the load charts draw
@@ -96,6 +97,25 @@ class LoadSweepView:
     # identical cells (a CPU campaign's sixteen levels repeated it on each row)
     energy_absent: str = ""
     alone_bound: str = f"{ALONE_BOUND:g}"  # LoadLevel.faster_than_alone's, said in the caption
+    command: LadderCommand | None = None  # the sweep's own server command, or why none is shown
+
+
+@dataclass(frozen=True)
+class LadderCommand:
+    """The command of a ladder's own server (catalog.model.packet.Ladder.argv), shown beside its
+    figures: a copyable block with `id`, or, where the packet records none (`text` None), words
+    saying so (templates/macros.html `ladder_command`). The one-user command is not it: a ladder's
+    server ran with room for many sequences (runner/plan.py ladder_command)."""
+
+    id: str
+    text: str | None
+
+
+def ladder_command(packet: Packet, ladder: Ladder) -> LadderCommand:
+    """`ladder`'s recorded server command, laid out as an arm's is, with the arm's recorded
+    environment (the ladder's server ran with it)."""
+    text = multiline(ladder.argv, packet.arm(ladder.arm).config.env) if ladder.argv else None
+    return LadderCommand(f"ladder-command-{packet.id}-{ladder.arm}-{ladder.kind}", text)
 
 
 WITHHELD_MARK = '<span class="withheld-value">withheld <s>{}</s></span>'  # the family page's chart tables'
@@ -274,6 +294,7 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         rows=rows,
         projection_note=note,
         energy_absent=_one_absence(rows),
+        command=ladder_command(packet, ladder),
     )
 
 

@@ -7,7 +7,8 @@ switches, the speculative method and depth, the card count, the context length, 
 config says) and the weights: a `--quantization` must be a method that serves the packet's
 quantization scheme (none for BF16), or the servers ran other weights than the packet names.
 
-- A recorded command (`launch_argv`, `argv`) must agree with its own arm in every fact.
+- A recorded command (`launch_argv`, `argv`) must agree with its own arm in every fact; so must the
+  command a ladder's own server recorded (`ladders[i].argv`), which differs only in `--max-num-seqs`.
 - An overlay configuration that lists a packet says it reproduces that packet's arms: its command
   must agree too. The one difference allowed is an image no one can pull again (the source's
   patched build): the page then says which image the source ran, and `make reproduce` refuses.
@@ -69,6 +70,29 @@ def _recorded_problem(index: int, arm: Arm, field: str, found: Disagreement) -> 
     return (f"arms[{index}].config", f"arm {arm.id}: {found.field}: {words}")
 
 
+def _ladder_problems(packet: Packet, index: int, arm: Arm) -> list[Problem]:
+    """A ladder ran on its own server, started with the arm's command and room for many sequences
+    (runner/plan.py ladder_command): the command it records (`ladders[i].argv`) must state every
+    fact the arm recorded. Its `--max-num-seqs` is no such fact; a ladder recording no command
+    (packets sealed before it was recorded) is not held to one."""
+    recorded = replace(recorded_facts(packet, arm), image=None)  # a vllm serve command names no image
+    problems: list[Problem] = []
+    for at, ladder in enumerate(packet.ladders):
+        if ladder.arm != arm.id or not ladder.argv:
+            continue
+        facts = command_facts(ladder.argv, arm.config.env)  # the ladder server ran with the arm's environment
+        for found in disagreements(facts, recorded, graph_label=arm.config.graph_capture):
+            where = f" ({found.where})" if found.where not in found.recorded else ""
+            words = f"its recorded vllm serve command (ladders[{at}].argv) {found.shown}; the arm records "
+            problems.append(
+                (
+                    f"ladders[{at}].argv",
+                    f"arm {arm.id}, {ladder.kind} ladder: {found.field}: {words}{found.recorded}{where}",
+                )
+            )
+    return problems
+
+
 def command_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
     problems: list[Problem] = model_context_problems(packet, recipe)
     for index, arm in enumerate(packet.arms):
@@ -83,6 +107,7 @@ def command_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
             local = replace(recorded, image=None)  # a vllm serve command names no image
             for found in disagreements(command_facts(config.argv, config.env), local, graph_label=label):
                 problems.append(_recorded_problem(index, arm, "argv", found))
+        problems.extend(_ladder_problems(packet, index, arm))
         if recipe is None or packet.identity.model.variant not in recipe.variants:
             continue
         name = arm_configuration(recipe, packet, arm) if not (config.launch_argv or config.argv) else None

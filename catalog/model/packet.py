@@ -254,6 +254,14 @@ class Workload(StrictModel):
     )
 
 
+def refuse_credentials(argv: list[str], field: str) -> None:
+    """A recorded command is published byte for byte: an argument holding a credential is refused,
+    naming the form it must be recorded in (catalog/model/secrets.py redact_argv)."""
+    for index, (arg, shown) in enumerate(zip(argv, redact_argv(argv), strict=True)):
+        if arg != shown:
+            raise FieldError(f"holds a credential: record it as {shown!r}", field, index)
+
+
 class ArmConfig(StrictModel):
     tensor_parallel_size: int = Field(ge=1, description="Cards one server spans (vLLM --tensor-parallel-size).")
     spec_method: str | None = Field(
@@ -311,9 +319,7 @@ class ArmConfig(StrictModel):
                 raise FieldError(f"{name} holds a credential: record it as {REDACTED}", "env", name)
         for field in ("argv", "launch_argv"):
             argv = getattr(self, field)
-            for index, (arg, shown) in enumerate(zip(argv, redact_argv(argv), strict=True)):
-                if arg != shown:
-                    raise FieldError(f"holds a credential: record it as {shown!r}", field, index)
+            refuse_credentials(argv, field)
             for index, arg in enumerate(argv):
                 name, eq, value = arg.partition("=")
                 if eq and is_secret_env(name) and value != REDACTED and index and argv[index - 1] == "-e":
@@ -666,11 +672,26 @@ class Ladder(StrictModel):
         description="The levels of a load sweep (catalog/model/load_sweep.py).",
         exclude_if=_absent,
     )
+    # The ladder's own server ran the arm's command with room for many sequences
+    # (runner/plan.py ladder_command): left out while empty, so packets sealed before it keep their bytes.
+    argv: list[str] = Field(
+        default=[],
+        exclude_if=_empty,
+        description="The vllm serve arguments of the ladder's own server, in the portable form a reader can run "
+        "(the arm's command, as config.argv, with the ladder's --max-num-seqs); empty in packets measured before "
+        "it was recorded.",
+    )
 
     @model_validator(mode="after")
     def _load_matches_kind(self) -> Ladder:
         if (self.kind == "load") != (self.load is not None):
             raise FieldError("a load ladder carries its sweep in `load`, and only a load ladder does", "load")
+        return self
+
+    @model_validator(mode="after")
+    def _no_credentials(self) -> Ladder:
+        """Published byte for byte, as an arm's command is (ArmConfig._no_credentials)."""
+        refuse_credentials(self.argv, "argv")
         return self
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from catalog.model.metrics import compare_rows
 from catalog.model.packet import ArmParts, GateResult, Packet, PacketParts, PromptRow, ServerRun
 from catalog.packets.seal import write_packet
+from catalog.recipes.compose import merge_args
 from testkit.energy_samples import with_energy, with_gap
 from testkit.samples import (
     ORACLE_ARM,
@@ -362,8 +363,18 @@ def load_parts() -> PacketParts:
                 for level in ladder.load.levels
             ]
             ladder = ladder.model_copy(update={"load": ladder.load.model_copy(update={"levels": levels})})
-        ladders.append(ladder)
+        ladders.append(ladder.model_copy(update={"argv": ladder_argv(loaded, ladder.arm)}))
     return loaded.model_copy(update={"ladders": ladders})
+
+
+LADDER_SEQS = "64"  # runner/plan.py LADDER_MAX_SEQS: a ladder's own server runs many sequences
+
+
+def ladder_argv(parts: PacketParts, arm_id: str) -> list[str]:
+    """The command a ladder's own server records (runner/ladders.py): its arm's, with room for
+    many sequences (runner/plan.py ladder_command)."""
+    (arm,) = [a for a in parts.arms if a.id == arm_id]
+    return merge_args([*arm.config.argv, "--max-num-seqs", LADDER_SEQS])
 
 
 def screened_load_parts() -> PacketParts:

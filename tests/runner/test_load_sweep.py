@@ -17,6 +17,7 @@ import pytest
 from catalog.model.load_sweep import Slo, poisson_offsets_ms
 from catalog.model.metrics import first_divergence
 from catalog.model.packet import Ladder, PromptRow
+from catalog.recipes.compose import LaunchCommand
 from runner import ladders, load_sweep
 from runner.client import ClientError, StreamResult
 from runner.load_sweep_metrics import MetricsSummary, read_wanted
@@ -311,7 +312,7 @@ def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
     _LadderServerAt.url = server.base_url
     monkeypatch.setattr(ladders, "VllmServer", _LadderServerAt)
     monkeypatch.setattr(ladders, "ladder_command", lambda arm: arm.command)
-    command = SimpleNamespace(model_id="demo", args=["--max-num-seqs", "2"], env={})
+    command = LaunchCommand("demo", ["--max-num-seqs", "2"], {})
     arm = SimpleNamespace(id="tp1-oracle", spec_depth=0, command=command)
     runtime = LocalRuntime(Path("python"))  # VllmServer is a stand-in: nothing is started
     settings = MeasurementSettings(SUITE, None, TOKENS, 1234, 60.0)  # type: ignore[arg-type]
@@ -336,6 +337,7 @@ def test_the_load_ladder_runs_on_the_arms_ladder_server_and_resumes(
     (ladder,) = run(said)
     assert [(lv.users, lv.rate_rps) for lv in ladder.load.levels] == [(1, None), (None, 50.0)]  # type: ignore[union-attr]
     assert "tp1-oracle load 4 users: skipped, the server runs at most 2 sequences" in said
+    assert ladder.argv == ["vllm", "serve", "demo", "--max-num-seqs", "2"]  # the ladder server's own command
     assert ladders.ladder_path(tmp_path, "tp1-oracle", "load").exists()
     again: list[str] = []
     assert run(again) == [ladder]

@@ -15,6 +15,7 @@ from catalog.errors import UserError
 from catalog.files import write_file
 from catalog.model.packet import ContextPoint, Ladder, ServerRun
 from catalog.packets.canonical import pretty_json
+from catalog.recipes.compose import LaunchCommand
 from runner import ladders
 from runner.attempt import attempt_paths, finished_attempt
 from runner.client import StreamResult
@@ -131,7 +132,7 @@ ORACLE_OUTPUTS = {(2048, "prose"): [5, 6, 7], (2048, "code"): [8, 9]}
 
 
 def _ladder_arm(arm_id: str, depth: int) -> Any:
-    command = SimpleNamespace(model_id="demo", args=[], env={})
+    command = LaunchCommand("demo", [], {})
     return SimpleNamespace(id=arm_id, spec_depth=depth, command=command)
 
 
