@@ -23,7 +23,7 @@ slower: noise would refuse honest ladders.) Each check returns `(field, message)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from catalog.checks.load_sweep import _oracle_of
 from catalog.model.packet import Arm, Packet
@@ -122,18 +122,26 @@ def _row_problems(packet: Packet) -> list[Problem]:
 def _context_problems(packet: Packet) -> list[Problem]:
     """A context point is no deeper than its arm's server was sized for."""
     limits = {arm.id: server_context(arm) for arm in packet.arms}
+    return _deeper_points(packet, limits, lambda arm, length, sized: f"exceed arm {arm!r}'s {sized}")
+
+
+def _deeper_points(
+    packet: Packet, limits: dict[str, tuple[int, str] | None], words: Callable[[str, int, str], str]
+) -> list[Problem]:
+    """Each context point deeper than its arm's limit (length, where it is written); `words` says
+    what it exceeds, given the arm, the length and where."""
     problems: list[Problem] = []
     for i, ladder in enumerate(packet.ladders):
         limit = limits.get(ladder.arm)
         if limit is None:
             continue
-        context, sized = limit
+        length, where = limit
         for k, point in enumerate(ladder.context):
-            if point.depth_tokens > context:
+            if point.depth_tokens > length:
                 problems.append(
                     (
                         f"ladders[{i}].context[{k}].depth_tokens",
-                        f"{point.depth_tokens:,} prompt tokens exceed arm {ladder.arm!r}'s {sized}",
+                        f"{point.depth_tokens:,} prompt tokens {words(ladder.arm, length, where)}",
                     )
                 )
     return problems
@@ -180,21 +188,13 @@ def model_context_problems(packet: Packet, recipe: Recipe | None) -> list[Proble
                             f" the model's context length {length:,} ({words})",
                         )
                     )
-    for i, ladder in enumerate(packet.ladders):
-        limit = beyond.get(ladder.arm)
-        if limit is None:
-            continue
-        length, words = limit
-        for k, point in enumerate(ladder.context):
-            if point.depth_tokens > length:
-                problems.append(
-                    (
-                        f"ladders[{i}].context[{k}].depth_tokens",
-                        f"{point.depth_tokens:,} prompt tokens exceed the model's context length {length:,}"
-                        f" ({words}), whatever arm {ladder.arm!r} was sized for",
-                    )
-                )
-    return problems
+    return problems + _deeper_points(
+        packet,
+        beyond,
+        lambda arm, length, where: (
+            f"exceed the model's context length {length:,} ({where}), whatever arm {arm!r} was sized for"
+        ),
+    )
 
 
 def _beyond_server(recipe: Recipe, arm: Arm) -> tuple[int, str] | None:
