@@ -38,7 +38,7 @@ from catalog.checks.facts import facts_problems, file_facts_problems
 from catalog.checks.identity import identity_problems
 from catalog.checks.independence import copied_from, copy_problems
 from catalog.checks.load_sweep import load_problems
-from catalog.checks.physics import CEILING_MARGIN, arm_limits, physics_problems
+from catalog.checks.physics import physics_problems
 from catalog.checks.workload import workload_problems
 from catalog.model.arrays import decreasing
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
@@ -100,7 +100,6 @@ def reference_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware
         *model_date_problems(packet, recipe),
         *identity_problems(packet, recipe, hardware),
         *physics_problems(packet, recipe, hardware),
-        *startup_problems(packet, recipe, hardware),
         *board_power_problems(packet, hardware),
     ]
 
@@ -316,8 +315,9 @@ def server_problems(packet: Packet) -> list[Problem]:
 
 MAX_TIME_S = 86_400.0
 """The longest time (one day, in seconds) any time a packet records may hold: a server's startup_s,
-a TTFT, a request's end-to-end or planned time, a concurrency point's wall time, a load level's
-duration.
+a TTFT, a concurrency point's wall time, a load level's duration and its first request's planned
+time (which bound every request's times: each ends inside its level, within a day of the first
+due, and so within two).
 
 No honest campaign comes near it: the runner gives a server `health_deadline_s` (15 minutes) to
 answer, a strict-suite request streams at most max_tokens, and the longest committed figures are
@@ -384,13 +384,12 @@ def _times(packet: Packet) -> Iterator[tuple[str, float | None, str]]:
         if ladder.load is None:
             continue
         for k, level in enumerate(ladder.load.levels):
+            # its requests' times are bound to these two: each is due no sooner than the first and ends
+            # inside the level (LoadLevel._times_fit), its TTFT no later than its end (LoadRequest._coherent)
             at = f"{where}.load.levels[{k}]"
             yield f"{at}.duration_s", level.duration_s, "s"
-            for r, request in enumerate(level.requests):
-                yield f"{at}.requests[{r}].planned_ms", request.planned_ms, "ms"
-                yield f"{at}.requests[{r}].sent_ms", request.sent_ms, "ms"
-                yield f"{at}.requests[{r}].ttft_ms", request.ttft_ms, "ms"
-                yield f"{at}.requests[{r}].e2e_ms", request.e2e_ms, "ms"
+            first = min(range(len(level.requests)), key=lambda r: level.requests[r].planned_ms)
+            yield f"{at}.requests[{first}].planned_ms", level.requests[first].planned_ms, "ms"
 
 
 def figure_problems(packet: Packet) -> list[Problem]:
@@ -413,37 +412,6 @@ def figure_problems(packet: Packet) -> list[Problem]:
                     " hold: no server takes a day to start or to answer one request",
                 )
             )
-    return problems
-
-
-def startup_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware | None) -> list[Problem]:
-    """No server starts sooner than its cards can take in the weights: a server answers only once
-    every weight is in its cards' memory, and writing them there takes at least one read of them at
-    the cards' nominal memory bandwidth (`physics.arm_limits`' least step time, which reads the
-    weights a step touches once, ÷ CEILING_MARGIN as every floor's decode part). The catalog has no
-    figure for the host's disk or link, so the bound counts the cards' memory alone (a real start
-    also reads the weights from disk and compiles: tens of seconds)."""
-    if hardware is None or recipe is None:
-        return []  # the loader reports the missing entry
-    problems: list[Problem] = []
-    for i, arm in enumerate(packet.arms):
-        timed = [(j, s.startup_s) for j, s in enumerate(arm.servers) if s.startup_s is not None]
-        if not timed:
-            continue
-        limits = arm_limits(packet, arm, hardware, recipe)
-        if limits is None:
-            continue  # physics_problems says why the arm cannot be checked
-        least_s = limits.step_ms / CEILING_MARGIN / 1000.0
-        for j, startup in timed:
-            if 0 <= startup < least_s:  # a negative one: figure_problems
-                problems.append(
-                    (
-                        f"arms[{i}].servers[{j}].startup_s",
-                        f"{startup:.3g} s is less than the {least_s:.3g} s one read of the arm's weights takes at"
-                        f" {hardware.id}'s memory bandwidth ({hardware.memory_bandwidth_gb_s.value:,.0f} GB/s a card,"
-                        f" ÷ {CEILING_MARGIN}): a server answers only once its weights are in the cards' memory",
-                    )
-                )
     return problems
 
 

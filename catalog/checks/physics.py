@@ -12,6 +12,7 @@ FLOPs at peak compute, or one read of the weights, whichever is longer). From th
   and no row's (or load request's) last token sooner than that prefill plus (tokens − 1) ÷ the
   tokens one step may yield × one step's time ÷ CEILING_MARGIN; a concurrency point's wall time
   holds its users' tokens the same way; imported TTFT figures hold the floor of a one-token prompt;
+- startup: no server answers sooner than one read of its weights at the cards' bandwidth;
 - compute: a concurrency point's wall time, and a load level's duration, hold every token its
   users received at the card's peak compute (a token's FLOPs at least a one-token prefill's)
   ÷ FLOOR_MARGIN: batching shares one read of the weights among many users, never the arithmetic.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from catalog.checks.load_sweep import per_user_rates
 from catalog.model.load_sweep import LoadLevel
@@ -146,6 +148,7 @@ def arm_limits(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | No
             link_gb_s=link,
         ).tok_s
 
+    @cache  # a ladder's points share a few depths (one per content class)
     def ceiling_at(context_tokens: int) -> float:
         deeper = step_model(cell, Inputs(), context_tokens)
         return plain(deeper[0]) if deeper is not None else plain(step)
@@ -205,7 +208,28 @@ def physics_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
             continue
         problems += _ceiling_problems(packet, index, arm, limits)
         problems += _floor_problems(packet, index, arm, limits, hardware.id)
+        problems += _startup_problems(index, arm, limits, hardware)
     return problems
+
+
+def _startup_problems(index: int, arm: Arm, limits: ArmLimits, hardware: Hardware) -> list[Problem]:
+    """No server starts sooner than its cards can take in the weights: a server answers only once
+    every weight is in its cards' memory, and writing them there takes at least one read of them at
+    the cards' nominal memory bandwidth (the least step time, which reads the weights a step touches
+    once, ÷ CEILING_MARGIN as every floor's decode part). The catalog has no figure for the host's
+    disk or link, so the bound counts the cards' memory alone (a real start also reads the weights
+    from disk and compiles: tens of seconds)."""
+    least_s = limits.step_ms / CEILING_MARGIN / 1000.0
+    return [
+        (
+            f"arms[{index}].servers[{j}].startup_s",
+            f"{server.startup_s:.3g} s is less than the {least_s:.3g} s one read of the arm's weights takes at"
+            f" {hardware.id}'s memory bandwidth ({hardware.memory_bandwidth_gb_s.value:,.0f} GB/s a card,"
+            f" ÷ {CEILING_MARGIN}): a server answers only once its weights are in the cards' memory",
+        )
+        for j, server in enumerate(arm.servers)
+        if server.startup_s is not None and 0 <= server.startup_s < least_s  # a negative one: figure_problems
+    ]
 
 
 # --- the ceiling ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from catalog.model.packet import Arm, Packet
@@ -441,6 +442,7 @@ def _is_option(token: str) -> bool:
 _NUMBER = re.compile(r"-\d+(\.\d*)?|-\.\d+")
 
 
+@cache  # a packet's arms repeat their flags, and every read of a command resolves each one
 def _resolve(name: str) -> tuple[str | None, str | None]:
     """A `--` flag name as argparse resolves it among the flags the facts read (Python 3.11
     argparse _parse_optional and _get_option_tuples): the flag itself, or the one it abbreviates."""
@@ -454,6 +456,7 @@ def _resolve(name: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+@cache
 def _resolve_short(token: str) -> tuple[str | None, str | None]:
     """A single-dash token as argparse reads it: `-tp`, `-tp=2`, `-qfp8` (a two-character option and
     its value), `-t` (the one option starting so)."""

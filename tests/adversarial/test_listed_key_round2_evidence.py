@@ -12,7 +12,7 @@ with `--allow-unsigned`, by an error naming the packet and the field.
   `spec_metric_problems`, catalog/checks/evidence.py `canary_problems`);
 - 2 physics: a server started in 1 µs (less than one read of its 19.3 GB of weights), and a startup
   and a context TTFT of 1.7e308 (over a day; catalog/checks/consistency.py `figure_problems`,
-  `startup_problems`);
+  catalog/checks/physics.py `_startup_problems`);
 - 4 imports: an imported arm carrying per-prompt rows and token arrays, as if measured here
   (catalog/checks/consistency.py `server_problems`).
 
