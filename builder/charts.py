@@ -170,9 +170,14 @@ def _published_trace(series: str, points: Sequence[Point], colour: str, y_title:
             else {}
         ),
         line={"color": colour, "width": 2},
-        error_y={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": colour},
         hovertext=[_hover(p, y_title) for p in points],
         hoverinfo="text",
+        # bars only where a point has a spread to draw: a trace of single values would carry zeros
+        **(
+            {"error_y": {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": colour}}
+            if any(plus) or any(minus)
+            else {}
+        ),
     )
 
 

@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from builder import TEMPLATES, routes
 from builder.views.glossary import marked, term, title_first_uses
+from builder.views.load_sweep import LADDER_COMMAND_MISSING
 from builder.views.results import STATE_MEANINGS
 
 
@@ -46,6 +47,7 @@ def make_environment(templates: Path = TEMPLATES) -> Environment:
     env.filters["defined"] = marked
     env.filters["term"] = term
     env.globals["state_meanings"] = STATE_MEANINGS
+    env.globals["ladder_command_missing"] = LADDER_COMMAND_MISSING
     for template in env.list_templates(extensions=["html"]):
         env.get_template(template)
     return env

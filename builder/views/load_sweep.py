@@ -37,6 +37,11 @@ from catalog.recipes.shown import multiline
 DIFFERS = "outputs differ from the oracle"
 LOAD_TABLES = "load-tables"  # the family page's per-level tables, which hold every number the load charts draw
 UNUSABLE = "level unusable: the client fell behind, or a user was served faster than alone"
+LADDER_COMMAND_MISSING = (
+    "The command of this ladder's own server is not recorded in this packet (sealed before ladders recorded"
+    " theirs); it is not the one-user command shown for the arm."
+)
+"""What a page says in place of a ladder's server command where its packet recorded none."""
 UNUSABLE_COLOUR = "#6b7280"  # grey: the level says nothing about the server (amber, as withheld, is for outputs)
 
 
