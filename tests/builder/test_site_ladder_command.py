@@ -84,7 +84,9 @@ def test_the_demo_says_its_ladder_command_is_not_recorded(repository_built: Path
     table = _users_table(page)
     for row in table.select("tbody tr"):
         assert row.select("pre") == []  # no command beside figures it did not produce
-    note = table.find_parent("div").find_next_sibling("p", class_="ladder-command-missing")
+    wrapper = table.find_parent("div")
+    assert wrapper is not None
+    note = wrapper.find_next_sibling("p", class_="ladder-command-missing")
     assert note is not None and NOT_RECORDED in note.get_text(" ", strip=True)
     demo = next(p for p in (repository_built / "packets").iterdir() if p.name.startswith("demo-") and p.is_dir())
     ladders = _soup(demo / "index.html").select_one("#ladders")
