@@ -282,7 +282,9 @@ def test_rerun_resumes_from_finished_attempts(
 
 
 def _server_pids(port: int) -> list[int]:
-    found = subprocess.run(["pgrep", "-f", "--", f"--port {port}"], capture_output=True, text=True, check=False)
+    """The processes serving `port`: `--port 4123` and nothing longer (a pattern without the end would
+    also match another test's server on port 41234, and the kill below would hit that one instead)."""
+    found = subprocess.run(["pgrep", "-f", "--", f"--port {port}( |$)"], capture_output=True, text=True, check=False)
     return [int(pid) for pid in found.stdout.split()]
 
 
