@@ -11,14 +11,12 @@ are deterministic (hypothesis runs derandomized), so a rerun renders the same te
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.adversarial.fakes import campaign  # noqa: F401 - a fixture for every module
+from tests.adversarial.fakes import campaign, clean_env  # noqa: F401 - fixtures for every module
 from tests.adversarial.support import HERE, REPO, REPORT_CHECK, RUN, TALLY, Tally
 
 # ---- the record of this session's run of the suite ----
@@ -75,12 +73,3 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _, _, carried = hostile_catalog(root)
     (root / "carried").write_text(str(carried))
     return root
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No FAKE_VLLM_* settings leak between tests."""
-    for name in list(os.environ):
-        if name.startswith("FAKE_VLLM_"):
-            monkeypatch.delenv(name)
-    yield

@@ -90,6 +90,15 @@ class Campaign:
 
 
 @pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No FAKE_VLLM_* settings leak between tests."""
+    for name in list(os.environ):
+        if name.startswith("FAKE_VLLM_"):
+            monkeypatch.delenv(name)
+    yield
+
+
+@pytest.fixture
 def campaign(tmp_path: Path, vllm_shim: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None) -> Iterator[Campaign]:
     signed_data(tmp_path / "data")  # the runner signs with this test session's throwaway key
     (tmp_path / "packets").mkdir()

@@ -8,8 +8,6 @@ many-user figures beside the command that produced them. End to end against the 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,16 +18,7 @@ from catalog.recipes.compose import merge_args
 from catalog.store.repository import load_catalog
 from runner.measure import Places, RuntimeChoice, measure
 from runner.plan import LADDER_MAX_SEQS, CampaignRequest
-from tests.adversarial.fakes import Campaign, campaign  # noqa: F401 (a fixture)
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No FAKE_VLLM_* settings leak into the campaign (tests/adversarial/conftest.py's, for `campaign`)."""
-    for name in list(os.environ):
-        if name.startswith("FAKE_VLLM_"):
-            monkeypatch.delenv(name)
-    yield
+from tests.adversarial.fakes import Campaign, campaign, clean_env  # noqa: F401 (fixtures)
 
 
 @pytest.mark.slow

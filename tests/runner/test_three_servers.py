@@ -7,8 +7,6 @@ rate averages every server, so none may go uncompared. End to end against the fa
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,19 +21,10 @@ from runner.campaign import gates_for
 from runner.measure import Places, RuntimeChoice, measure
 from runner.plan import ArmPlan, CampaignRequest, plan_arms
 from testkit.samples import DATA, make_rows, make_server
-from tests.adversarial.fakes import Campaign, campaign  # noqa: F401 (a fixture)
+from tests.adversarial.fakes import Campaign, campaign, clean_env  # noqa: F401 (fixtures)
 
 FIRST = "the arm's first fresh server"
 SECOND = "the arm's second fresh server"
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No FAKE_VLLM_* settings leak into the campaign (tests/adversarial/conftest.py's, for `campaign`)."""
-    for name in list(os.environ):
-        if name.startswith("FAKE_VLLM_"):
-            monkeypatch.delenv(name)
-    yield
 
 
 @pytest.fixture(scope="module")
