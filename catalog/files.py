@@ -53,6 +53,24 @@ def _write_atomically(path: Path, content: str | bytes, mode: int, overwrite: bo
         Path(tmp_name).unlink(missing_ok=True)
 
 
+def read_tail(path: Path, size: int) -> bytes:
+    """A regular file's last `size` bytes (all of them when it is shorter); errors as `read_bytes`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without blocking, and is refused
+    except OSError as error:
+        raise CatalogError(f"cannot read: {error.strerror}", file=path) from None
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise CatalogError("not a regular file", file=path)
+        start = max(found.st_size - size, 0)
+        return os.pread(fd, found.st_size - start, start)
+    except OSError as error:
+        raise CatalogError(f"cannot read: {error.strerror}", file=path) from None
+    finally:
+        os.close(fd)
+
+
 def read_bytes(path: Path) -> bytes:
     """A regular file's bytes (a FIFO would block the read for ever); a CatalogError naming the
     file when it cannot be read."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -383,3 +384,25 @@ def test_targets_resolve_each_folder_once_and_still_refuse_a_link_out(tmp_path):
             targets.of("link/x.html")
         assert targets.of("alias/y.html") == (out / "inside" / "y.html").resolve()
     assert targets.of("packets/a/index.html") == out.resolve() / "packets" / "a" / "index.html"
+
+
+def _whole_file_hint(path: Path) -> datetime | None:
+    data = path.read_bytes()
+    at = data.rfind(b',"created":"')
+    return None if at < 0 else datetime.fromisoformat(data[at + 12 : data.find(b'"', at + 12)].decode())
+
+
+def test_the_created_hint_read_from_a_packets_tail_is_the_one_its_whole_file_gives(tmp_path, catalog, monkeypatch):
+    _, packets = catalog
+    paths = [p for p in sorted(packets.glob("*.json")) if not is_signature(p)]
+    demo = next(p for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not is_signature(p))
+    data = demo.read_bytes()
+    assert len(data) - data.rfind(b',"created":"') > assemble.CREATED_TAIL  # its ladders follow `created`
+    for tail in (assemble.CREATED_TAIL, 64):  # 64: the key before every packet's tail, each read whole again
+        monkeypatch.setattr(assemble, "CREATED_TAIL", tail)
+        for path in [*paths, demo]:
+            assert assemble.created_hint(path) == _whole_file_hint(path), (tail, path.name)
+    assert sum(_whole_file_hint(p) is not None for p in [*paths, demo]) >= 2  # a measured packet names its day
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert assemble.created_hint(fifo) is None  # refused unread, never a blocked build
