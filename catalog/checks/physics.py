@@ -161,7 +161,7 @@ def arm_limits(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | No
         factor,
         why,
         per_step,
-        prefill_floor(cell, layout, step, link),
+        cache(prefill_floor(cell, layout, step, link)),  # an arm's rows share one length per prompt of the suite
         token_compute_ms(cell, layout, step, link),
         ceiling_at,
     )

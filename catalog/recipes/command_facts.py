@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from catalog.model.packet import Arm, Packet
@@ -305,7 +305,14 @@ def vllm_length(value: str) -> int | None:
 def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> CommandFacts:
     """The facts of a command's argv, with `env` set for it (a local command's variables), read as
     vLLM 0.32 reads them (`vllm_options`): every alias and abbreviation, the dotted JSON form, the
-    last of a repeated flag holding, as in argparse."""
+    last of a repeated flag holding, as in argparse. The facts are a function of the two alone, and
+    the packets of a family record the same few commands: each is read once a process (what it buys
+    is in bench/FINDINGS.md, 2026-12-07 11:30). The result is shared: never change its `env`."""
+    return _facts(tuple(argv), tuple(env.items()) if env else ())
+
+
+@lru_cache(maxsize=1024)
+def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFacts:
     args, docker_env, image = vllm_args(argv)
     eager = False
     length, kv_dtype = None, KV_CACHE_DEFAULT
@@ -354,7 +361,7 @@ def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
     return CommandFacts(
         eager,
         image,
-        {**docker_env, **(env or {})},
+        {**docker_env, **dict(env)},
         method,
         depth,
         sizes["--tensor-parallel-size"],
