@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import date
 from functools import partial
 from pathlib import Path
 
@@ -32,14 +32,14 @@ from builder.views.family import family_view
 from builder.views.index import IndexView, family_card, index_view, listings
 from builder.views.recipe import recipe_evidence
 from catalog.errors import CatalogError
-from catalog.files import file_sha256, read_bytes, read_tail
+from catalog.files import file_sha256
 from catalog.forked import forked_map, worker_count
 from catalog.model.packet import Packet
 from catalog.packets.layout import SIGNATURE_SUFFIX, signature_path
 from catalog.packets.verify import Staged, check_size
 from catalog.recipes.hardware import Hardware
 from catalog.store.listing import Listed
-from catalog.store.reading import read_one
+from catalog.store.reading import created_hint, read_one
 from catalog.store.repository import (
     Data,
     load_data,
@@ -50,7 +50,6 @@ from catalog.store.repository import (
     signatures_without_packets,
 )
 
-CREATED_TAIL = 16 << 10  # a packet's keys after `created` (identity, provenance, title, workload) without ladders
 PACKETS_PER_WORKER = 32  # below this many packets for each of two workers, one process is faster
 # The site's pages go to two workers from 32 (a full build at 1,000 families: 1,000 recipe pages).
 PAGES_PER_WORKER = 16
@@ -166,33 +165,6 @@ def _read(shared: Shared, targets: Targets, name: str) -> tuple[PacketRead, Pack
         signed = file_sha256(envelope) if os.path.isfile(envelope) else None
     sha = packet.sha256 if packet is not None else None
     return PacketRead(name, [*read.problems, *read.reference_problems], read.listed, sha, signed, stats), packet
-
-
-def created_hint(path: Path) -> datetime | None:
-    """The `created` a packet file names, read from its bytes before it is verified: the date
-    every page shows must be known before the first page is rendered. Canonical bytes sort the
-    key after `arms` and before the rest, none of which holds a key of that name, so it is the
-    last one; `load` checks the date against the packets as verified. Its last CREATED_TAIL bytes
-    are read first, the whole file only where the key is not among them (a packet whose ladders
-    follow it): every packet is read so before the first worker starts, and reading them whole was
-    4.0 of the 65 s of a cold 1000 x 20 build (bench/FINDINGS.md, 2026-12-07 11:40)."""
-    key = b',"created":"'
-    try:
-        data = read_tail(path, CREATED_TAIL)
-        at = data.rfind(key)
-        if at < 0 and len(data) == CREATED_TAIL:
-            data = read_bytes(path)
-            at = data.rfind(key)
-    except CatalogError:  # a FIFO would block; verification names what is wrong with it
-        return None
-    if at < 0:
-        return None
-    start = at + len(key)
-    end = data.find(b'"', start)
-    try:
-        return datetime.fromisoformat(data[start:end].decode("ascii"))
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def _guess(name: str, slugs: Container[str]) -> str:

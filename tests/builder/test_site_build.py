@@ -17,6 +17,7 @@ from builder.cli import run
 from builder.output import Targets, check_output_folder
 from catalog.errors import CatalogError
 from catalog.packets.layout import is_signature
+from catalog.store import reading
 from tests.builder.counting import file_reads
 from tests.builder.factory import REPO, write_catalog
 
@@ -397,12 +398,12 @@ def test_the_created_hint_read_from_a_packets_tail_is_the_one_its_whole_file_giv
     paths = [p for p in sorted(packets.glob("*.json")) if not is_signature(p)]
     demo = next(p for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not is_signature(p))
     data = demo.read_bytes()
-    assert len(data) - data.rfind(b',"created":"') > assemble.CREATED_TAIL  # its ladders follow `created`
-    for tail in (assemble.CREATED_TAIL, 64):  # 64: the key before every packet's tail, each read whole again
-        monkeypatch.setattr(assemble, "CREATED_TAIL", tail)
+    assert len(data) - data.rfind(b',"created":"') > reading.CREATED_TAIL  # its ladders follow `created`
+    for tail in (reading.CREATED_TAIL, 64):  # 64: the key before every packet's tail, each read whole again
+        monkeypatch.setattr(reading, "CREATED_TAIL", tail)
         for path in [*paths, demo]:
-            assert assemble.created_hint(path) == _whole_file_hint(path), (tail, path.name)
+            assert reading.created_hint(path) == _whole_file_hint(path), (tail, path.name)
     assert sum(_whole_file_hint(p) is not None for p in [*paths, demo]) >= 2  # a measured packet names its day
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
-    assert assemble.created_hint(fifo) is None  # refused unread, never a blocked build
+    assert reading.created_hint(fifo) is None  # refused unread, never a blocked build
