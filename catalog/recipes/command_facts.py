@@ -307,7 +307,7 @@ def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
     vLLM 0.32 reads them (`vllm_options`): every alias and abbreviation, the dotted JSON form, the
     last of a repeated flag holding, as in argparse. The facts are a function of the two alone, and
     the packets of a family record the same few commands: each is read once a process (what it buys
-    is in bench/FINDINGS.md, 2026-12-07 11:30). The result is shared: never change its `env`."""
+    is in bench/FINDINGS.md, 2026-12-07 11:40). The result is shared: never change its `env`."""
     return _facts(tuple(argv), tuple(env.items()) if env else ())
 
 

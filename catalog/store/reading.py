@@ -70,10 +70,10 @@ def created_hint(path: Path) -> datetime | None:
     """The `created` a packet file names, read from its bytes before it is verified: the date
     every page shows must be known before the first page is rendered (builder/assemble.py `load`,
     which checks it against the packets as verified). Canonical bytes sort the key after `arms`
-    and before the rest, none of which holds a key of that name, so it is the last one. Its last CREATED_TAIL bytes
-    are read first, the whole file only where the key is not among them (a packet whose ladders
-    follow it): every packet is read so before the first worker starts, and reading them whole was
-    4.0 of the 65 s of a cold 1000 x 20 build (bench/FINDINGS.md, 2026-12-07 11:40)."""
+    and before the rest, none of which holds a key of that name, so it is the last one. The last
+    CREATED_TAIL bytes are read first, the whole file only where the key is not among them (a
+    packet whose ladders follow it): every packet is read so before the first worker starts, and
+    reading them whole took 2.3-4.0 s of a cold 1000 x 20 build (bench/FINDINGS.md, 2026-12-07 11:40)."""
     key = b',"created":"'
     try:
         data = read_tail(path, CREATED_TAIL)
