@@ -115,6 +115,23 @@ def significant(value: float, digits: int = 2, unit: str = "") -> Num:
     return Num(format(rounded_value, "f"), unit)
 
 
+def as_given(value: float | int, unit: str = "") -> Num:
+    """A figure a source gives (data/hardware.yaml), with the decimals it was given and no more:
+    197 TOPS, not 197.00; 98.5 TFLOPS, not 98.50."""
+    text = repr(float(value))
+    if float(value).is_integer():
+        return num(int(value), 0, unit)
+    return num(value, len(text.partition(".")[2]) if "e" not in text else 6, unit)
+
+
+def byte_size(count: float) -> Num:
+    """A size in bytes in the unit that shows it: 2.38 MB, not 0.00 GB (decimal units, as vLLM logs them)."""
+    for scale, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "KB")):
+        if count >= scale:
+            return num(count / scale, 2, unit)
+    return num(count, 0, "bytes")
+
+
 def opt_num(value: float | int | None, places: int = 2, unit: str = "") -> Num | None:
     return None if value is None else num(value, places, unit)
 

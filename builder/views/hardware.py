@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from builder import routes
-from builder.format import Num, num
+from builder.format import Num, as_given, num
 from builder.views.common import Fact, Link, Pager, SiteContext, page_numbers, page_of
 from builder.views.index import FamilyCard, best_pick
 from builder.views.results import STATE_LABELS
@@ -77,11 +77,11 @@ class HardwareCard:
 
 
 def _memory(hw: Hardware) -> Num:
-    return num(hw.memory_gb.value, 0, f"GB {hw.memory_type}")
+    return as_given(hw.memory_gb.value, f"GB {hw.memory_type}")
 
 
 def _bandwidth(hw: Hardware) -> Num:
-    return num(hw.memory_bandwidth_gb_s.value, 0, "GB/s")
+    return as_given(hw.memory_bandwidth_gb_s.value, "GB/s")
 
 
 def _specs(hw: Hardware) -> list[Fact]:
@@ -91,14 +91,14 @@ def _specs(hw: Hardware) -> list[Fact]:
     ]
     if hw.compute_tflops_bf16:
         facts.append(
-            Fact("BF16 compute", num(hw.compute_tflops_bf16.value, 2, "TFLOPS"), hw.compute_tflops_bf16.source)
+            Fact("BF16 compute", as_given(hw.compute_tflops_bf16.value, "TFLOPS"), hw.compute_tflops_bf16.source)
         )
     if hw.compute_tops_int8:
-        facts.append(Fact("INT8 compute", num(hw.compute_tops_int8.value, 2, "TOPS"), hw.compute_tops_int8.source))
+        facts.append(Fact("INT8 compute", as_given(hw.compute_tops_int8.value, "TOPS"), hw.compute_tops_int8.source))
     if hw.interconnect:
         ic = hw.interconnect
         facts.append(
-            Fact(f"interconnect ({ic.name})", num(ic.bandwidth_gb_s.value, 0, "GB/s"), ic.bandwidth_gb_s.source)
+            Fact(f"interconnect ({ic.name})", as_given(ic.bandwidth_gb_s.value, "GB/s"), ic.bandwidth_gb_s.source)
         )
     facts.append(Fact("docker image", hw.docker_image or "none", "the image the command builder uses on this card"))
     return facts

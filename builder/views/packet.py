@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from builder import routes
-from builder.format import num
+from builder.format import byte_size, num
 from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
@@ -145,7 +145,7 @@ def _identity(packet: Packet, ctx: SiteContext) -> list[Fact]:
         Fact("revision", model.revision or "not recorded"),
         Fact("recipe variant", model.variant or "none: the recipe lists no variant for this checkpoint"),
         Fact("quantization", defined(f"{model.quantization_label} ({model.quantization})")),
-        Fact("weights", num(model.weight_bytes / 1e9, unit="GB") if model.weight_bytes else "not recorded"),
+        Fact("weights", byte_size(model.weight_bytes) if model.weight_bytes else "not recorded"),
         Fact("runtime", runtime.label),
         Fact("runtime version", f"{runtime.name} {runtime.version} on {runtime.platform}"),
         Fact("image", runtime.image or "not recorded"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from builder import routes
-from builder.format import Num, num, opt_num
+from builder.format import Num, byte_size, num, opt_num
 from builder.views.common import Fact
 from builder.views.results import STATE_LABELS, ArmResult
 from catalog.errors import CatalogError
@@ -150,7 +150,7 @@ def projection_view(
             for i in main.inputs
         ],
         byte_terms=[
-            Fact(f"{t.label} (per {t.per})", num(t.bytes / 1e9, 3, "GB"), in_words(t.detail, lead.packet))
+            Fact(f"{t.label} (per {t.per})", byte_size(t.bytes), in_words(t.detail, lead.packet))
             for t in main.byte_terms
         ],
         prefill=_prefill(main.prefill, lead.packet),

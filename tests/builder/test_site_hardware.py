@@ -51,3 +51,13 @@ def test_a_card_without_packets_has_no_rows_and_the_index_counts_each_card(tmp_p
     assert hardware_view(ctx.catalog.hardware["h100_sxm"], ctx, families).families == []
     counts = {c.id: (c.families.value, c.packets.value) for c in hardware_cards(ctx.catalog)}
     assert counts == {h: (1, 2) if h == "arc_pro_b70" else (0, 0) for h in ctx.catalog.hardware}
+
+
+def test_a_cards_figures_read_as_its_source_gives_them(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    for card in ctx.catalog.hardware.values():
+        specs = {fact.label: str(fact.value) for fact in hardware_view(card, ctx, {}).specs}
+        if card.compute_tops_int8 is not None:
+            figure = card.compute_tops_int8.value  # 197 in data/hardware.yaml is 197 TOPS, not 197.00
+            assert specs["INT8 compute"] == (str(int(figure)) if float(figure).is_integer() else repr(figure))
+        assert not any(value.endswith(".00") for value in specs.values()), specs
