@@ -19,7 +19,7 @@ from tests.builder.factory import write_catalog
 
 W4A16 = routes.filtered_index("quant", "w4a16")
 B70 = routes.filtered_index("hw", "arc_pro_b70")
-LISTED = "[data-family-list] > li:not([hidden]) h2"
+LISTED = "[data-family-list] > li:not([hidden]) h3"
 
 
 @pytest.fixture(scope="module")

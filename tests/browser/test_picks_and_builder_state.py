@@ -19,7 +19,7 @@ RECIPE = "recipes/fixture-7b/index.html"
 
 
 def _card(page):  # type: ignore[no-untyped-def]
-    return page.locator("[data-family-list] > li").filter(has=page.locator("h2", has_text="Fixture 7B"))
+    return page.locator("[data-family-list] > li").filter(has=page.locator("h3", has_text="Fixture 7B"))
 
 
 def _shown_pick(page):  # type: ignore[no-untyped-def]
@@ -85,7 +85,7 @@ def _expected(built, *, variant: str, hw: str, features: list[str], tp: int, dep
 
 
 LISTED = """() => [...document.querySelectorAll('[data-family-list] > li')].filter(li => !li.hidden).map(li => [
-  li.querySelector('h2').textContent.trim(),
+  li.querySelector('h3').textContent.trim(),
   [...li.querySelectorAll('.pick')].filter(p => !p.hidden).map(p => p.textContent.replace(/\\s+/g, ' ').trim())
 ])"""
 

@@ -167,18 +167,18 @@ def test_index_filter_changes_list_and_url_and_survives_reload(page, base_url):
     cards = page.locator("[data-family-list] > li")
     assert cards.count() == 2
     page.select_option("select[name=quant]", "w4a16")
-    visible = page.locator("[data-family-list] > li:not([hidden]) h2")
+    visible = page.locator("[data-family-list] > li:not([hidden]) h3")
     assert visible.all_inner_texts() == ["Fixture 7B"]
     assert "quant=w4a16" in page.url
     # a result filter also counts the families that have a matching result, not only those listed
     assert page.locator("[data-count]").inner_text() == "1 of 2 families · 1 with a matching result"
     page.reload()
     assert page.locator("select[name=quant]").input_value() == "w4a16"
-    assert page.locator("[data-family-list] > li:not([hidden]) h2").all_inner_texts() == ["Fixture 7B"]
+    assert page.locator("[data-family-list] > li:not([hidden]) h3").all_inner_texts() == ["Fixture 7B"]
     page.select_option("select[name=quant]", "")
     page.select_option("select[name=sort]", "name")
     assert "sort=name" in page.url and "quant" not in page.url
-    assert page.locator("[data-family-list] > li h2").all_inner_texts() == ["Empty 1B", "Fixture 7B"]
+    assert page.locator("[data-family-list] > li h3").all_inner_texts() == ["Empty 1B", "Fixture 7B"]
     page.select_option("select[name=grade]", "none")
     page.select_option("select[name=state]", "measured")
     assert page.locator("[data-empty]").is_visible()
@@ -188,7 +188,7 @@ def test_index_filter_changes_list_and_url_and_survives_reload(page, base_url):
 def test_index_filter_from_a_shared_link(page, base_url):
     page.goto(base_url + "index.html#hw=h100_sxm&sort=name")
     assert page.locator("select[name=hw]").input_value() == "h100_sxm"
-    assert page.locator("[data-family-list] > li:not([hidden]) h2").all_inner_texts() == ["Fixture 7B"]
+    assert page.locator("[data-family-list] > li:not([hidden]) h3").all_inner_texts() == ["Fixture 7B"]
 
 
 def test_command_builder_follows_python_composition(page, base_url, built):

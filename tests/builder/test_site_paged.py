@@ -35,7 +35,7 @@ def _soup(path: Path) -> BeautifulSoup:
 
 
 def _families(path: Path) -> list[str]:
-    return [str(a["href"]) for a in _soup(path).select("[data-family-list] > li h2 a")]
+    return [str(a["href"]) for a in _soup(path).select("[data-family-list] > li h3 a")]
 
 
 def _pages(first: Path) -> list[Path]:

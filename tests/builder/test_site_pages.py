@@ -151,7 +151,7 @@ def test_recipe_guide_headings_nest_under_guide(page):
 def test_index_lists_every_family_with_filter_data(built, page):
     soup = page("index.html")
     families = soup.select("[data-family-list] > li")
-    assert [f.select_one("h2").get_text() for f in families] == ["Fixture 7B", "Empty 1B"]  # fastest first
+    assert [f.select_one("h3").get_text() for f in families] == ["Fixture 7B", "Empty 1B"]  # fastest first
     fixture = families[0]
     assert fixture["data-hw"].split() == ["arc_pro_b70", "h100_sxm"]
     assert set(fixture["data-quant"].split()) == {"bf16", "w4a16"}
@@ -175,7 +175,7 @@ def test_hardware_page_lists_sources_and_one_row_per_family(built, page):
     assert cells[0].a["href"] == "../../models/fixture-7b/index.html"
     assert cells[5].data["value"] == "2"  # its packets on this card
     # the figure is the index's pick for this card, linked to the same packet arm
-    family = next(li for li in page("index.html").select("[data-family-list] > li") if li.h2.get_text() == "Fixture 7B")
+    family = next(li for li in page("index.html").select("[data-family-list] > li") if li.h3.get_text() == "Fixture 7B")
     chosen = family.select_one(f'.pick[data-pick="{json.loads(family["data-picks"])["arc_pro_b70||"]}"]')
     assert cells[1].data["value"] == chosen.select_one(".family-value data")["value"]
     assert cells[6].a["href"] == "../../" + chosen.select_one("a")["href"]
@@ -273,3 +273,19 @@ def test_every_relative_link_resolves(built):
             assert resolved.exists(), (path, target)
             if anchor and resolved.suffix == ".html":
                 assert anchor in ids_of(resolved), (path, target)
+
+
+def test_no_page_skips_a_heading_level_and_the_index_lists_families_under_its_own_heading(built, page):
+    """Screen readers navigate by heading level: a family's card is an h3 under "Every model family"
+    (an h2), never a sibling of it, and no page jumps from one level to two below it."""
+    for path in sorted(built.rglob("*.html")):
+        levels = [int(h.name[1]) for h in page(path.relative_to(built).as_posix()).find_all(HEADINGS)]
+        jumps = [(a, b) for a, b in zip([0, *levels], levels, strict=False) if b > a + 1]
+        assert not jumps, (path.relative_to(built).as_posix(), jumps)
+    index = page("index.html")
+    listed = index.select("[data-family-list] > li")
+    assert listed and all(li.find(HEADINGS).name == "h3" for li in listed)
+    assert index.select_one("#families").name == "h2"
+
+
+HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
