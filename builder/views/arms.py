@@ -13,7 +13,7 @@ from markupsafe import escape
 from builder.format import Num, num, num_html, opt_num
 from builder.views.common import Fact
 from builder.views.describe import canary_explanation, config_clause, gate_phrase
-from builder.views.energy import energy_facts, window_figure
+from builder.views.energy import energy_facts, one_absence, window_figure
 from builder.views.load_sweep import LadderCommand, WithheldText, ladder_command, withheld_cell
 from builder.views.results import STATE_LABELS, state_reason
 from catalog.model.metrics import decode_rate
@@ -103,6 +103,7 @@ class LadderView:
     rows: list[list[str | Num | WithheldText | None]]
     withheld: bool = False  # its arm is withheld: every cell is struck (builder/views/load_sweep.py)
     command: LadderCommand | None = None  # the ladder's own server command, or why none is shown
+    energy_absent: str = ""  # why no row has energy, when one reason holds for all: said once, no column
 
 
 NO_VALUE = "—"
@@ -335,7 +336,10 @@ def ladder_views(packet: Packet) -> list[LadderView]:
         if ladder.kind == "load":
             continue  # its own table: builder/views/load_sweep.py
         if ladder.kind == "concurrency":
-            cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle", "energy"]
+            energy = [window_figure(p.energy, packet) for p in ladder.concurrency]
+            note = one_absence(energy)  # said once, not on every row
+            cols = ["users", "completion tokens", "wall s", "aggregate tok/s", "identical to oracle"]
+            cols += [] if note else ["energy"]
             told = any(p.divergence for p in ladder.concurrency)
             rows: list[list[str | Num | None]] = [
                 [
@@ -344,14 +348,15 @@ def ladder_views(packet: Packet) -> list[LadderView]:
                     num(p.wall_s),
                     num(p.aggregate_tok_s),
                     _yes_no(p.identical_to_oracle),
-                    window_figure(p.energy, packet).text,
+                    *([] if note else [figure.text]),
                     *([p.divergence] if told else []),
                 ]
-                for p in ladder.concurrency
+                for p, figure in zip(ladder.concurrency, energy, strict=True)
             ]
             if told:
                 cols.append("why it differs")
         else:
+            note = ""
             cols = ["prompt tokens", "content class", "decode tok/s", "TTFT ms", "identical to oracle"]
             rows = [
                 [
@@ -369,7 +374,7 @@ def ladder_views(packet: Packet) -> list[LadderView]:
             [withheld_cell(v) if withheld else v for v in row] for row in rows
         ]
         views.append(
-            LadderView(ladder.arm, arm.label, ladder.kind, cols, shown, withheld, ladder_command(packet, ladder))
+            LadderView(ladder.arm, arm.label, ladder.kind, cols, shown, withheld, ladder_command(packet, ladder), note)
         )
     return views
 

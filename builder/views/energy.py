@@ -6,7 +6,7 @@ arm's combines its servers' windows: their energy over their output tokens."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from builder.format import Num, num
@@ -57,6 +57,15 @@ def absent(reason: str | None) -> EnergyFigure:
     return EnergyFigure("absent", None, None, None, why)
 
 
+def one_absence(figures: Iterable[EnergyFigure | None]) -> str:
+    """Why none of a table's rows has energy, when every row is without it for the same reason (a
+    caption says it once, and the table drops its energy column); else ""."""
+    reasons = {f.why if f is not None and f.state == "absent" else None for f in figures}
+    if len(reasons) != 1:
+        return ""
+    return reasons.pop() or ""
+
+
 def _invalid(window: EnergyWindow) -> EnergyFigure:
     return EnergyFigure("invalid", None, None, None, f"energy invalid: {window.invalid[0]}")
 
@@ -102,8 +111,8 @@ def arm_energy(packet: Packet, arm: Arm) -> EnergyFigure:
 
 def energy_facts(window: EnergyWindow | None, packet: Packet) -> list[Fact]:
     """A window on a packet page: every figure with the samples it came from, or every reason."""
-    if window is None:
-        return [Fact("energy", absent(packet.energy.absent if packet.energy is not None else None).why)]
+    if window is None:  # why is the packet's, said once in its Energy section
+        return [Fact("energy", NOT_MEASURED, "the packet's Energy section says why")]
     samples = ", ".join(
         f"device {c.device}: {len(c.power_mw)} power samples, {len(c.counter_uj)} counter readings"
         for c in window.cards

@@ -24,7 +24,7 @@ from markupsafe import Markup, escape
 from builder import routes
 from builder.charts import WITHHELD_COLOUR, Chart, Point, chart
 from builder.format import Num, num, opt_num
-from builder.views.energy import EnergyFigure, window_figure
+from builder.views.energy import EnergyFigure, one_absence, window_figure
 from catalog.errors import CatalogError
 from catalog.model.load_sweep import ALONE_BOUND, LoadLevel, LoadSweep, Slo
 from catalog.model.packet import Arm, Ladder, Packet, State
@@ -298,17 +298,9 @@ def sweep_view(packet: Packet, ladder: Ladder, hardware: Hardware | None, recipe
         requests_per_level=num(sweep.requests_per_level, 0),
         rows=rows,
         projection_note=note,
-        energy_absent=_one_absence(rows),
+        energy_absent=one_absence(row.energy for row in rows),
         command=ladder_command(packet, ladder),
     )
-
-
-def _one_absence(rows: Sequence[LoadLevelRow]) -> str:
-    """Why no level has energy, when every level is without it for the same reason; else ""."""
-    reasons = {row.energy.why if row.energy is not None and row.energy.state == "absent" else None for row in rows}
-    if len(reasons) != 1:
-        return ""
-    return reasons.pop() or ""
 
 
 def load_sweep_ladders(ladders: Sequence[tuple[Packet, Ladder]]) -> list[tuple[Packet, Ladder]]:

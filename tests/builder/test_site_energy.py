@@ -13,8 +13,12 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from builder.views.arms import ladder_views
+from builder.views.energy import NOT_MEASURED, absent, energy_facts, one_absence
 from catalog.model.packet import Packet
-from tests.builder.factory import ENERGY_GAP_LEVEL, LOAD_FAMILY
+from catalog.packets.layout import is_signature
+from catalog.packets.verify import read_packet
+from tests.builder.factory import ENERGY_GAP_LEVEL, LOAD_FAMILY, REPO
 
 FAMILY = f"models/{LOAD_FAMILY}/index.html"
 RECIPE = f"recipes/{LOAD_FAMILY}/index.html"
@@ -133,3 +137,17 @@ def test_the_methodology_page_explains_energy(page) -> None:
     assert section is not None
     text = words(section)
     assert re.search(r"trapezoid", text) and "counter wrap" in text
+
+
+def test_a_ladder_without_energy_says_why_once_not_on_every_row() -> None:
+    demo = next(p for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not is_signature(p))
+    packet = read_packet(demo, None)  # a CPU campaign: no card energy source, one reason for every row
+    ladders = [v for v in ladder_views(packet) if v.kind == "concurrency"]
+    assert ladders
+    for view in ladders:
+        assert "energy" not in view.columns and view.energy_absent.startswith(f"{NOT_MEASURED}: ")
+        assert not any(NOT_MEASURED in str(cell) for row in view.rows for cell in row)
+    [fact] = energy_facts(None, packet)  # a server's: the word; the packet's Energy section says why
+    assert fact.value == NOT_MEASURED and "Energy section" in fact.note
+    assert one_absence([absent("a"), absent("a")]) == f"{NOT_MEASURED}: a"
+    assert one_absence([absent("a"), absent("b")]) == one_absence([absent("a"), None]) == ""
