@@ -381,7 +381,7 @@ def _filtered(index: IndexView, chosen: dict[str, str], words: str) -> IndexView
     return replace(
         index,
         families=sorted(index.families, key=lambda c: (c.synthetic, -speed[c.slug], c.title.lower())),
-        answers=[a for a in index.answers if chosen.get("hw", a.hardware_id) == a.hardware_id],
+        answers=_answers_for(index.answers, chosen),
         by_result=[r for r in index.by_result if all(getattr(r.pick, n) == v for n, v in _pick_fields(chosen))],
         filter_links=_filter_links(index.filters, chosen),
         chosen=chosen,
@@ -390,6 +390,15 @@ def _filtered(index: IndexView, chosen: dict[str, str], words: str) -> IndexView
         hidden=frozenset(hidden),
         count=f"{len(visible)} of {len(index.families)} families · {matching} with a matching result",
     )
+
+
+def _answers_for(answers: list[CardAnswer], chosen: dict[str, str]) -> list[CardAnswer]:
+    """The card answers a filter page shows: its card's, or every card's. A card's answer is its
+    fastest result of any quantization, so under a quantization chosen it answers none (site.js
+    hides them alike when a quantization or a method is chosen)."""
+    if "quant" in chosen:
+        return []
+    return [a for a in answers if chosen.get("hw", a.hardware_id) == a.hardware_id]
 
 
 def _pick_fields(chosen: dict[str, str]) -> list[tuple[str, str]]:

@@ -69,6 +69,7 @@
     var listed = counter ? counter.textContent : "";  /* the listing's own count, as the page was made */
     var paged = form.hasAttribute("data-paged");
     var answers = Array.prototype.slice.call(document.querySelectorAll("[data-answer-hw]"));
+    var answersSection = document.querySelector("#answers");
     var empty = document.querySelector("[data-empty]");
     var sorters = {
       speed: function (a, b) { return speed(b) - speed(a) || byName(a, b); },
@@ -145,10 +146,14 @@
       lists.forEach(function (list) {
         Array.prototype.slice.call(list.children).sort(sort).forEach(function (card) { list.appendChild(card); });
       });
+      /* a card's answer is its fastest result whatever the quantization or method: with either chosen it
+         would answer another question, so it goes (builder/views/index.py `_filtered` says the same) */
+      var narrower = ["quant", "spec"].some(function (name) { return form.elements[name] && form.elements[name].value; });
       answers.forEach(function (answer) {
         var hw = form.elements.hw ? form.elements.hw.value : "";
-        answer.hidden = Boolean(hw) && answer.getAttribute("data-answer-hw") !== hw;
+        answer.hidden = narrower || (Boolean(hw) && answer.getAttribute("data-answer-hw") !== hw);
       });
+      if (answersSection) { answersSection.hidden = answers.every(function (answer) { return answer.hidden; }); }
       /* as the page was made: its own filter, fastest first (another order sorts this page's families only) */
       var asMade = selects.every(function (select) {
         return select.value === (select.name === "sort" ? select.options[0].value : preset(select));

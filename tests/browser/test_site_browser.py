@@ -185,6 +185,25 @@ def test_index_filter_changes_list_and_url_and_survives_reload(page, base_url):
     assert page.problems == []
 
 
+def test_a_cards_answer_goes_when_a_quantization_or_method_is_chosen(page, base_url):
+    """A card's answer is its fastest result of any quantization or method: with either chosen it
+    would answer another question, so it and its section go; a card chosen keeps its own."""
+    page.goto(base_url + "index.html")
+    answers = page.locator("[data-answer-hw]:not([hidden])")
+    every = answers.count()
+    assert every >= 1 and page.locator("#answers").is_visible()
+    card = answers.first.get_attribute("data-answer-hw")
+    assert card is not None
+    page.select_option("select[name=hw]", card)
+    assert [answers.nth(i).get_attribute("data-answer-hw") for i in range(answers.count())] == [card]
+    page.select_option("select[name=quant]", "w4a16")
+    assert answers.count() == 0 and not page.locator("#answers").is_visible()
+    page.select_option("select[name=quant]", "")
+    page.select_option("select[name=hw]", "")
+    assert answers.count() == every
+    assert page.problems == []
+
+
 def test_index_filter_from_a_shared_link(page, base_url):
     page.goto(base_url + "index.html#hw=h100_sxm&sort=name")
     assert page.locator("select[name=hw]").input_value() == "h100_sxm"

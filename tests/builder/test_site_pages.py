@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
+from builder import routes
 from builder.views.recipe import DEPTHS, GENERIC, TP_SIZES, spec_depth, with_depth
 from catalog.packets.layout import is_signature
 from catalog.packets.verify import read_packet
@@ -289,3 +290,18 @@ def test_no_page_skips_a_heading_level_and_the_index_lists_families_under_its_ow
 
 
 HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
+
+
+def test_a_filter_page_answers_for_its_card_and_never_under_a_quantization(built, page):
+    """A card's answer is its fastest result of any quantization: a card's page keeps its own, a
+    quantization's page shows none (it would answer another question), as site.js does."""
+    index = {str(a["data-answer-hw"]) for a in page("index.html").select("[data-answer-hw]")}
+    assert index
+    for card in index:
+        shown = page(routes.filtered_index("hw", card)).select("[data-answer-hw]")
+        assert [str(a["data-answer-hw"]) for a in shown] == [card]
+    quantized = sorted(built.glob(f"{routes.FILTER_FOLDER}/quant/*/index.html"))
+    assert quantized
+    for path in quantized:
+        soup = page(path.relative_to(built).as_posix())
+        assert not soup.select("[data-answer-hw]") and soup.select_one("#answers") is None
