@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
+from bs4 import BeautifulSoup
+
 from builder import routes
 from builder.views.recipe import DEPTHS, GENERIC, TP_SIZES, spec_depth, with_depth
 from catalog.packets.layout import is_signature
@@ -305,3 +307,25 @@ def test_a_filter_page_answers_for_its_card_and_never_under_a_quantization(built
     for path in quantized:
         soup = page(path.relative_to(built).as_posix())
         assert not soup.select("[data-answer-hw]") and soup.select_one("#answers") is None
+
+
+def test_a_many_users_figure_from_another_arm_names_its_configuration(repository_built):
+    """The index's answer names the one-user result's configuration; a many-users figure measured on
+    another arm (the demo's best 2-user figure is its ngram arm's) names its own beside it."""
+    index = BeautifulSoup((repository_built / "index.html").read_text(encoding="utf-8"), "lxml")
+    named = 0
+    for row in index.select("#answers tbody tr"):
+        cells = row.find_all("td")
+        if len(cells) < 4 or not cells[3].find("a"):
+            continue
+        one_user = cells[1].find("a")
+        assert one_user is not None
+        one_arm = str(one_user["href"]).partition("#")[2]
+        for entry in str(cells[3].decode_contents()).split("; "):  # one entry a user count
+            part = BeautifulSoup(entry, "lxml")
+            link = part.find("a")
+            assert link is not None
+            other = str(link["href"]).partition("#")[2] != one_arm
+            assert (part.select_one(".users-config") is not None) == other, (one_arm, entry)
+            named += other
+    assert named, "the committed demo packet's best 2-user figure is its ngram arm's"
