@@ -729,6 +729,34 @@ def disagreements(
     return found
 
 
+def unrecorded(shown: CommandFacts, recorded: CommandFacts) -> list[Disagreement]:
+    """What the shown command sets that the arm did not record at all (an imported source that
+    printed no such fact): not a disagreement a check could refuse, but a difference a reader of
+    the command must see beside the source's figure."""
+    found: list[Disagreement] = []
+    if recorded.eager is None and shown.eager:
+        found.append(Disagreement("graph mode", "runs " + graph_words(True), graph_words(None), "graph_capture"))
+    if recorded.max_model_len is None and shown.max_model_len is not None:
+        found.append(
+            Disagreement(
+                "max-model-len",
+                f"sizes the server for {shown.max_model_len} tokens",
+                "with a length it did not record",
+                "max_model_len",
+            )
+        )
+    if recorded.kv_cache_dtype is None and shown.kv_cache_dtype not in (None, KV_CACHE_DEFAULT):
+        found.append(
+            Disagreement(
+                "KV cache dtype",
+                kv_words(str(shown.kv_cache_dtype)),
+                "a KV cache dtype it did not record",
+                "kv_cache_dtype",
+            )
+        )
+    return found
+
+
 def kv_words(dtype: str) -> str:
     if dtype == KV_CACHE_DEFAULT:
         return f"sets no {KV_CACHE_DTYPE_FLAG} (vLLM's default {KV_CACHE_DEFAULT!r}: the model's own dtype)"

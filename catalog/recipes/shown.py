@@ -29,6 +29,7 @@ from catalog.recipes.command_facts import (
     command_facts,
     disagreements,
     recorded_facts,
+    unrecorded,
 )
 from catalog.recipes.compose import (
     SPECULATIVE_CONFIG_FLAG,
@@ -208,10 +209,14 @@ def arm_command(
     docker = shown.docker_argv(image=f"{shown.docker_image}@{digest}" if digest and shown.docker_image else None)
     local = shown.argv()
     recorded = recorded_facts(packet, arm)
+    local_facts = command_facts(local, shown.env)
     found = disagreements(command_facts(docker), recorded, graph_label=config.graph_capture) if docker else []
     found += [
         d
-        for d in disagreements(command_facts(local, shown.env), recorded, graph_label=config.graph_capture)
+        for d in [
+            *disagreements(local_facts, recorded, graph_label=config.graph_capture),
+            *unrecorded(local_facts, recorded),
+        ]
         if d not in found
     ]
     return ShownCommand(

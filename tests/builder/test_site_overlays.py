@@ -26,12 +26,17 @@ def test_an_imported_arm_shows_the_command_its_configuration_composes(repository
     )
     assert "VLLM_XPU_DRAFT_LM_HEAD_INT4=1" in text and "RedHatAI/Qwen3.5-9B-quantized.w4a16" in text
     assert '"num_speculative_tokens":3' in text and "--max-model-len 8192" in text
-    # measured with graph capture on the source's image: the command is not eager, and the one fact it
-    # cannot state as measured (the image) is listed as a difference
+    # measured with graph capture on the source's image: the command is not eager; the fact it cannot
+    # state as measured (the image) and the one it adds that the source never recorded (its
+    # --max-model-len) are each listed as a difference
     assert "--enforce-eager" not in arm.select_one("#cmd-tp1-mtp3-int4-head").get_text()  # type: ignore[union-attr]
-    differences = [li.get_text(" ") for li in arm.select("ul.differences li")]
-    assert len(differences) == 1 and differences[0].startswith("image: this command runs vllm/vllm-openai-xpu:latest")
+    differences = [" ".join(li.get_text(" ").split()) for li in arm.select("ul.differences li")]
+    assert len(differences) == 2 and differences[0].startswith("image: this command runs vllm/vllm-openai-xpu:latest")
     assert "R276" in differences[0]
+    assert differences[1] == (
+        "max-model-len: this command sizes the server for 8192 tokens; the source measured with a length it did"
+        " not record"
+    )
 
 
 def test_the_recipe_page_offers_the_overlay_variant_and_configurations(repository_built: Path) -> None:

@@ -15,7 +15,7 @@ import yaml
 from builder.build import Options, build
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.packets.seal import write_packet
-from catalog.recipes.command_facts import Image, command_facts, recorded_eager
+from catalog.recipes.command_facts import CommandFacts, Image, command_facts, disagreements, recorded_eager, unrecorded
 from catalog.store.repository import load_catalog
 from tests.catalog.factories import SPEC_ARM, measured_draft, sealed, signed_data
 
@@ -157,3 +157,17 @@ def test_facts_read_from_every_form_of_command() -> None:
     assert Image.parse(PINNED).pullable and not Image("R276", None, "521eb277").pullable
     modes = ("off (--enforce-eager)", "vLLM default", "full decode-only XPU graph capture")
     assert [recorded_eager(g) for g in modes] == [True, False, False]
+
+
+def test_what_a_command_sets_that_the_source_never_recorded_is_a_difference_a_reader_sees_not_a_refusal():
+    """An imported source that printed no length, KV cache dtype or graph mode: a composed command
+    setting one is listed beside the source's figure (`unrecorded`), never refused (`disagreements`)."""
+    recorded = CommandFacts(eager=None, image=None, max_model_len=None, kv_cache_dtype=None)
+    shown = command_facts(["vllm", "serve", "m", "--max-model-len", "8k", "--kv-cache-dtype", "fp8", "--enforce-eager"])
+    assert disagreements(shown, recorded) == []
+    assert [d.field for d in unrecorded(shown, recorded)] == ["graph mode", "max-model-len", "KV cache dtype"]
+    assert "8000 tokens" in unrecorded(shown, recorded)[1].shown  # vLLM reads 8k as 8,000
+    plain = command_facts(["vllm", "serve", "m"])  # sets none of them: vLLM's defaults, nothing to list
+    assert unrecorded(plain, recorded) == []
+    known = CommandFacts(eager=True, image=None, max_model_len=8000, kv_cache_dtype="fp8")
+    assert unrecorded(shown, known) == []  # recorded: compared by disagreements, not listed twice
