@@ -29,6 +29,7 @@ from catalog.model.packet import (
 )
 from catalog.packets.seal import Sealed, seal, write_packet
 from catalog.packets.signing import HostKey
+from catalog.recipes.command_facts import graph_capture_words
 from runner.attempt import arm_cards, finished_attempt, run_attempt
 from runner.energy.packet import judged
 from runner.identity import scrub_argv, scrub_env
@@ -132,7 +133,7 @@ def arm_parts(
             spec_method=arm.spec_method,
             spec_depth=arm.spec_depth,
             draft_head=arm.draft_head,
-            graph_capture="off (--enforce-eager)" if "--enforce-eager" in arm.command.args else "vLLM default",
+            graph_capture=graph_capture_words(arm.command.argv()),
             kv_cache_dtype=flag_value(arm.command.args, "--kv-cache-dtype"),
             max_model_len=_int_or_none(flag_value(arm.command.args, "--max-model-len")),
             argv=scrub_argv(arm.command.argv()),

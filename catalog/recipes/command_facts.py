@@ -33,6 +33,13 @@ DP_FLAG = "--data-parallel-size"
 DP_LOCAL_FLAG = "--data-parallel-size-local"
 SPEC_FIELD_FLAGS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
 CONFIG_FILE_FLAG = "--config"
+# vLLM 0.32: `--compilation-config, -cc` (a CompilationConfig as JSON, vllm/engine/arg_utils.py:1853) and
+# `--optimization-level` (1872), which FlexibleArgumentParser also reads as -O0, -O 0 or -O=0
+# (vllm/utils/argparse_utils.py:358-369). -O0 defaults cudagraph_mode to NONE (OPTIMIZATION_LEVEL_00,
+# vllm/config/vllm.py:247-261), a default a cudagraph_mode the command sets overrides (1009-1036).
+COMPILATION_CONFIG_FLAG = "--compilation-config"
+OPTIMIZATION_LEVEL_FLAG = "--optimization-level"
+LEVEL_SHORT = "-O"
 MAX_MODEL_LEN_FLAG = "--max-model-len"
 # vLLM 0.32 (vllm/engine/arg_utils.py): `model_group.add_argument("--quantization", "-q", ...)`, and
 # `--quantization-config`, an online quantization configuration (vllm/config/quantization.py)
@@ -105,6 +112,9 @@ _SPELLINGS: dict[str, str] = {
     "-sc": SPECULATIVE_CONFIG_FLAG,
     **{flag: flag for flag in SPEC_FIELD_FLAGS},
     CONFIG_FILE_FLAG: CONFIG_FILE_FLAG,
+    COMPILATION_CONFIG_FLAG: COMPILATION_CONFIG_FLAG,
+    "-cc": COMPILATION_CONFIG_FLAG,
+    OPTIMIZATION_LEVEL_FLAG: OPTIMIZATION_LEVEL_FLAG,
 }
 # Every single-dash option of `vllm serve` 0.32 (the parser vllm/entrypoints/launchers/cli_args.py:421
 # make_arg_parser builds, listed from the installed package): argparse reads a single-dash token by
@@ -315,6 +325,8 @@ def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
 def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFacts:
     args, docker_env, image = vllm_args(argv)
     eager = False
+    graphs: str | None = None  # the cudagraph_mode the command sets, if it sets one
+    level = "2"  # vLLM 0.32's default optimization level (vllm/config/vllm.py:427)
     length, kv_dtype = None, KV_CACHE_DEFAULT
     quantization, online = None, False
     sizes = {"--tensor-parallel-size": 1, PP_FLAG: 1, PCP_FLAG: 1, DP_FLAG: 1, DP_LOCAL_FLAG: 1}
@@ -332,6 +344,16 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
             eager = value is None or value.lower() not in ("false", "0")
         elif flag == NO_EAGER_FLAG:
             eager = False
+        elif flag == COMPILATION_CONFIG_FLAG and value is not None:
+            compilation = _json_object(value)
+            if compilation is None:
+                unread.append(f"sets {COMPILATION_CONFIG_FLAG} {value}, which is no JSON object vLLM reads")
+            elif "cudagraph_mode" in compilation:
+                graphs = str(compilation["cudagraph_mode"]).upper()
+        elif flag == OPTIMIZATION_LEVEL_FLAG and value is not None:
+            if value.strip() not in ("0", "1", "2", "3"):
+                unread.append(f"sets {OPTIMIZATION_LEVEL_FLAG} {value}, a level the catalog cannot read")
+            level = value.strip()
         elif value is None:
             continue
         elif flag == SPECULATIVE_CONFIG_FLAG:
@@ -356,6 +378,8 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
     if spec_fields:
         spec = {**(spec or {}), **spec_fields}  # arg_utils.py:2068-2080: --spec-* set the config's keys
     method, depth = _speculative(spec)
+    # no graph capture: --enforce-eager, a cudagraph_mode of NONE, or -O0 where the command sets no mode
+    eager = eager or graphs == "NONE" or (graphs is None and level == "0")
     if quantization is None and online:
         quantization = ONLINE_METHOD
     return CommandFacts(
@@ -485,13 +509,20 @@ def _flexible(tokens: Sequence[str]) -> list[str]:
     """The arguments as FlexibleArgumentParser.parse_args hands them to argparse
     (vllm/utils/argparse_utils.py:342-466): `--` flag names with dashes for underscores up to the
     first dot; every dotted flag (`--x.a.b V`, `--x.a=V`, `-sc.a V`, `--x.l+ a,b`) merged into one
-    JSON object per flag, which follows all the other arguments."""
+    JSON object per flag, which follows all the other arguments; `-O3`, `-O=3` and `-O 3` as
+    `--optimization-level 3`."""
     plain: list[str] = []
     merged: dict[str, dict[str, object]] = {}
     index = 0
     while index < len(tokens):
         token = tokens[index]
         index += 1
+        if token.startswith(LEVEL_SHORT) and token != LEVEL_SHORT:  # -O3, -O=3 (argparse_utils.py:358-362)
+            plain += [OPTIMIZATION_LEVEL_FLAG, token[3:] if token[2] == "=" else token[2:]]
+            continue
+        if token == LEVEL_SHORT and index < len(tokens) and tokens[index] in ("0", "1", "2", "3"):  # -O 3 (:363-369)
+            plain.append(OPTIMIZATION_LEVEL_FLAG)
+            continue
         if token.startswith("--"):
             key, eq, value = token.partition("=")
             head, dot, rest = key[2:].partition(".")
@@ -537,12 +568,31 @@ def _merge(original: dict[str, object], update: Mapping[str, object]) -> None:
             original[key] = value
 
 
+def _json_object(text: str) -> dict[str, object] | None:
+    """A JSON object as vLLM reads a dataclass flag's value; None for anything else (vLLM refuses it)."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def _json(text: str) -> dict[str, object]:
     try:
         found = json.loads(text)
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
+
+
+def graph_capture_words(argv: Sequence[str]) -> str:
+    """How the runner records an arm's graph capture from the command it launches, in words that
+    `recorded_eager` reads back as the command's own `eager` fact."""
+    if not command_facts(argv).eager:
+        return "vLLM default"
+    if EAGER_FLAG in argv:
+        return f"off ({EAGER_FLAG})"
+    return f"off (no graph capture: {LEVEL_SHORT}0 or a cudagraph_mode of NONE)"
 
 
 def recorded_eager(graph_capture: str | None) -> bool | None:

@@ -15,7 +15,15 @@ import yaml
 from builder.build import Options, build
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.packets.seal import write_packet
-from catalog.recipes.command_facts import CommandFacts, Image, command_facts, disagreements, recorded_eager, unrecorded
+from catalog.recipes.command_facts import (
+    CommandFacts,
+    Image,
+    command_facts,
+    disagreements,
+    graph_capture_words,
+    recorded_eager,
+    unrecorded,
+)
 from catalog.store.repository import load_catalog
 from tests.catalog.factories import SPEC_ARM, measured_draft, sealed, signed_data
 
@@ -171,3 +179,38 @@ def test_what_a_command_sets_that_the_source_never_recorded_is_a_difference_a_re
     assert unrecorded(plain, recorded) == []
     known = CommandFacts(eager=True, image=None, max_model_len=8000, kv_cache_dtype="fp8")
     assert unrecorded(shown, known) == []  # recorded: compared by disagreements, not listed twice
+
+
+@pytest.mark.parametrize(
+    ("flags", "eager"),
+    [
+        (["-O0"], True),  # FlexibleArgumentParser: -O0, -O 0, -O=0 are --optimization-level 0
+        (["-O", "0"], True),
+        (["-O=0"], True),
+        (["--optimization-level", "0"], True),
+        (["--opt", "0"], True),  # argparse's abbreviation
+        (["-O3"], False),
+        (["-cc", '{"cudagraph_mode": "none"}'], True),  # CUDAGraphMode[value.upper()]
+        (["-cc.cudagraph_mode=NONE"], True),
+        (["--compilation_config.cudagraph_mode", "NONE"], True),
+        (["-O0", "-cc.cudagraph_mode=PIECEWISE"], False),  # a mode the command sets beats -O0's default
+        (["-O0", "--no-enforce-eager"], True),  # that switch leaves -O0's default as it is
+        (["--enforce-eager"], True),
+        ([], False),
+    ],
+)
+def test_graph_capture_turned_off_by_an_optimization_level_or_a_cudagraph_mode_is_read(flags, eager):
+    """vLLM 0.32: -O0 defaults cudagraph_mode to NONE (vllm/config/vllm.py:247-261, a default a mode
+    the command sets overrides, 1009-1036); -cc's JSON sets it (vllm/config/compilation.py:873-879)."""
+    argv = ["vllm", "serve", "m", *flags]
+    assert command_facts(argv).eager is eager
+    assert recorded_eager(graph_capture_words(argv)) is eager  # what the runner records, read back alike
+
+
+def test_a_compilation_config_or_level_vllm_cannot_read_is_named_not_guessed():
+    assert command_facts(["vllm", "serve", "m", "-cc", "3"]).unread == (
+        "sets --compilation-config 3, which is no JSON object vLLM reads",
+    )
+    assert command_facts(["vllm", "serve", "m", "-Odecode"]).unread == (
+        "sets --optimization-level decode, a level the catalog cannot read",
+    )
