@@ -28,13 +28,14 @@ from catalog.model.metrics import (
 )
 from catalog.model.packet import CacheCheck, CanaryResult, PromptRow, ServerFacts, ServerRun, SpecMetrics
 from catalog.packets.canonical import pretty_json
+from catalog.recipes.command_facts import command_facts
 from catalog.recipes.compose import flag_groups, flag_name
 from catalog.recipes.suite import Suite
 from catalog.store.documents import load_file
 from runner.client import ClientError, StreamResult, chat_completion, new_http_client, stream_completion
 from runner.energy.meter import describe
 from runner.metrics_scrape import MetricsError, VllmCounters, scrape_counters
-from runner.plan import ArmPlan, flag_value
+from runner.plan import ArmPlan
 from runner.runtime import Runtime
 from runner.server import ServerError, VllmServer, find_free_port
 from runner.server_facts import read_server_facts
@@ -121,9 +122,9 @@ def run_attempt(
 
 
 def arm_cards(arm: ArmPlan) -> int:
-    """The cards one server of the arm spans (its --tensor-parallel-size; compose writes it above 1)."""
-    value = flag_value(arm.command.args, "--tensor-parallel-size")
-    return int(value) if value and value.isdigit() else 1
+    """The cards one server of the arm spans (its tensor parallel size, as vLLM reads the command: -tp 2
+    too; compose writes it above 1)."""
+    return command_facts(arm.command.argv()).tp
 
 
 async def _measure(

@@ -29,7 +29,7 @@ from catalog.model.packet import (
 )
 from catalog.packets.seal import Sealed, seal, write_packet
 from catalog.packets.signing import HostKey
-from catalog.recipes.command_facts import graph_capture_words
+from catalog.recipes.command_facts import command_facts, graph_capture_words
 from runner.attempt import arm_cards, finished_attempt, run_attempt
 from runner.energy.packet import judged
 from runner.identity import scrub_argv, scrub_env
@@ -135,7 +135,7 @@ def arm_parts(
             draft_head=arm.draft_head,
             graph_capture=graph_capture_words(arm.command.argv()),
             kv_cache_dtype=flag_value(arm.command.args, "--kv-cache-dtype"),
-            max_model_len=_int_or_none(flag_value(arm.command.args, "--max-model-len")),
+            max_model_len=command_facts(arm.command.argv()).max_model_len,  # 8k as vLLM reads it: 8,000
             argv=scrub_argv(arm.command.argv()),
             env=scrub_env(arm.command.env),
             max_model_len_source=arm.max_model_len_source,
@@ -154,10 +154,6 @@ def _label(arm: ArmPlan, request: CampaignRequest) -> str:
     if arm.spec_depth == 0:
         return f"{cards}, no speculative decoding (oracle)"
     return f"{cards}, {arm.spec_method} speculative decoding, depth {arm.spec_depth}"
-
-
-def _int_or_none(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
 
 
 def judge_gates(arms: list[ArmPlan], results: dict[str, list[ServerRun]]) -> dict[str, list[GateResult]]:

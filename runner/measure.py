@@ -22,6 +22,7 @@ from catalog.model.packet import (
     ServerRun,
 )
 from catalog.packets.signing import HostKey, host_key
+from catalog.recipes.command_facts import command_facts
 from catalog.recipes.compose import LaunchCommand, merge_args
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -306,7 +307,8 @@ def run_campaign_ladders(
     if not request.ladders:
         return []
     ladders: list[Ladder] = []
-    max_model_len = int(flag_value(arms[0].command.args, "--max-model-len") or recipe.model.context_length)
+    # as vLLM reads the command (8k, --max-model-len=8192, an abbreviation); none, auto or -1: the model's own
+    max_model_len = command_facts(arms[0].command.argv()).max_model_len or recipe.model.context_length
     oracle_context: dict[tuple[int, str], list[int]] = {}
     oracle_concurrency: ConcurrencyOutputs = {}
     for arm in arms:

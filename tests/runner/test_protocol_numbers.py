@@ -21,6 +21,7 @@ from catalog.recipes.hardware import Hardware, HardwareFile
 from catalog.recipes.recipe import Recipe
 from catalog.store.documents import load_file
 from runner import attempt, load_sweep
+from runner.campaign import arm_parts
 from runner.metrics_scrape import MetricsError, counters_from_samples, parse_exposition
 from runner.plan import ArmPlan, CampaignRequest, flag_value, plan_arms
 from runner.server_facts import from_log, from_server_info, read_server_facts
@@ -174,3 +175,23 @@ def test_divergence_tokens_are_re_derived_from_the_rows() -> None:
 def test_the_zero_cached_tokens_issue_is_cited_as_vllm_numbers_it() -> None:
     doc = inspect.getdoc(attempt.cache_check) or ""
     assert "#44377" in doc and "#44383" not in doc
+
+
+@pytest.mark.parametrize(
+    ("args", "cards", "length"),
+    [
+        (["--tensor-parallel-size", "2", "--max-model-len", "8192"], 2, 8192),
+        (["-tp", "2", "--max-model-len", "8k"], 2, 8000),  # vLLM reads 8k as 8,000 and -tp as the size
+        (["--tensor-parallel-size=4", "--max-model-len=2K"], 4, 2048),
+        (["--max-model-len", "auto"], 1, None),  # the model's own length: none recorded
+        ([], 1, None),
+    ],
+)
+def test_the_runner_records_a_commands_cards_and_length_as_vllm_reads_them(args, cards, length) -> None:
+    """The arm's record and the server's card count come from the one reading of a command that
+    verification uses (catalog/recipes/command_facts.py), not a second, exact-token one: `-tp 2`
+    was one card and `--max-model-len 8k` no length (or, for the ladders, a ValueError)."""
+    arm = ArmPlan("tp-oracle", 0, None, LaunchCommand("m", args, {}))
+    request = CampaignRequest(model="demo", hardware="cpu_generic", depths=[0])
+    assert attempt.arm_cards(arm) == cards
+    assert arm_parts(arm, [], [], request).config.max_model_len == length
