@@ -118,9 +118,9 @@ def significant(value: float, digits: int = 2, unit: str = "") -> Num:
 def as_given(value: float | int, unit: str = "") -> Num:
     """A figure a source gives (data/hardware.yaml), with the decimals it was given and no more:
     197 TOPS, not 197.00; 98.5 TFLOPS, not 98.50."""
-    text = repr(float(value))
     if float(value).is_integer():
         return num(int(value), 0, unit)
+    text = repr(float(value))  # the shortest spelling that reads back as the figure
     return num(value, len(text.partition(".")[2]) if "e" not in text else 6, unit)
 
 

@@ -111,8 +111,10 @@ def arm_energy(packet: Packet, arm: Arm) -> EnergyFigure:
 
 def energy_facts(window: EnergyWindow | None, packet: Packet) -> list[Fact]:
     """A window on a packet page: every figure with the samples it came from, or every reason."""
-    if window is None:  # why is the packet's, said once in its Energy section
-        return [Fact("energy", NOT_MEASURED, "the packet's Energy section says why")]
+    if window is None:  # where the packet read no energy, its Energy section says why, once
+        setup = packet.energy
+        said = setup is None or setup.absent is not None
+        return [Fact("energy", NOT_MEASURED, "the packet's Energy section says why" if said else "")]
     samples = ", ".join(
         f"device {c.device}: {len(c.power_mw)} power samples, {len(c.counter_uj)} counter readings"
         for c in window.cards

@@ -15,6 +15,7 @@ from bs4 import BeautifulSoup
 
 from builder.views.arms import ladder_views
 from builder.views.energy import NOT_MEASURED, absent, energy_facts, one_absence
+from catalog.model.energy import EnergySetup
 from catalog.model.packet import Packet
 from catalog.packets.layout import is_signature
 from catalog.packets.verify import read_packet
@@ -149,5 +150,8 @@ def test_a_ladder_without_energy_says_why_once_not_on_every_row() -> None:
         assert not any(NOT_MEASURED in str(cell) for row in view.rows for cell in row)
     [fact] = energy_facts(None, packet)  # a server's: the word; the packet's Energy section says why
     assert fact.value == NOT_MEASURED and "Energy section" in fact.note
+    read = packet.model_copy(update={"energy": EnergySetup(sources=["xpu-smi: power, W"])})
+    [fact] = energy_facts(None, read)  # energy read for the campaign, none for this server: no reason to point to
+    assert fact.value == NOT_MEASURED and fact.note == ""
     assert one_absence([absent("a"), absent("a")]) == f"{NOT_MEASURED}: a"
     assert one_absence([absent("a"), absent("b")]) == one_absence([absent("a"), None]) == ""
