@@ -23,6 +23,7 @@ from pathlib import Path
 from catalog.model.packet import Arm, Packet
 from catalog.model.secrets import REDACTED
 from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG, flag_groups
+from catalog.recipes.vllm_serve_options import OPTIONS as SERVE_OPTIONS
 
 EAGER_FLAG = "--enforce-eager"
 NO_EAGER_FLAG = "--no-enforce-eager"
@@ -116,16 +117,13 @@ _SPELLINGS: dict[str, str] = {
     "-cc": COMPILATION_CONFIG_FLAG,
     OPTIMIZATION_LEVEL_FLAG: OPTIMIZATION_LEVEL_FLAG,
 }
-# Every single-dash option of `vllm serve` 0.32 (the parser vllm/entrypoints/launchers/cli_args.py:421
-# make_arg_parser builds, listed from the installed package): argparse reads a single-dash token by
-# them, `-s` as the one option starting with -s (-sc) and `-qfp8` as `-q fp8`. No other `--` option
-# of that parser is a prefix of one in _SPELLINGS (checked the same way), so a `--` token that is a
-# prefix of one of those is argparse's abbreviation of it (FlexibleArgumentParser keeps argparse's
-# allow_abbrev), or ambiguous and refused by vLLM.
-_SHORT_OPTIONS = frozenset(
-    {"-ac", "-asc", "-cc", "-dc", "-dcp", "-dp", "-dpa", "-dpb", "-dpe", "-dph", "-dpl", "-dpm", "-dpn", "-dpp"}
-    | {"-dpr", "-ep", "-h", "-n", "-pcp", "-pp", "-q", "-r", "-sc", "-tp"}
-)
+# argparse reads an abbreviated `--` token, or a single-dash one (`-s` as the one option starting
+# with -s, -sc; `-qfp8` as `-q fp8`), among every option of the parser, not only those the facts read:
+# `--kv-cache-dt` is ambiguous, vLLM 0.32 also having --kv-cache-dtype-skip-layers, and vLLM refuses it
+# (FlexibleArgumentParser keeps argparse's allow_abbrev). So they are resolved among all of them, as
+# recorded from the installed parser (catalog/recipes/vllm_serve_options.py).
+_SHORT_OPTIONS = frozenset(option for option in SERVE_OPTIONS if not option.startswith("--"))
+_LONG_OPTIONS = tuple(sorted(option for option in SERVE_OPTIONS if option.startswith("--")))
 
 
 @dataclass(frozen=True)
@@ -399,6 +397,15 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
     )
 
 
+def option_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value a command gives an option the facts read (`flag` as argparse stores it, such as
+    `--kv-cache-dtype`), read as vLLM reads it (`vllm_options`: any spelling, the last one holding);
+    None where the command does not set it. For what the runner records and keeps from a recipe,
+    which the exact token alone would miss when spelled `--kv-cache-dtype=fp8`."""
+    values = [value for name, value in vllm_options(vllm_args(argv)[0]) if name == flag and value is not None]
+    return values[-1] if values else None
+
+
 # what a speculative config without a method runs: vLLM infers one from the draft model it names
 INFERRED_METHOD = "a speculative config without a method (vLLM infers it)"
 
@@ -475,15 +482,20 @@ _NUMBER = re.compile(r"-\d+(\.\d*)?|-\.\d+")
 
 @cache  # a packet's arms repeat their flags, and every read of a command resolves each one
 def _resolve(name: str) -> tuple[str | None, str | None]:
-    """A `--` flag name as argparse resolves it among the flags the facts read (Python 3.11
-    argparse _parse_optional and _get_option_tuples): the flag itself, or the one it abbreviates."""
+    """A `--` flag name as argparse resolves it (Python 3.11 argparse _parse_optional and
+    _get_option_tuples) among every option of `vllm serve`: the flag the facts read under it, None
+    for another option (or none), and "?" + the name where it abbreviates several of which one is
+    read (vLLM refuses it as ambiguous)."""
     if name in _SPELLINGS:
         return _SPELLINGS[name], None
-    candidates = sorted({flag for spelling, flag in _SPELLINGS.items() if spelling.startswith(name)})
-    if len(candidates) == 1:
-        return candidates[0], None
-    if candidates:
-        return "?" + name, " or ".join(candidates)
+    if name in SERVE_OPTIONS:
+        return None, None
+    matches = [option for option in _LONG_OPTIONS if option.startswith(name)]
+    read = [option for option in matches if option in _SPELLINGS]
+    if len(matches) == 1 and read:
+        return _SPELLINGS[read[0]], None
+    if read:
+        return "?" + name, " or ".join(matches)
     return None, None
 
 
