@@ -29,11 +29,11 @@ from catalog.model.packet import (
 )
 from catalog.packets.seal import Sealed, seal, write_packet
 from catalog.packets.signing import HostKey
-from catalog.recipes.command_facts import command_facts, graph_capture_words
+from catalog.recipes.command_facts import KV_CACHE_DTYPE_FLAG, command_facts, graph_capture_words, option_value
 from runner.attempt import arm_cards, finished_attempt, run_attempt
 from runner.energy.packet import judged
 from runner.identity import scrub_argv, scrub_env
-from runner.plan import ArmPlan, CampaignRequest, flag_value
+from runner.plan import ArmPlan, CampaignRequest
 from runner.runtime import PORT_PLACEHOLDER, Runtime
 from runner.settings import MeasurementSettings, Progress
 
@@ -134,7 +134,7 @@ def arm_parts(
             spec_depth=arm.spec_depth,
             draft_head=arm.draft_head,
             graph_capture=graph_capture_words(arm.command.argv()),
-            kv_cache_dtype=flag_value(arm.command.args, "--kv-cache-dtype"),
+            kv_cache_dtype=option_value(arm.command.argv(), KV_CACHE_DTYPE_FLAG),  # None: none set, vLLM's "auto"
             max_model_len=command_facts(arm.command.argv()).max_model_len,  # 8k as vLLM reads it: 8,000
             argv=scrub_argv(arm.command.argv()),
             env=scrub_env(arm.command.env),

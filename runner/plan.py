@@ -16,6 +16,7 @@ from catalog.errors import UserError
 from catalog.model.base import Slug, StrictModel
 from catalog.model.load_sweep import LAG_BOUND_MS, LoadSweep, Slo
 from catalog.packets.canonical import canonical_sha256
+from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, option_value
 from catalog.recipes.compose import LaunchCommand, Selection, compose, configuration_selection, flag_groups, merge_args
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -34,7 +35,6 @@ REFUSED_ARGS = {
 }
 STRICT_ARGS = ["--max-num-seqs", "1"]
 LADDER_MAX_SEQS = "64"
-MAX_MODEL_LEN_FLAG = "--max-model-len"
 # Without --max-model-len vLLM sizes the KV cache for the model's whole context (262,144 tokens for
 # Qwen3.5) and fails to start on a 24-32 GB card; the recipe guides' B60/B70 commands use 8192.
 # The strict suite needs prompt + 512 tokens, the context ladder up to 32K (it caps itself to this).
@@ -156,10 +156,17 @@ def refuse_unmeasurable(command: LaunchCommand, arm_id: str, source: str) -> Non
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
-    """The value after `flag` in an argv, or None."""
+    """The first value the runner's composed arguments give `flag` (`--flag value`, `--flag=value`
+    or `--flag_name`: the spellings `merge_args` keeps one of), or None. What a packet records, or
+    what decides whether a recipe's own setting is kept, is read as vLLM reads it instead
+    (`option_value`, catalog/recipes/command_facts.py): aliases and abbreviations too."""
     for group in flag_groups(args):
-        if group[0] == flag and len(group) > 1:
-            return group[1]
+        name, eq, attached = group[0].partition("=")
+        if name.replace("_", "-") == flag:
+            if eq:
+                return attached
+            if len(group) > 1:
+                return group[1]
     return None
 
 
@@ -250,7 +257,7 @@ def with_max_model_len(
 ) -> tuple[LaunchCommand, Literal["recipe", "runner default"]]:
     """The recipe's --max-model-len for this card when it sets one; else the runner's default
     (never more than the model's context), appended and recorded as such in the packet."""
-    if flag_value(command.args, MAX_MODEL_LEN_FLAG) is not None:
+    if option_value(command.argv(), MAX_MODEL_LEN_FLAG) is not None:  # 8k, --max-model-len=8192, auto
         return command, "recipe"
     length = min(DEFAULT_MAX_MODEL_LEN, context_length) if context_length > 0 else DEFAULT_MAX_MODEL_LEN
     args = [*command.args, MAX_MODEL_LEN_FLAG, str(length)]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 from catalog.checks.load_sweep import _oracle_of
 from catalog.model.packet import Arm, Packet
-from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, command_facts, vllm_args, vllm_length
+from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, command_facts, option_value, vllm_args, vllm_length
 from catalog.recipes.compose import flag_groups
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.suite import Suite
@@ -157,9 +157,8 @@ def model_context(recipe: Recipe, arm: Arm) -> tuple[int, str]:
         group for argv in (arm.config.argv, arm.config.launch_argv) if argv for group in flag_groups(vllm_args(argv)[0])
     ]
     for name, feature in recipe.features.items():
-        extended = next(
-            (vllm_length(g[1]) for g in flag_groups(feature.args) if g[0] == MAX_MODEL_LEN_FLAG and len(g) > 1), None
-        )
+        value = option_value(feature.args, MAX_MODEL_LEN_FLAG)  # as vLLM reads it: --max-model-len=128k too
+        extended = vllm_length(value) if value is not None else None
         if extended is not None and extended > length and all(g in carried for g in flag_groups(feature.args)):
             length, words = extended, f"recipe {recipe.meta.slug!r} feature {name!r}'s {MAX_MODEL_LEN_FLAG}"
     return length, words

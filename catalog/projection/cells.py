@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from catalog.model.packet import Arm, Packet
 from catalog.projection.facts import ArchitectureFacts, Fact, resolve_architecture
 from catalog.projection.models import Origin, ProjectionInput
-from catalog.projection.precision import BF16, DRAFT_INT4_ENV, QuantScheme, packet_scheme
+from catalog.projection.precision import (
+    BF16,
+    DRAFT_INT4_ENV,
+    QuantScheme,
+    kv_cache_bytes,
+    packet_scheme,
+    variant_kv_cache_dtype,
+)
+from catalog.recipes.command_facts import recorded_kv_cache_dtype
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -85,22 +93,21 @@ def parse_count(text: str | None) -> float | None:
 
 
 def _kv_bytes(arm: Arm | None, packet: Packet | None, recipe: Recipe | None) -> tuple[float, str]:
-    def size(dtype: str) -> float:
-        lowered = dtype.lower()
-        return 1.0 if ("fp8" in lowered or "int8" in lowered) else 2.0
-
-    if arm is not None and arm.config.kv_cache_dtype:
-        dtype = arm.config.kv_cache_dtype
-        return size(dtype), f"packet arm {arm.id} config.kv_cache_dtype = {dtype!r}"
-    if arm is not None and "--kv-cache-dtype" in arm.config.argv[:-1]:
-        dtype = arm.config.argv[arm.config.argv.index("--kv-cache-dtype") + 1]
-        return size(dtype), f"packet arm {arm.id} config.argv --kv-cache-dtype {dtype}"
+    """The KV cache's bytes per value: as the arm recorded it (its recorded command's, which
+    verification holds it to), else its recipe variant's, else 16-bit assumed."""
+    recorded = recorded_kv_cache_dtype(arm) if arm is not None else None
+    if arm is not None and recorded is not None:
+        if arm.config.kv_cache_dtype is None:  # a recorded command that sets none
+            return kv_cache_bytes(recorded), (
+                f"packet arm {arm.id}: its recorded command sets no --kv-cache-dtype"
+                f" (vLLM's {recorded!r}, the model's dtype)"
+            )
+        return kv_cache_bytes(recorded), f"packet arm {arm.id} config.kv_cache_dtype = {recorded!r}"
     variant = packet.identity.model.variant if packet is not None else None
     if recipe is not None and variant is not None and variant in recipe.variants:
-        args = recipe.variants[variant].extra_args
-        if "--kv-cache-dtype" in args[:-1]:
-            dtype = args[args.index("--kv-cache-dtype") + 1]
-            return size(dtype), (
+        dtype = variant_kv_cache_dtype(recipe, variant)
+        if dtype is not None:
+            return kv_cache_bytes(dtype), (
                 f"recipe variants.{variant}.extra_args --kv-cache-dtype {dtype}"
                 f" (the packet records no argv; assumed to apply)"
             )

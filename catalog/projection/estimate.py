@@ -13,7 +13,14 @@ from catalog.projection.cells import Cell, cell_for_arm
 from catalog.projection.facts import resolve_architecture
 from catalog.projection.models import BasisArm, CellEstimate, Projection
 from catalog.projection.physics import GB, layout_from, stored_bytes
-from catalog.projection.precision import DRAFT_INT4_ENV, QuantScheme, packet_scheme, scheme_for
+from catalog.projection.precision import (
+    DRAFT_INT4_ENV,
+    QuantScheme,
+    kv_cache_bytes,
+    packet_scheme,
+    scheme_for,
+    variant_kv_cache_dtype,
+)
 from catalog.projection.project import project_cell
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -198,9 +205,7 @@ def _tp_ratio(published: list[_Published], cell_tp: int, basis_tp: int) -> float
 def _variant_kv(recipe: Recipe, scheme: QuantScheme) -> tuple[float, str]:
     for name, variant in recipe.variants.items():
         found = scheme_for(variant.precision)
-        if found is not None and found.id == scheme.id and "--kv-cache-dtype" in variant.extra_args[:-1]:
-            dtype = variant.extra_args[variant.extra_args.index("--kv-cache-dtype") + 1]
-            return (
-                1.0 if "fp8" in dtype or "int8" in dtype else 2.0
-            ), f"recipe variants.{name}.extra_args --kv-cache-dtype {dtype}"
+        dtype = variant_kv_cache_dtype(recipe, name) if found is not None and found.id == scheme.id else None
+        if dtype is not None:
+            return kv_cache_bytes(dtype), f"recipe variants.{name}.extra_args --kv-cache-dtype {dtype}"
     return 2.0, "assumed: KV cache in the model's 16-bit dtype (no --kv-cache-dtype in the recipe variant)"

@@ -141,3 +141,19 @@ def packet_scheme(packet: Packet, recipe: Recipe | None) -> tuple[QuantScheme | 
         if scheme is not None:
             return scheme, f"recipe variants.{model.variant}.precision = {precision!r}"
     return None, f"unknown quantization {model.quantization!r}"
+
+
+def kv_cache_bytes(dtype: str) -> float:
+    """Bytes a KV cache value takes under a `--kv-cache-dtype`: fp8 (fp8, fp8_e4m3, fp8_e5m2) and
+    int8 kinds take one; "auto" (vLLM's default, the model's own dtype) and the rest take two."""
+    lowered = dtype.lower()
+    return 1.0 if ("fp8" in lowered or "int8" in lowered) else 2.0
+
+
+def variant_kv_cache_dtype(recipe: Recipe, variant: str) -> str | None:
+    """The `--kv-cache-dtype` a recipe variant's arguments set, read as vLLM reads a command; None
+    where they set none."""
+    # imported here: catalog.recipes.command_facts reads this module's schemes
+    from catalog.recipes.command_facts import KV_CACHE_DTYPE_FLAG, option_value
+
+    return option_value(recipe.variants[variant].extra_args, KV_CACHE_DTYPE_FLAG)

@@ -230,3 +230,19 @@ def test_the_long_context_feature_the_command_carries_extends_the_model() -> Non
 
     half = edited(yarn_without_its_length, spec=False)
     assert model_context(RECIPE, half.arms[0])[0] == 262_144
+
+
+def test_a_features_length_is_read_in_any_spelling_vllm_reads() -> None:
+    """A feature writing `--max-model-len=1010k` extends the model as the two-token form does."""
+    original = RECIPE.features["long_context"]
+    args = [*original.args[:2], "--max-model-len=1010k"]
+    recipe = RECIPE.model_copy(
+        update={"features": {**RECIPE.features, "long_context": original.model_copy(update={"args": args})}}
+    )
+
+    def yarn(d: Draft) -> None:
+        ladder(1_000_000)(d)
+        d["arms"][0]["config"]["argv"] += args
+        d["arms"][0]["config"]["env"] = dict(original.env)
+
+    assert model_context(recipe, edited(yarn, spec=False).arms[0])[0] == 1_010_000

@@ -78,6 +78,22 @@ def test_the_recipes_max_model_len_wins_over_the_runner_default(demo: Recipe, cp
     assert flag_value(default.command.args, "--max-model-len") == str(min(DEFAULT_MAX_MODEL_LEN, 4096))
 
 
+@pytest.mark.parametrize("spelled", [["--max-model-len=8k"], ["--max_model_len", "2048"], ["--max-model", "auto"]])
+def test_a_recipes_max_model_len_in_any_spelling_vllm_reads_is_kept(demo: Recipe, cpu: Hardware, spelled) -> None:
+    """The runner appends its default only where the recipe sets no length: an exact-token reading
+    appended `--max-model-len 8192` after `--max-model-len=8k`, and the later flag won in vLLM."""
+    model = demo.model.model_copy(update={"base_args": spelled})
+    (arm,) = _plan(demo.model_copy(update={"model": model}), cpu)
+    assert arm.max_model_len_source == "recipe"
+    assert [t for t in arm.command.args if t.replace("_", "-").startswith("--max-model")] == spelled[:1]
+
+
+def test_the_runners_own_flag_reading_takes_an_attached_value() -> None:
+    assert flag_value(["--tokenizer=org/tok", "--seed", "1"], "--tokenizer") == "org/tok"
+    assert flag_value(["--max_num_seqs", "8"], "--max-num-seqs") == "8"
+    assert flag_value(["--tokenizer-mode", "slow"], "--tokenizer") is None
+
+
 def test_a_speculative_depth_without_a_speculative_feature_is_refused(demo: Recipe, cpu: Hardware) -> None:
     plain = demo.model_copy(update={"features": {}, "opt_in_features": []})
     assert [a.id for a in _plan(plain, cpu)] == ["tp1-oracle"]

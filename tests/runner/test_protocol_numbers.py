@@ -195,3 +195,21 @@ def test_the_runner_records_a_commands_cards_and_length_as_vllm_reads_them(args,
     request = CampaignRequest(model="demo", hardware="cpu_generic", depths=[0])
     assert attempt.arm_cards(arm) == cards
     assert arm_parts(arm, [], [], request).config.max_model_len == length
+
+
+@pytest.mark.parametrize(
+    ("args", "recorded"),
+    [
+        (["--kv-cache-dtype", "fp8"], "fp8"),
+        (["--kv-cache-dtype=fp8"], "fp8"),  # one token: the exact-token reading recorded none
+        (["--kv_cache_dtype", "fp8_e4m3"], "fp8_e4m3"),
+        (["--kv-cache-dtype", "fp8", "--kv-cache-dtype", "auto"], "auto"),  # the last one holds
+        ([], None),  # none set: vLLM's "auto", recorded as nothing
+    ],
+)
+def test_the_runner_records_the_kv_cache_dtype_the_command_sets_as_vllm_reads_it(args, recorded) -> None:
+    """The packet's kv_cache_dtype is held to its recorded command's (catalog/checks/commands.py):
+    a dtype spelled `--kv-cache-dtype=fp8` recorded as none was a packet its own checks refused."""
+    arm = ArmPlan("tp-oracle", 0, None, LaunchCommand("m", args, {}))
+    request = CampaignRequest(model="demo", hardware="cpu_generic", depths=[0])
+    assert arm_parts(arm, [], [], request).config.kv_cache_dtype == recorded
