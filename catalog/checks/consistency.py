@@ -43,6 +43,7 @@ from catalog.checks.workload import workload_problems
 from catalog.model.arrays import decreasing
 from catalog.model.packet import Arm, ArmConfig, Packet, PromptRow, ServerRun, State
 from catalog.projection.precision import DRAFT_INT4_ENV
+from catalog.recipes.command_facts import target_argv
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 
@@ -50,7 +51,6 @@ Problem = tuple[str, str]
 
 # Configuration that belongs to the draft, not to the target model G3 compares against.
 _DRAFT_ENV = frozenset({DRAFT_INT4_ENV})
-_SPEC_FLAGS = ("--speculative-config", "--speculative_config")
 
 
 def _token_times(row: PromptRow) -> tuple[str, array[int]]:
@@ -235,14 +235,14 @@ def _oracle_problem(packet: Packet, arm: Arm, against: str) -> str | None:
     for name, mine, theirs in _target_config(arm.config, oracle.config):
         if mine != theirs:
             return f"G3 names arm {against!r} whose {name} {theirs!r} differs from this arm's {mine!r}"
-    mine_argv, their_argv = _target_argv(arm.config.argv), _target_argv(oracle.config.argv)
+    mine_argv, their_argv = target_argv(arm.config.argv), target_argv(oracle.config.argv)
     if mine_argv != their_argv:
         at = next((i for i, (a, b) in enumerate(zip(mine_argv, their_argv, strict=False)) if a != b), None)
         if at is None:
             at = min(len(mine_argv), len(their_argv))
         shown = [repr(args[at]) if at < len(args) else "nothing" for args in (their_argv, mine_argv)]
         return (
-            f"G3 names arm {against!r} whose argv (without --speculative-config) differs from this arm's"
+            f"G3 names arm {against!r} whose argv (without its speculative options) differs from this arm's"
             f" at argument {at}: {shown[0]} there, {shown[1]} here"
         )
     return None
@@ -259,22 +259,6 @@ def _target_config(arm: ArmConfig, oracle: ArmConfig) -> Iterator[tuple[str, obj
 
 def _target_env(env: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in _DRAFT_ENV}
-
-
-def _target_argv(argv: list[str]) -> list[str]:
-    """argv without the speculative flag and its value (`--speculative-config X` or `=X`)."""
-    kept: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif "=" in arg and arg.split("=", 1)[0] in _SPEC_FLAGS:
-            pass  # the value is in the same argument
-        elif arg.startswith("--speculative"):
-            skip = True
-        else:
-            kept.append(arg)
-    return kept
 
 
 def server_problems(packet: Packet) -> list[Problem]:

@@ -406,6 +406,30 @@ def option_value(argv: Sequence[str], flag: str) -> str | None:
     return values[-1] if values else None
 
 
+def target_argv(argv: Sequence[str]) -> list[str]:
+    """An argv without its speculative options and their values, however spelled (`-sc X`,
+    `--speculative-config=X`, `--speculative_config.method ngram`, `-sc.num_speculative_tokens=3`,
+    `--spec-tokens 3`, an abbreviation): what a speculative arm shares with the oracle G3 compares
+    it against. A dotted flag takes the next argument as its value, as vLLM takes it."""
+    kept: list[str] = []
+    tokens = list(argv)
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        name, eq, _ = token.partition("=")
+        head = name.partition(".")[0]
+        if not _is_option(head):
+            kept.append(token)
+            continue
+        resolved, _ = _resolve("--" + head[2:].replace("_", "-")) if head.startswith("--") else _resolve_short(head)
+        if resolved != SPECULATIVE_CONFIG_FLAG and resolved not in SPEC_FIELD_FLAGS:
+            kept.append(token)
+        elif not eq:
+            index += 1  # its value, the next argument
+    return kept
+
+
 # what a speculative config without a method runs: vLLM infers one from the draft model it names
 INFERRED_METHOD = "a speculative config without a method (vLLM infers it)"
 

@@ -5,6 +5,7 @@ refusing such packets end to end."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -250,9 +251,46 @@ def test_g3_against_an_oracle_served_with_other_arguments() -> None:
 
     problems = found(edited(other_dtype))
     assert problems["arms[1].gates[1].against"] == (
-        f"G3 names arm {ORACLE_ARM!r} whose argv (without --speculative-config) differs from this arm's"
+        f"G3 names arm {ORACLE_ARM!r} whose argv (without its speculative options) differs from this arm's"
         " at argument 6: '--dtype=float16' there, '--dtype=bfloat16' here"
     )
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        lambda value: ["-sc", value],
+        lambda value: [f"-sc={value}"],
+        lambda value: [f"--speculative_config={value}"],
+        lambda value: ["--speculative-conf", value],  # argparse's abbreviation
+        lambda value: [f"--speculative-config.{k}={json.dumps(v)}" for k, v in json.loads(value).items()],
+        lambda value: [x for k, v in json.loads(value).items() for x in (f"-sc.{k}", json.dumps(v))],
+    ],
+)
+def test_g3_against_its_oracle_holds_however_the_speculative_config_is_spelled(spelled) -> None:
+    """The oracle and the speculative arm share their target configuration whichever spelling of
+    the speculative config vLLM reads: an honest `-sc` arm was refused, the alias kept in the argv
+    compared, and a dotted `--speculative-config.method=X` hid the argument after it."""
+
+    def respelled(d: Draft) -> None:
+        argv = d["arms"][1]["config"]["argv"]
+        at = argv.index("--speculative-config")
+        argv[at : at + 2] = spelled(argv[at + 1])
+
+    assert found(edited(respelled)) == {}
+
+
+def test_a_dotted_speculative_flag_hides_no_argument_from_g3() -> None:
+    """`--speculative-config.method=X` holds its value: the argument after it is compared."""
+
+    def hidden(d: Draft) -> None:
+        argv = d["arms"][1]["config"]["argv"]
+        at = argv.index("--speculative-config")
+        config = json.loads(argv[at + 1])
+        argv[at : at + 2] = ["-sc", json.dumps({k: v for k, v in config.items() if k != "method"})]
+        argv += [f"--speculative-config.method={json.dumps(config['method'])}", "--dtype=float16"]
+
+    assert "--dtype=float16" in found(edited(hidden))["arms[1].gates[1].against"]
 
 
 def test_g3_against_an_oracle_of_another_tensor_parallel_size() -> None:
