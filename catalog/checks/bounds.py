@@ -17,7 +17,11 @@ grade), so it may not impersonate them (`claim_problems`): it names no grade ("g
 packet (for a title: its state or one of its arms') or the arm (for a label: its own state) does
 not have: measured, imported, screened, withheld, verified ("verified" only of a measured arm;
 "imported" also of a screened or withheld transcription, which came from a source too).
-Words are compared after NFKC normalisation, so full-width letters do not slip past.
+An arm label also says no other configuration than the arm's config (`_configured`): a card count
+("2 cards", "TP2", "eight GPUs"), a speculative depth or range of depths ("depth 3", "depths 0-6"),
+"no speculative decoding" or "oracle" of a speculative arm, or a speculative method word (n-gram,
+MTP, EAGLE, ...) that is not the arm's. Words are compared after NFKC normalisation, so full-width
+letters do not slip past.
 
 `text_bound_problems(packet)` returns `(field, message)` problems, claims included; the file's
 size is checked by catalog/packets/verify.py before a byte of it is read.
@@ -29,7 +33,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from catalog.model.packet import Packet, State
+from catalog.model.packet import Arm, Packet, State
 
 Problem = tuple[str, str]
 
@@ -108,10 +112,52 @@ def claim_problems(packet: Packet) -> list[Problem]:
     if why:
         found.append(("title", why))
     for index, arm in enumerate(packet.arms):
-        why = _claimed(arm.label, {arm.state.value, *transcribed}, "the arm")
+        why = _claimed(arm.label, {arm.state.value, *transcribed}, "the arm") or _configured(arm.label, arm)
         if why:
             found.append((f"arms[{index}].label", why))
     return found
+
+
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+_CARDS = re.compile(r"\b(\d+|" + "|".join(_COUNTS) + r")\s+(?:cards?|GPUs?)\b", re.IGNORECASE)
+_TP = re.compile(r"\bTP\s*=?\s*(\d+)\b", re.IGNORECASE)
+_DEPTH = re.compile(r"\bdepths?\s*=?\s*(\d+)(?:\s*[-–]\s*(\d+))?\b", re.IGNORECASE)
+_NO_SPECULATION = re.compile(r"\bno\s+speculati(?:ve|on)\b|\boracle\b", re.IGNORECASE)
+# Speculative methods by the word a label names them with (vLLM 0.32's SpeculativeMethod,
+# vllm/config/speculative.py:38-83: every *_mtp model type is MTP, eagle3 is an EAGLE, ngram_gpu an n-gram)
+_METHOD_FAMILIES = ("ngram", "eagle", "mtp", "medusa", "suffix", "dflash", "dspark")
+_METHOD_WORD = re.compile(r"\b(n-?gram|mtp|eagle-?3?|medusa|suffix|dflash|dspark)\b", re.IGNORECASE)
+
+
+def _method_family(method: str) -> str:
+    """The method a label's word or a config's method names: each *_mtp is MTP, eagle3 an EAGLE."""
+    lowered = method.lower().replace("-", "")
+    return next((family for family in _METHOD_FAMILIES if family in lowered), lowered)
+
+
+def _configured(label: str, arm: Arm) -> str | None:
+    """Why an arm's label claims another configuration than the arm's own (its card count, its
+    speculative method and depth, or none), or None: the page shows the label beside the arm's
+    figures, so it may only say what the arm's config says."""
+    plain = unicodedata.normalize("NFKC", label)
+    config = arm.config
+    tp, depth, method = config.tensor_parallel_size, config.spec_depth, config.spec_method
+    for match in [*_CARDS.finditer(plain), *_TP.finditer(plain)]:
+        said = match.group(1).lower()
+        if _COUNTS.get(said, int(said) if said.isdigit() else 0) != tp:
+            cards = f"{tp} card{'s' if tp != 1 else ''}"
+            return f"claims {match.group(0)!r}; the arm runs on {cards} (config.tensor_parallel_size)"
+    for match in _DEPTH.finditer(plain):
+        low, high = int(match.group(1)), int(match.group(2) or match.group(1))
+        if not low <= depth <= high:
+            return f"claims {match.group(0)!r}; the arm's speculative depth is {depth} (config.spec_depth)"
+    if depth and (found := _NO_SPECULATION.search(plain)):
+        return f"claims {found.group(0)!r}; the arm decodes speculatively at depth {depth} (config.spec_depth)"
+    for match in _METHOD_WORD.finditer(plain):
+        if method is None or _method_family(match.group(1)) != _method_family(method):
+            runs = f"runs {method!r}" if method else "runs no speculative method"
+            return f"claims {match.group(0)!r}; the arm {runs} (config.spec_method)"
+    return None
 
 
 def _kind(most: int) -> str:

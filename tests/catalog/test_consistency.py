@@ -220,6 +220,7 @@ def test_g3_against_another_speculative_arm() -> None:
     def deeper(d: Draft) -> None:
         other = copy.deepcopy(d["arms"][1])
         other["id"] = "tp1-mtp3"
+        other["label"] = "1 card, MTP depth 3"
         other["config"]["spec_depth"] = 3
         d["arms"].append(other)
         d["arms"][1]["gates"][1]["against"] = "tp1-mtp3"
@@ -370,6 +371,7 @@ def test_tensor_parallel_size_over_the_host_card_count() -> None:
     def tp2(d: Draft) -> None:
         for arm in d["arms"]:
             arm["config"]["tensor_parallel_size"] = 2
+            arm["label"] = arm["label"].replace("1 card", "2 cards")
 
     problems = found(edited(tp2))
     assert problems == {

@@ -1,7 +1,8 @@
 """A title or an arm label cannot impersonate what the site derives (catalog/checks/bounds.py
 `claim_problems`): no grade ("grade A".."grade D", "Evidence A", any case, full-width letters too),
 and no state word (measured, imported, screened, withheld, verified) its packet or arm does not
-have; "verified" only of a measured arm, "imported" also of a screened or withheld transcription.
+have; "verified" only of a measured arm, "imported" also of a screened or withheld transcription;
+and no arm label that names another card count, speculative depth or method than the arm's config.
 Each refused by its field and the word; the truth passes, and so does every committed packet."""
 
 from __future__ import annotations
@@ -61,6 +62,19 @@ REFUSED = [
     ("a withheld arm labelled verified",
      lambda: edited(labelled(1, "1 card, MTP depth 2, verified"), g3_diverges=True), "arms[1].label", "verified"),
     ("an oracle labelled screened", lambda: edited(labelled(0, "oracle (screened)")), "arms[0].label", "screened"),
+    ("one card labelled two", lambda: edited(labelled(0, "2 cards, no speculative decoding")), "arms[0].label",
+     "2 cards"),
+    ("one card labelled TP4", lambda: edited(labelled(1, "TP4 · MTP depth 2")), "arms[1].label", "TP4"),
+    ("cards in words", lambda: edited(labelled(1, "eight GPUs, MTP depth 2")), "arms[1].label", "eight GPUs"),
+    ("another depth", lambda: edited(labelled(1, "1 card, MTP depth 5")), "arms[1].label", "depth 5"),
+    ("a depth range without it", lambda: edited(labelled(1, "1 card, MTP depths 3-6")), "arms[1].label",
+     "depths 3-6"),
+    ("a speculative arm labelled plain", lambda: edited(labelled(1, "1 card, no speculative decoding")),
+     "arms[1].label", "no speculative"),
+    ("a speculative arm labelled the oracle", lambda: edited(labelled(1, "1 card (oracle)")), "arms[1].label",
+     "oracle"),
+    ("another method", lambda: edited(labelled(1, "1 card, EAGLE-3 depth 2")), "arms[1].label", "EAGLE-3"),
+    ("a method on the oracle", lambda: edited(labelled(0, "1 card, n-gram")), "arms[0].label", "n-gram"),
 ]  # fmt: skip
 
 
@@ -84,6 +98,9 @@ ACCEPTED = [
     ("a screened title screened", lambda: screened("a screened curve: speed only")),
     ("a screened transcription titled imported", lambda: screened("imported campaign")),
     ("unverified is not verified", lambda: imported(title="Qwen3.5 4B, unverified by this runner")),
+    ("its own cards, method and depth", lambda: edited(labelled(1, "one card · TP1 · mtp decoding, depth 2"))),
+    ("a depth range holding it", lambda: edited(labelled(1, "1 card, MTP depths 0-6"))),
+    ("an MTP model type", lambda: edited(lambda d: d["arms"][1]["config"].update(spec_method="qwen3_5_mtp"))),
 ]  # fmt: skip
 
 
