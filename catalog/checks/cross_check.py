@@ -15,6 +15,7 @@ from pathlib import Path
 from catalog.checks.commands import command_problems
 from catalog.checks.consistency import Problem, reference_problems
 from catalog.checks.evidence import canary_problems
+from catalog.checks.identity import card_claim_problems
 from catalog.checks.load_sweep import load_prompt_problems
 from catalog.checks.workload import concurrency_oracle_problems, context_class_problems
 from catalog.errors import CatalogError
@@ -88,6 +89,8 @@ def cross_check(packet: Packet, path: Path, ref: Reference) -> list[CatalogError
         # model and card is checked against them once they load
         found.extend(located(reference_problems(packet, recipe, ref.hardware.get(card)), path))
         found.extend(located(command_problems(packet, recipe, ref.hardware.get(card)), path))
+    if "*hardware" not in ref.unloaded:
+        found.extend(located(card_claim_problems(packet, ref.hardware), path))
     if packet.provenance.kind == "measured":
         found.extend(_workload_problems(packet, path, ref))
     return found

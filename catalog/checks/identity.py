@@ -15,6 +15,8 @@ entry does not name did not happen as written. (Dates are catalog/checks/dates.p
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 
 from catalog.model.packet import Packet
@@ -115,6 +117,40 @@ def _card_problems(packet: Packet, hardware: Hardware | None) -> list[Problem]:
                     f" {host.card_count}",
                 )
             )
+    return problems
+
+
+# A card's model word, as its name and device names spell it: B70, B60, H100, H200 (a letter or
+# three, then its number), which no other text of a title is likely to hold.
+_MODEL_WORD = re.compile(r"(?<![\w-])[A-Za-z]{1,3}\d{2,4}[A-Za-z]?(?![\w-])")
+
+
+def _model_words(card: Hardware) -> set[str]:
+    return {word.lower() for text in (card.name, *card.device_names) for word in _MODEL_WORD.findall(text)}
+
+
+def card_claim_problems(packet: Packet, cards: Mapping[str, Hardware]) -> list[Problem]:
+    """A title or arm label names no accelerator of data/hardware.yaml other than the packet's own
+    card (its model word: "one B70" of a packet run on a CPU host, "H200" of a B70 run): the page
+    shows them as written, over the figures of the card the packet names."""
+    host = packet.identity.host.hardware
+    own = cards.get(host)
+    if own is None:
+        return []  # a card data/ does not hold is refused as such (catalog/checks/cross_check.py)
+    others = {
+        word: card
+        for card in cards.values()
+        if card.id != host and card.platform != "cpu"
+        for word in _model_words(card) - _model_words(own)
+    }
+    problems: list[Problem] = []
+    texts = [("title", packet.title), *((f"arms[{i}].label", arm.label) for i, arm in enumerate(packet.arms))]
+    for field, text in texts:
+        for word in _MODEL_WORD.findall(unicodedata.normalize("NFKC", text)):
+            card = others.get(word.lower())
+            if card is not None:
+                problems.append((field, f"names {word!r}, the {card.name}; the packet ran on the {own.name} ({host})"))
+                break
     return problems
 
 
