@@ -219,7 +219,9 @@ def family_card(view: FamilyView, hardware: dict[str, Hardware]) -> FamilyCard:
         state_label=STATE_LABELS[view.best_state],
         hardware=sorted(set(view.hardware_ids) | set(view.recipe_hardware_ids)),
         hardware_names=[hardware[h].name if h in hardware else h for h in view.hardware_ids],
-        recipe_hardware_names=[hardware[h].name if h in hardware else h for h in view.recipe_hardware_ids],
+        recipe_hardware_names=[  # the recipe's word for a card without a result here, never shown as one
+            hardware[h].name if h in hardware else h for h in view.recipe_hardware_ids if h not in view.hardware_ids
+        ],
         quantizations=[label_key(q) for q in view.quantizations],
         spec_methods=view.spec_methods,
         newest=view.newest,
@@ -258,7 +260,7 @@ def index_view(cards: list[FamilyCard], hardware: dict[str, Hardware], quantizat
     filters = [
         Filter(
             "hw",
-            "Hardware (with results or recipe-verified)",
+            "Hardware (with results, or called “verified” by a recipe)",
             [_prerendered("hw", h, hardware[h].name if h in hardware else h, cards) for h in hw_ids],
         ),
         Filter("quant", "Quantization", [_prerendered("quant", k, v, cards) for k, v in sorted(quant_labels.items())]),

@@ -112,6 +112,22 @@ def test_the_home_page_words_what_it_lists(repository_built: Path) -> None:
     assert empty and all("published result" in t and "verified" not in t for t in empty)
 
 
+def test_a_recipes_own_verified_is_quoted_as_its_word_for_a_card_without_a_result(repository_built: Path) -> None:
+    """The Qwen3.5 recipes call the B60 and the B70 "verified"; the catalog holds results on the B70
+    alone. The home page said "recipe verified on Intel Arc Pro B60, Intel Arc Pro B70", the site's
+    own word for an output checked against the oracle, of a card with no packet."""
+    soup = _page(repository_built, "index.html")
+    for slug in IMPORTED_FAMILIES:
+        link = soup.select_one(f'li.family h3 a[href="models/{slug}/index.html"]')
+        family = link.find_parent("li") if link else None
+        facts = _text(family.select_one(".family-facts") if family else None)
+        assert "recipe verified" not in facts
+        assert "results on Intel Arc Pro B70" in facts
+        assert "no result on Intel Arc Pro B60, which its recipe calls “verified”" in facts
+    b60 = _text(_page(repository_built, "hardware/arc_pro_b60/index.html").select_one("#recipes"))
+    assert "Qwen3.5-9B · the recipe calls it “verified”" in b60, b60
+
+
 def test_the_hardware_index_says_what_it_counts(repository_built: Path) -> None:
     header = [_text(th) for th in _page(repository_built, "hardware/index.html").select("thead th")]
     assert "model families measured" not in header
