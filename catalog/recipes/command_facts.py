@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 from catalog.model.packet import Arm, Packet
 from catalog.model.secrets import REDACTED
@@ -315,7 +316,7 @@ def command_facts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
     vLLM 0.32 reads them (`vllm_options`): every alias and abbreviation, the dotted JSON form, the
     last of a repeated flag holding, as in argparse. The facts are a function of the two alone, and
     the packets of a family record the same few commands: each is read once a process (what it buys
-    is in bench/FINDINGS.md, 2026-12-07 11:40). The result is shared: never change its `env`."""
+    is in bench/FINDINGS.md, 2026-12-07 11:40). The result is shared, its `env` read-only."""
     return _facts(tuple(argv), tuple(env.items()) if env else ())
 
 
@@ -383,7 +384,7 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
     return CommandFacts(
         eager,
         image,
-        {**docker_env, **dict(env)},
+        MappingProxyType({**docker_env, **dict(env)}),  # shared by every caller (lru_cache): read-only
         method,
         depth,
         sizes["--tensor-parallel-size"],

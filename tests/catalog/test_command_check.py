@@ -214,3 +214,12 @@ def test_a_compilation_config_or_level_vllm_cannot_read_is_named_not_guessed():
     assert command_facts(["vllm", "serve", "m", "-Odecode"]).unread == (
         "sets --optimization-level decode, a level the catalog cannot read",
     )
+
+
+def test_the_shared_facts_of_a_command_cannot_be_changed_by_a_caller() -> None:
+    """command_facts answers every caller with one object per command (lru_cache): an `env` a caller
+    could change would change every later answer."""
+    facts = command_facts(["vllm", "serve", "m"], {"A": "1"})
+    with pytest.raises(TypeError):
+        facts.env["B"] = "2"  # type: ignore[index]
+    assert command_facts(["vllm", "serve", "m"], {"A": "1"}).env == {"A": "1"}
