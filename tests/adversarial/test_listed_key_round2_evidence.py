@@ -70,8 +70,8 @@ def seal_with(root: Path, document: Document, key: HostKey) -> Path:
 def reproduction(*, ms_per_token: float = 20.3, hardware: str = "arc_pro_b70") -> Document:
     """Another lab's run of the lab's campaign (`reproduced` names it): its own boot, its own timings."""
     document = measured_parts(
-        ms_per_token=ms_per_token, title="Qwen3.5-9B BF16 on one Arc Pro B70, reproduced", hardware=hardware
-    ).model_dump(mode="json")
+        ms_per_token=ms_per_token, title=f"Qwen3.5-9B BF16 on one {hardware}, reproduced", hardware=hardware
+    ).model_dump(mode="json")  # a title naming the card it ran on (catalog/checks/identity.py card_claim_problems)
     document["identity"]["host"]["boot_id"] = "9a9a9a9a-second-boot"
     document["created"] = "2026-12-01T10:15:00Z"
     return document
