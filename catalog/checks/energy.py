@@ -12,7 +12,10 @@
   more than the packet's reading accuracy (energy.bounds.power_accuracy_w): serving never draws
   less than idling, so neither a card below idle nor a negative energy above idle beyond that
   accuracy is published;
-- each card's power is bounded by its rated board power (data/hardware.yaml).
+- each card's power is bounded by its rated board power (data/hardware.yaml);
+- no loaded window holds less energy than its steps' reads of the cards' memory, where the card's
+  memory cites its energy per bit (`memory_floor_problems`, run with the physics' step model by
+  catalog/checks/physics.py).
 
 Each problem is `(field, message)`, like catalog.checks.consistency's, which runs these.
 """
@@ -212,6 +215,57 @@ def energy_problems(packet: Packet) -> list[Problem]:
             problems += short_window_problems(where, window, work)
             if idle_w is not None:
                 problems += below_idle_problems(where, window, idle_w, setup.bounds.power_accuracy_w)
+    return problems
+
+
+MEMORY_FLOOR_MARGIN = 4.0
+"""How far below the energy of its memory reads a window may fall: the card's figure is its memory
+devices' average energy per bit (data/hardware.yaml cites it), long streaming reads of weight
+tensors may cost less than that average, and a cache may serve some of what the step model counts."""
+
+
+def memory_floor_problems(
+    packet: Packet, index: int, arm: Arm, step_bytes: float, tokens_per_step: float, hardware: Hardware
+) -> list[Problem]:
+    """A loaded window of the arm holds at least the energy of the steps its output tokens took,
+    each reading `step_bytes` (the weights, and the KV cache at the suite's context: the physics'
+    step model, catalog/checks/physics.py) from the cards' memory at the card's energy per bit, ÷
+    MEMORY_FLOOR_MARGIN. A step yields at most `tokens_per_step` tokens to each user it serves: a
+    server's suite serves one request at a time, a concurrency point its `users`. Samples of a few
+    watts under a 9B model would otherwise publish a J/token below what moving its weights costs."""
+    figure = hardware.memory_energy_pj_per_bit
+    if figure is None or step_bytes <= 0 or tokens_per_step <= 0:
+        return []
+    step_j = step_bytes * 8 * figure.value * 1e-12
+    loaded: list[tuple[str, EnergyWindow, int, int]] = [
+        (f"arms[{index}].servers[{j}].energy", server.energy, sum(row.completion_tokens for row in server.rows), 1)
+        for j, server in enumerate(arm.servers)
+        if server.energy is not None and server.rows
+    ]
+    for i, ladder in enumerate(packet.ladders):
+        if ladder.arm == arm.id:
+            loaded += [
+                (f"ladders[{i}].concurrency[{k}].energy", point.energy, point.completion_tokens, point.users)
+                for k, point in enumerate(ladder.concurrency)
+                if point.energy is not None
+            ]
+    problems: list[Problem] = []
+    for where, window, tokens, users in loaded:
+        figures = window.figures
+        steps = tokens / (users * tokens_per_step)
+        least = steps * step_j / MEMORY_FLOOR_MARGIN
+        if figures is None or figures.energy_j >= least:
+            continue
+        problems.append(
+            (
+                f"{where}.cards",
+                f"give {figures.energy_j:.3g} J for {tokens:,} output tokens at {users} user(s): at least"
+                f" {steps:,.0f} steps ({tokens_per_step:g} token(s) a step a user), each reading"
+                f" {step_bytes / 1e9:.3g} GB from the cards' {hardware.memory_type} at {figure.value:g} pJ/bit"
+                f" ({figure.source}), take {least:.3g} J (÷ {MEMORY_FLOOR_MARGIN:g}): less energy than moving"
+                " the model's weights costs",
+            )
+        )
     return problems
 
 

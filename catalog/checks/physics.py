@@ -13,6 +13,8 @@ FLOPs at peak compute, or one read of the weights, whichever is longer). From th
   tokens one step may yield × one step's time ÷ CEILING_MARGIN; a concurrency point's wall time
   holds its users' tokens the same way; imported TTFT figures hold the floor of a one-token prompt;
 - startup: no server answers sooner than one read of its weights at the cards' bandwidth;
+- energy: no loaded window holds less energy than its steps' reads of the cards' memory cost
+  (catalog/checks/energy.py `memory_floor_problems`, where the card's memory cites a figure);
 - compute: a concurrency point's wall time, and a load level's duration, hold every token its
   users received at the card's peak compute (a token's FLOPs at least a one-token prefill's)
   ÷ FLOOR_MARGIN: batching shares one read of the weights among many users, never the arithmetic.
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+from catalog.checks.energy import memory_floor_problems
 from catalog.checks.load_sweep import per_user_rates
 from catalog.model.load_sweep import LoadLevel
 from catalog.model.metrics import DECODE_WINDOW
@@ -82,6 +85,7 @@ class ArmLimits:
     prefill_ms: Callable[[int], float]
     token_compute_ms: float  # the least compute time of one token on the arm's cards (0: no peak figure)
     ceiling_at: Callable[[int], float]  # the plain ceiling with that many tokens of context in the KV cache
+    step_bytes: float = 0.0  # what one target step reads from the cards' memory, all cards together
 
     @property
     def step_ms(self) -> float:
@@ -164,6 +168,7 @@ def arm_limits(packet: Packet, arm: Arm, hardware: Hardware, recipe: Recipe | No
         cache(prefill_floor(cell, layout, step, link)),  # an arm's rows share one length per prompt of the suite
         token_compute_ms(cell, layout, step, link),
         ceiling_at,
+        step.target_bytes,
     )
 
 
@@ -209,6 +214,7 @@ def physics_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
         problems += _ceiling_problems(packet, index, arm, limits)
         problems += _floor_problems(packet, index, arm, limits, hardware.id)
         problems += _startup_problems(index, arm, limits, hardware)
+        problems += memory_floor_problems(packet, index, arm, limits.step_bytes, limits.tokens_per_step, hardware)
     return problems
 
 

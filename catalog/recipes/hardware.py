@@ -44,6 +44,11 @@ class Hardware(StrictModel):
         default=None,
         description="Rated board power of one card, watts: the bound verification holds every measured power to.",
     )
+    memory_energy_pj_per_bit: Figure | None = Field(
+        default=None,
+        description="Energy the card's memory devices spend per bit read, picojoules: the floor verification "
+        "holds a window's energy to (every step reads the weights).",
+    )
     notes: str | None = Field(default=None, description="Free text about the card.")
     # Words of the name the vendor tool reports for this card (`xpu-smi discovery`, `nvidia-smi`),
     # trademarks dropped: preflight refuses a card none of them names (a B60 is never a B70).

@@ -1,6 +1,7 @@
 """catalog/checks/energy.py's floors: a window no shorter than the work it covers (a server's suite:
 its rows' last token times summed; a concurrency level: its wall_s; a load level: its duration_s),
-and no card of a loaded window averaging below its own idle baseline beyond the reading accuracy.
+no card of a loaded window averaging below its own idle baseline beyond the reading accuracy, and
+no loaded window holding less energy than its steps' reads of the card's memory (÷ 4).
 Each refusal names its field and gives the numbers; honest windows (testkit's) pass."""
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from catalog.checks.energy import (
     suite_work,
     windows,
 )
+from catalog.checks.physics import physics_problems
 from catalog.model.energy import US, Tokens
 from catalog.model.packet import ConcurrencyPoint, Ladder, PacketParts
+from catalog.store.repository import load_data
 from testkit.energy_samples import IDLE_W, steady_window, with_energy
 from testkit.samples import make_load_sweep, measured_parts, with_load
-from tests.catalog.factories import ORACLE_ARM, seal_draft
+from tests.catalog.factories import ORACLE_ARM, REPO, seal_draft
 
 SERVER = "arms[0].servers[0].energy"
 LEVEL = "ladders[0].load.levels[0].energy"
@@ -165,3 +168,28 @@ def test_a_window_judged_without_tokens_is_still_held_to_its_work() -> None:
     server = honest.arms[0].servers[0]
     short = steady_window(180.0, US, Tokens(0, 0), None)
     assert short_window_problems(SERVER, short, suite_work(server))
+
+
+def _memory_floor(watts: float) -> dict[str, str]:
+    """physics_problems' energy floor of `parts()` at `watts`, its idle baseline below them (so only
+    the memory floor speaks), checked against the repository's data/ (a B70: GDDR6 at 7.5 pJ/bit)."""
+    packet = seal_draft(draft(watts, idle=0.5))
+    data = load_data(REPO / "data")
+    recipe, card = data.recipes[packet.identity.model.slug], data.hardware[packet.identity.host.hardware]
+    return {f: m for f, m in physics_problems(packet, recipe, card) if f.endswith("energy.cards")}
+
+
+def test_a_window_below_the_energy_of_reading_the_weights_is_refused() -> None:
+    """Qwen3.5-9B in BF16 reads about 16 GB a step: at 7.5 pJ/bit, 0.96 J, ÷ 4 a margin. A server
+    whose samples say 5 W while it decodes 1,440 tokens one request at a time spends 0.11 J a
+    token: less than a quarter of what moving its weights costs; so does the concurrency point."""
+    refused = _memory_floor(5.0)
+    servers = {f"arms[0].servers[{j}].energy.cards" for j in (0, 1)}
+    assert set(refused) == servers | {"ladders[1].concurrency[0].energy.cards"}
+    assert "for 1,440 output tokens at 1 user(s): at least 1,440 steps" in refused["arms[0].servers[0].energy.cards"]
+    assert "at 2 user(s)" in refused["ladders[1].concurrency[0].energy.cards"]
+    assert "GDDR6 at 7.5 pJ/bit (Micron" in refused["arms[0].servers[0].energy.cards"]
+
+
+def test_honest_windows_hold_the_memory_floor() -> None:
+    assert _memory_floor(180.0) == {}
