@@ -238,7 +238,7 @@ def memory_floor_problems(
         return []
     step_j = step_bytes * 8 * figure.value * 1e-12
     loaded: list[tuple[str, EnergyWindow, int, int]] = [
-        (f"arms[{index}].servers[{j}].energy", server.energy, sum(row.completion_tokens for row in server.rows), 1)
+        (f"arms[{index}].servers[{j}].energy", server.energy, server_tokens(server).output, 1)
         for j, server in enumerate(arm.servers)
         if server.energy is not None and server.rows
     ]

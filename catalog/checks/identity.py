@@ -137,11 +137,12 @@ def card_claim_problems(packet: Packet, cards: Mapping[str, Hardware]) -> list[P
     own = cards.get(host)
     if own is None:
         return []  # a card data/ does not hold is refused as such (catalog/checks/cross_check.py)
+    own_words = _model_words(own)
     others = {
         word: card
         for card in cards.values()
         if card.id != host and card.platform != "cpu"
-        for word in _model_words(card) - _model_words(own)
+        for word in _model_words(card) - own_words
     }
     problems: list[Problem] = []
     texts = [("title", packet.title), *((f"arms[{i}].label", arm.label) for i, arm in enumerate(packet.arms))]
