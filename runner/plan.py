@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 from catalog.errors import UserError
 from catalog.model.base import Slug, StrictModel
 from catalog.model.load_sweep import LAG_BOUND_MS, LoadSweep, Slo
+from catalog.model.packet import LADDER_MOST_USERS
 from catalog.packets.canonical import canonical_sha256
 from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, option_value
 from catalog.recipes.compose import LaunchCommand, Selection, compose, configuration_selection, flag_groups, merge_args
@@ -34,7 +35,7 @@ REFUSED_ARGS = {
     "logger without engine statistics: vllm/v1/engine/async_llm.py)",
 }
 STRICT_ARGS = ["--max-num-seqs", "1"]
-LADDER_MAX_SEQS = "64"
+LADDER_MAX_SEQS = str(LADDER_MOST_USERS)
 # Without --max-model-len vLLM sizes the KV cache for the model's whole context (262,144 tokens for
 # Qwen3.5) and fails to start on a 24-32 GB card; the recipe guides' B60/B70 commands use 8192.
 # The strict suite needs prompt + 512 tokens, the context ladder up to 32K (it caps itself to this).
@@ -81,7 +82,7 @@ class LoadSweepOptions(StrictModel):
     @field_validator("users")
     @classmethod
     def _users_fit_the_ladder_server(cls, users: list[int]) -> list[int]:
-        if any(level < 1 or level > int(LADDER_MAX_SEQS) for level in users):
+        if any(level < 1 or level > LADDER_MOST_USERS for level in users):
             raise ValueError(f"load users must be between 1 and {LADDER_MAX_SEQS}")
         return sorted(set(users))
 
@@ -120,7 +121,7 @@ class CampaignRequest(StrictModel):
     @field_validator("concurrency_levels")
     @classmethod
     def _levels_fit_the_ladder_server(cls, levels: list[int]) -> list[int]:
-        if any(level < 1 or level > int(LADDER_MAX_SEQS) for level in levels):
+        if any(level < 1 or level > LADDER_MOST_USERS for level in levels):
             raise ValueError(f"concurrency levels must be between 1 and {LADDER_MAX_SEQS}")
         return sorted(set(levels))
 

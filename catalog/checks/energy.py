@@ -82,7 +82,8 @@ def server_tokens(server: ServerRun) -> Tokens:
 
 def concurrency_tokens(point: ConcurrencyPoint, suite_rows: list[PromptRow]) -> Tokens:
     """A concurrency level sends prompt i mod the suite's count to each of its users (runner/ladders.py)."""
-    prompts = sum(suite_rows[i % len(suite_rows)].prompt_tokens for i in range(point.users)) if suite_rows else 0
+    sends = point.prompt_sends(len(suite_rows)) if suite_rows else []
+    prompts = sum(times * row.prompt_tokens for times, row in zip(sends, suite_rows, strict=True))
     return Tokens(output=point.completion_tokens, total=point.completion_tokens + prompts)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from catalog.checks.load_sweep import _oracle_of
-from catalog.model.packet import Arm, Packet
+from catalog.model.packet import LADDER_MOST_USERS, Arm, Packet
 from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, command_facts, option_value, vllm_args, vllm_length
 from catalog.recipes.compose import flag_groups
 from catalog.recipes.recipe import Recipe
@@ -61,6 +61,7 @@ def workload_problems(packet: Packet) -> list[Problem]:
         *_context_problems(packet),
         *_oracle_problems(packet),
         *_context_oracle_problems(packet),
+        *_ladder_users_problems(packet),
         # a measured packet's concurrency ladders are held to its suite's prompt order (cross_check)
         *(concurrency_oracle_problems(packet) if packet.provenance.kind != "measured" else []),
     ]
@@ -208,6 +209,24 @@ def _beyond_server(recipe: Recipe, arm: Arm) -> tuple[int, str] | None:
     return None if server is not None and server[0] <= length else (length, words)
 
 
+def _ladder_users_problems(packet: Packet) -> list[Problem]:
+    """A measured packet's ladders are this runner's: none of more than LADDER_MOST_USERS users
+    (runner/plan.py refuses more, and gives a ladder's server that many sequences). More users
+    would also divide the energy floor's steps among users no ladder of it served."""
+    if packet.provenance.kind != "measured":
+        return []
+    levels: list[tuple[str, int | None]] = []
+    for i, ladder in enumerate(packet.ladders):
+        levels += [(f"ladders[{i}].concurrency[{k}].users", p.users) for k, p in enumerate(ladder.concurrency)]
+        if ladder.load is not None:
+            levels += [(f"ladders[{i}].load.levels[{k}].users", v.users) for k, v in enumerate(ladder.load.levels)]
+    return [
+        (where, f"is {users:,} users, but this runner's ladders end at {LADDER_MOST_USERS}")
+        for where, users in levels
+        if users is not None and users > LADDER_MOST_USERS
+    ]
+
+
 def _oracle_problems(packet: Packet) -> list[Problem]:
     """In a measured packet the oracle speeds quoted beside a speculative arm are its G3 oracle
     arm's server rates (an imported one quotes what its source printed)."""
@@ -255,10 +274,10 @@ def concurrency_oracle_problems(packet: Packet, order: Sequence[str] | None = No
         for k, point in enumerate(ladder.concurrency):
             if not point.identical_to_oracle:
                 continue
-            prompts = [sent[u % len(sent)] for u in range(point.users)]
+            sends = [(p, times) for p, times in zip(sent, point.prompt_sends(len(sent)), strict=True) if times]
             where = f"ladders[{i}].concurrency[{k}]"
             users = f"{point.users:,} user" + ("s" if point.users != 1 else "")
-            missing = sorted({p for p in prompts if p not in lengths})
+            missing = sorted({p for p, _ in sends if p not in lengths})
             if missing:
                 problems.append(
                     (
@@ -268,7 +287,7 @@ def concurrency_oracle_problems(packet: Packet, order: Sequence[str] | None = No
                     )
                 )
                 continue
-            expected = sum(lengths[p] for p in prompts)
+            expected = sum(times * lengths[p] for p, times in sends)
             if point.completion_tokens != expected:
                 problems.append(
                     (

@@ -618,6 +618,12 @@ class Arm(ArmParts):
     state: State = Field(description="Derived from provenance and gates: measured, imported, screened or withheld.")
 
 
+# The protocol's ladders end at 64 users (c1, c2, c4 ... c64), and runner/plan.py gives a ladder's
+# server 64 sequences. An imported run may have had more (`vllm bench serve` releases all its prompts
+# at once), so the schema leaves it open and a measured packet is held to it (catalog/checks/workload.py).
+LADDER_MOST_USERS = 64
+
+
 class ConcurrencyPoint(StrictModel):
     users: int = Field(ge=1, description="Concurrent requests.")
     completion_tokens: int = Field(ge=0, description="Completion tokens generated across all requests.")
@@ -647,6 +653,13 @@ class ConcurrencyPoint(StrictModel):
     @property
     def aggregate_tok_s(self) -> float:
         return self.completion_tokens / self.wall_s
+
+    def prompt_sends(self, prompts: int) -> list[int]:
+        """How many of the level's users sent each of a suite's `prompts` prompts: runner/ladders.py
+        sends user i the prompt i mod their count. Counted per prompt, never user by user, so a level
+        claiming 10⁹ users costs its reader no more than one of 64."""
+        rounds, rest = divmod(self.users, prompts)
+        return [rounds + (j < rest) for j in range(prompts)]
 
 
 class ContextPoint(StrictModel):

@@ -193,3 +193,16 @@ def test_a_window_below_the_energy_of_reading_the_weights_is_refused() -> None:
 
 def test_honest_windows_hold_the_memory_floor() -> None:
     assert _memory_floor(180.0) == {}
+
+
+@pytest.mark.parametrize("users", [1, 11, 12, 13, 64, 10**9])
+def test_a_concurrency_window_counts_each_users_prompt(users: int) -> None:
+    """User i sends the suite's prompt i mod its count (runner/ladders.py): the window's tokens are
+    the point's output and those prompts, counted per prompt (a forged 10⁹ users cost no more)."""
+    rows = parts().arms[0].servers[0].rows
+    point = ConcurrencyPoint(users=users, completion_tokens=7, wall_s=1.0)
+    rounds, rest = divmod(users, len(rows))
+    prompts = rounds * sum(row.prompt_tokens for row in rows) + sum(row.prompt_tokens for row in rows[:rest])
+    assert concurrency_tokens(point, rows) == Tokens(output=7, total=7 + prompts)
+    if users <= 64:
+        assert prompts == sum(rows[i % len(rows)].prompt_tokens for i in range(users))

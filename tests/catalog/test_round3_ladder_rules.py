@@ -28,8 +28,8 @@ from catalog.model.packet import ConcurrencyPoint, Packet
 from catalog.recipes.suite import Suite
 from catalog.store.repository import load_data
 from runner.ladders import _context_classes
-from testkit.samples import make_row, strict_suite, token_ids
-from tests.catalog.factories import ORACLE_ARM, SPEC_ARM
+from testkit.samples import make_load_sweep, make_row, measured_parts, strict_suite, token_ids, with_load
+from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, seal_parts
 from tests.catalog.test_consistency import Draft, edited
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,6 +140,36 @@ def test_a_measured_packet_is_held_to_the_suites_order_by_cross_check_only() -> 
     assert "ladders[0].concurrency[0].completion_tokens" in fields
 
 
+def test_a_level_is_counted_per_prompt_never_user_by_user() -> None:
+    """A forged 10⁹ users cost a reader what 12 do (the old check built a list of every user's
+    prompt); the sum is still exact: 10⁹ = 83,333,333 rounds of the 12 prompts and 4 more."""
+    users = 10**9
+    rounds, rest = divmod(users, len(ORDER))
+    assert ConcurrencyPoint(users=users, completion_tokens=1, wall_s=1.0).prompt_sends(len(ORDER)) == [
+        rounds + 1
+    ] * rest + [rounds] * (len(ORDER) - rest)
+    measured = edited(concurrency(ORACLE_ARM, point(users, users * TOKENS, identical=False, divergence="batch shape")))
+    assert workload_problems(measured) == [
+        ("ladders[0].concurrency[0].users", "is 1,000,000,000 users, but this runner's ladders end at 64")
+    ]
+    assert suite_checks(edited(concurrency(ORACLE_ARM, point(users, users * TOKENS)))) == {}
+    assert suite_checks(edited(concurrency(ORACLE_ARM, point(users, users * TOKENS + 1)))) == {
+        "ladders[0].concurrency[0].completion_tokens": "120,000,000,001 completion tokens identical to the oracle,"
+        " but oracle arm 'tp1-mtp0''s rows for the prompts its 1,000,000,000 users sent (user i: prompt i mod"
+        " 12) hold 120,000,000,000: outputs identical to the oracle's have its lengths"
+    }
+
+
+@pytest.mark.parametrize(("users", "refused"), [(64, False), (65, True)])
+def test_a_measured_ladder_ends_at_the_protocols_64_users(users: int, refused: bool) -> None:
+    """runner/plan.py refuses a level above 64 and gives a ladder's server 64 sequences; an imported
+    run may have had more (`vllm bench serve` releases every prompt at once), so only a measured
+    packet is held to it."""
+    packet = edited(concurrency(ORACLE_ARM, point(users, users * TOKENS)))
+    fields = [field for field, _ in workload_problems(packet)]
+    assert fields == (["ladders[0].concurrency[0].users"] if refused else [])
+
+
 # ---- a divergence cause only where the outputs differ ----
 
 
@@ -195,3 +225,9 @@ def test_the_context_classes_are_the_runners() -> None:
     document["prompts"] = [p for p in document["prompts"] if p["class"] != "analysis"]
     other = Suite.model_validate(document)
     assert context_classes(other) == _context_classes(other) == ["operations", "documentation", "structured"]
+
+
+def test_a_measured_load_level_ends_at_the_protocols_64_users() -> None:
+    sweep = make_load_sweep(users=(2, 65), rates=(), requests_per_level=70)
+    packet = seal_parts(with_load(measured_parts(spec=False), {ORACLE_ARM: sweep})).packet
+    assert [field for field, _ in workload_problems(packet)] == ["ladders[0].load.levels[1].users"]
