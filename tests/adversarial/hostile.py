@@ -25,7 +25,7 @@ from catalog.recipes.hardware import HardwareFile
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.suite import CanarySet, Suite
 from catalog.store.repository import load_catalog
-from tests.catalog.factories import sealed, signed_data
+from tests.catalog.factories import draft_of, sealed, signed_data
 
 REPO = Path(__file__).resolve().parents[2]
 MARK = "pwn3d"  # every payload names it, so a page that shows the text can be counted
@@ -154,7 +154,7 @@ def hostile_catalog(root: Path) -> tuple[Path, Path, int]:
     for path in sorted((REPO / "packets").glob("*.json")):
         if is_signature(path):
             continue
-        draft = _unsealed(json.loads(path.read_text()))
+        draft = draft_of(json.loads(path.read_text()))
         workload = draft["workload"]
         if workload.get("suite_sha256"):
             workload["suite_sha256"] = suites[workload["suite_id"]]
@@ -166,14 +166,6 @@ def hostile_catalog(root: Path) -> tuple[Path, Path, int]:
         clean[written.stem] = draft
     _settle(data, packets, clean)
     return data, packets, carried
-
-
-def _unsealed(stored: dict[str, Any]) -> dict[str, Any]:
-    """A packet file's content without what sealing derives (states): the draft a forger edits.
-    Base64 token arrays are strings the schema decodes: the payload would only corrupt them."""
-    draft = {k: v for k, v in stored.items() if k not in ("schema_version", "state")}
-    draft["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in stored["arms"]]
-    return draft
 
 
 def _packet_skip(loc: Loc) -> bool:
@@ -199,7 +191,7 @@ def _settle(data: Path, packets: Path, clean: dict[str, dict[str, Any]]) -> None
             by_file.setdefault(problem.file, []).append(problem.field)
         for file, fields in by_file.items():
             path = Path(file)
-            stored = _unsealed(json.loads(path.read_text()))
+            stored = draft_of(json.loads(path.read_text()))
             original = clean.pop(path.stem)
             for field in fields:
                 loc = _field_loc(field)

@@ -44,6 +44,7 @@ from testkit.samples import (
     strict_suite,
 )
 from tests.adversarial.support import REPO, Tally, snapshot
+from tests.catalog.factories import draft_of
 
 # the committed CPU demo packet, whatever its id (re-measured with make measure MODEL=demo ...)
 DEMO = next(p.stem for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not p.name.endswith(".dsse.json"))
@@ -85,9 +86,7 @@ def remove(root: Path, name: str) -> None:
 def reseal(root: Path, document: Document) -> Path:
     """Seal an edited packet with the project's own `seal` and the forger's key: states, bytes,
     digest, file name and signature all derived again, as the runner does."""
-    draft = {k: v for k, v in document.items() if k not in ("schema_version", "state")}
-    draft["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in document["arms"]]
-    parts = PacketParts.model_validate(draft)
+    parts = PacketParts.model_validate(draft_of(document))
     role = "measurer" if parts.provenance.kind == "measured" else "importer"
     return write_packet(seal(parts, forger_key(root, role)), root / "packets")
 

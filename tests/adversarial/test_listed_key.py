@@ -34,6 +34,7 @@ from catalog.packets.signing import HostKey, host_key
 from testkit.samples import measured_parts
 from tests.adversarial.support import REPO, Tally, snapshot
 from tests.adversarial.test_forgery import LOCAL, MODES, SIGNED, commands, refused, remove, stored
+from tests.catalog.factories import draft_of
 
 DEMO = next(p.stem for p in sorted((REPO / "packets").glob("demo-bf16-*.json")) if not p.name.endswith(".dsse.json"))
 IMPORTED_9B = "qwen3.5-9b-fp8-dynamic-c48f580e"  # imported: two depth-4 arms withheld by a failing G3 (8/12)
@@ -61,9 +62,7 @@ def list_lab(root: Path, *, entry: Callable[[str], str] = lambda line: line) -> 
 def lab_seal(root: Path, document: Document) -> Path:
     """Seal a document with the project's `seal` and the lab's key of its role: states, bytes,
     digest, file name and signature all derived again, as the runner and importers do."""
-    draft = {k: v for k, v in document.items() if k not in ("schema_version", "state")}
-    draft["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in document["arms"]]
-    parts = PacketParts.model_validate(draft)
+    parts = PacketParts.model_validate(draft_of(document))
     role = "measurer" if parts.provenance.kind == "measured" else "importer"
     return write_packet(seal(parts, lab_key(root, role)), root / "packets")
 

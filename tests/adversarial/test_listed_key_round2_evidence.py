@@ -44,6 +44,7 @@ from tests.adversarial.test_listed_key import (  # noqa: F401 (lab: a fixture)
     lab,
     lab_seal,
 )
+from tests.catalog.factories import draft_of
 
 Document = dict[str, Any]
 
@@ -62,9 +63,7 @@ def other_lab(root: Path) -> HostKey:
 
 
 def seal_with(root: Path, document: Document, key: HostKey) -> Path:
-    draft = {k: v for k, v in document.items() if k not in ("schema_version", "state")}
-    draft["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in document["arms"]]
-    return write_packet(seal(PacketParts.model_validate(draft), key), root / "packets")
+    return write_packet(seal(PacketParts.model_validate(draft_of(document)), key), root / "packets")
 
 
 def reproduction(*, ms_per_token: float = 20.3, hardware: str = "arc_pro_b70") -> Document:

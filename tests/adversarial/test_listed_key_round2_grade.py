@@ -37,6 +37,7 @@ from tests.adversarial.test_listed_key import (  # noqa: F401 - fixtures
     lab,
     lab_seal,
 )
+from tests.catalog.factories import draft_of
 
 Document = dict[str, Any]
 LAB_OWNER = "a lab (measurer)"  # the owner text test_listed_key.list_lab gives the lab's measurer key
@@ -57,9 +58,7 @@ def extra_key(root: Path, tag: str, owner: str) -> HostKey:
 
 
 def seal_with(root: Path, document: Document, key: HostKey) -> Path:
-    draft = {k: v for k, v in document.items() if k not in ("schema_version", "state")}
-    draft["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in document["arms"]]
-    return write_packet(seal(PacketParts.model_validate(draft), key), root / "packets")
+    return write_packet(seal(PacketParts.model_validate(draft_of(document)), key), root / "packets")
 
 
 def reproduction_of(original: Path) -> Document:

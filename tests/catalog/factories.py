@@ -110,11 +110,17 @@ def seal_parts(parts: PacketParts, *, signed: bool = True, key: HostKey | None =
     return seal(parts, (key or key_for(parts.provenance.kind)) if signed else None)
 
 
+def draft_of(document: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-form packet, sealed before or not, without what sealing derives (its states): the
+    draft a forger edits and seals again."""
+    body = {k: v for k, v in document.items() if k not in (*UNSEALED, "id", "sha256")}
+    body["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in document["arms"]]
+    return body
+
+
 def sealed(draft: dict[str, Any], *, signed: bool = True, key: HostKey | None = None) -> Sealed:
     """Seal a JSON-form dict, sealed before or not: stored states are dropped and derived again."""
-    body = {k: v for k, v in draft.items() if k not in (*UNSEALED, "id", "sha256")}
-    body["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in draft["arms"]]
-    return seal_parts(PacketParts.model_validate(body), signed=signed, key=key)
+    return seal_parts(PacketParts.model_validate(draft_of(draft)), signed=signed, key=key)
 
 
 def seal_draft(draft: dict[str, Any], *, signed: bool = True, key: HostKey | None = None) -> Packet:

@@ -12,21 +12,14 @@ from catalog.packets.seal import write_packet
 from catalog.packets.verify import read_packet
 from catalog.store.reading import read_one
 from catalog.store.repository import load_data
-from tests.catalog.factories import sealed
+from tests.catalog.factories import draft_of, sealed
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "packets" / "demo-bf16-9983d5b3.json"
 
 
-def _draft(path: Path) -> dict[str, object]:
-    stored = json.loads(path.read_text())
-    draft = {k: v for k, v in stored.items() if k not in ("schema_version", "state")}
-    draft["arms"] = [{k: v for k, v in arm.items() if k != "state"} for arm in stored["arms"]]
-    return draft
-
-
 def test_the_cpu_demo_titled_as_a_b70_run_is_refused_by_verification(tmp_path: Path) -> None:
-    draft = _draft(DEMO)
+    draft = draft_of(json.loads(DEMO.read_text()))
     draft["title"] = str(draft["title"]).replace("one Generic 2-core x86 CPU host", "one B70")
     path = write_packet(sealed(draft, signed=False), tmp_path)
     data = load_data(REPO / "data")
