@@ -122,9 +122,9 @@ def run_attempt(
 
 
 def arm_cards(arm: ArmPlan) -> int:
-    """The cards one server of the arm spans (its tensor parallel size, as vLLM reads the command: -tp 2
-    too; compose writes it above 1)."""
-    return command_facts(arm.command.argv()).tp
+    """The cards one server of the arm spans, as vLLM reads the command (-tp 2 too; compose writes TP
+    above 1): pipeline and data parallel sizes count too, though verification refuses them above 1."""
+    return command_facts(arm.command.argv()).cards
 
 
 async def _measure(

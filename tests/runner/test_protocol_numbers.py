@@ -184,6 +184,7 @@ def test_the_zero_cached_tokens_issue_is_cited_as_vllm_numbers_it() -> None:
         (["-tp", "2", "--max-model-len", "8k"], 2, 8000),  # vLLM reads 8k as 8,000 and -tp as the size
         (["--tensor-parallel-size=4", "--max-model-len=2K"], 4, 2048),
         (["--max-model-len", "auto"], 1, None),  # the model's own length: none recorded
+        (["-tp", "2", "-pp", "2", "--max-model-len", "4096"], 4, 4096),  # energy is sampled on every card used
         ([], 1, None),
     ],
 )
