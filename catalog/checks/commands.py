@@ -37,9 +37,17 @@ from dataclasses import replace
 from catalog.checks.consistency import Problem
 from catalog.checks.workload import model_context_problems
 from catalog.model.packet import Arm, Packet
-from catalog.recipes.command_facts import Disagreement, command_facts, disagreements, recorded_facts
+from catalog.recipes.command_facts import (
+    HF_OVERRIDES_FLAG,
+    Disagreement,
+    command_facts,
+    disagreements,
+    option_value,
+    recorded_facts,
+)
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.served_model import same_overrides, served_model
 from catalog.recipes.shown import (
     arm_configuration,
     composed_for_arm,
@@ -120,6 +128,32 @@ def command_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
                 if found.field not in allowed:
                     problems.append(_problem(index, arm, f"configuration {name}'s command", found))
     problems.extend(_measure_line_problems(packet, recipe, hardware))
+    return problems + _overrides_problems(packet, recipe)
+
+
+def _overrides_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]:
+    """A recorded command's `--hf-overrides` edits the model's config (`{"num_hidden_layers": 8}`
+    serves another model under the packet's name): it must be one a feature of the recipe adds
+    (YaRN's rope scaling), which the recipe page shows and explains."""
+    if recipe is None:
+        return []
+    known = [value for feature in recipe.features.values() if (value := option_value(feature.args, HF_OVERRIDES_FLAG))]
+    recorded = [
+        (f"arms[{i}].config.{field}", argv)
+        for i, arm in enumerate(packet.arms)
+        for field, argv in (("argv", arm.config.argv), ("launch_argv", arm.config.launch_argv))
+    ] + [(f"ladders[{i}].argv", ladder.argv) for i, ladder in enumerate(packet.ladders)]
+    problems: list[Problem] = []
+    for where, argv in recorded:
+        overrides = served_model(argv).hf_overrides if argv else None
+        if overrides is not None and not any(same_overrides(overrides, value) for value in known):
+            problems.append(
+                (
+                    where,
+                    f"sets {HF_OVERRIDES_FLAG} {overrides}, which no feature of recipe {recipe.meta.slug!r} adds:"
+                    " a model config edited so serves another model than the packet names",
+                )
+            )
     return problems
 
 

@@ -5,9 +5,10 @@ A packet names its model (recipe variant), its runtime (engine version, image ta
 image as pinned) and its card; it also records the commands its servers ran (`argv`,
 `launch_argv`) and what each server answered on GET /version. Each of these is a claim, and
 together they are one story or none: a digest the pinned image does not carry, a `docker run` of
-another image, a command serving another model, a server that answered another version, a
-vLLM older than the recipe needs, a PyTorch build for another platform, or a device the card's
-entry does not name did not happen as written. (Dates are catalog/checks/dates.py's.)
+another image, a command serving another model (catalog/recipes/served_model.py: another
+checkpoint, name, tokenizer or commit, in an arm's commands or a ladder's), a server that
+answered another version, a vLLM older than the recipe needs, a PyTorch build for another
+platform, or a device the card's entry does not name did not happen as written. (Dates are catalog/checks/dates.py's.)
 
 `identity_problems(packet, recipe, hardware)` returns `(field, message)` problems.
 """
@@ -22,6 +23,7 @@ from pathlib import PurePosixPath
 from catalog.model.packet import Packet
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.served_model import served_model_problems
 
 Problem = tuple[str, str]
 
@@ -221,13 +223,23 @@ def _image_version_problems(packet: Packet) -> list[Problem]:
 def _command_problems(packet: Packet) -> list[Problem]:
     """Each arm's commands serve the packet's model, and its launch runs the runtime named: the
     image as pinned under `docker run`, no image outside one."""
-    runtime, repo = packet.identity.runtime, packet.identity.model.repo
-    problems: list[Problem] = []
+    runtime, model = packet.identity.runtime, packet.identity.model
+    commands = [
+        (f"arms[{i}].config.{field}", argv, field == "argv")
+        for i, arm in enumerate(packet.arms)
+        for field, argv in (("argv", arm.config.argv), ("launch_argv", arm.config.launch_argv))
+    ]
+    commands += [(f"ladders[{i}].argv", ladder.argv, True) for i, ladder in enumerate(packet.ladders)]
+    problems: list[Problem] = [
+        (where, f"{found} (identity.model): {_shown(argv)}")
+        for where, argv, portable in commands
+        if argv
+        for found in served_model_problems(
+            argv, model.repo, model.revision, portable=portable, synthetic=model.synthetic
+        )
+    ]
     for i, arm in enumerate(packet.arms):
         where = f"arms[{i}].config"
-        for field, argv in (("argv", arm.config.argv), ("launch_argv", arm.config.launch_argv)):
-            if argv and repo not in argv:
-                problems.append((f"{where}.{field}", f"serves no {repo!r} (identity.model.repo): {_shown(argv)}"))
         launch = arm.config.launch_argv
         if not launch:
             continue

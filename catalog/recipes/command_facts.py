@@ -51,6 +51,15 @@ ONLINE_METHOD = "online"  # what vLLM's QUANTIZATION_METHODS calls a --quantizat
 KV_CACHE_DTYPE_FLAG = "--kv-cache-dtype"
 # vllm/config/cache.py: `cache_dtype: CacheDType = "auto"`, "If "auto", will use model data type."
 KV_CACHE_DEFAULT = "auto"
+# Which model a server loads, under which name, with which tokenizer and commit, and its config
+# changed how (vllm/engine/arg_utils.py:944-1016, ModelConfig's group): catalog/recipes/served_model.py
+# reads them. A loader or config source the catalog cannot follow is unread (`_facts`).
+MODEL_FLAG = "--model"
+SERVED_NAME_FLAG = "--served-model-name"
+TOKENIZER_FLAG = "--tokenizer"
+REVISION_FLAGS = ("--revision", "--tokenizer-revision", "--code-revision")
+HF_OVERRIDES_FLAG = "--hf-overrides"
+UNREAD_LOADING_FLAGS = ("--hf-config-path", "--load-format", "--model-loader-extra-config", "--config-format")
 
 # The vLLM `--quantization` methods that serve each quantization scheme of
 # catalog/projection/precision.py (SCHEMES, by scheme id). vLLM's own list is QUANTIZATION_METHODS in
@@ -117,6 +126,8 @@ _SPELLINGS: dict[str, str] = {
     COMPILATION_CONFIG_FLAG: COMPILATION_CONFIG_FLAG,
     "-cc": COMPILATION_CONFIG_FLAG,
     OPTIMIZATION_LEVEL_FLAG: OPTIMIZATION_LEVEL_FLAG,
+    **{flag: flag for flag in (MODEL_FLAG, SERVED_NAME_FLAG, TOKENIZER_FLAG, *REVISION_FLAGS, HF_OVERRIDES_FLAG)},
+    **{flag: flag for flag in UNREAD_LOADING_FLAGS},
 }
 # argparse reads an abbreviated `--` token, or a single-dash one (`-s` as the one option starting
 # with -s, -sc; `-qfp8` as `-q fp8`), among every option of the parser, not only those the facts read:
@@ -349,6 +360,9 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
                 unread.append(f"sets {COMPILATION_CONFIG_FLAG} {value}, which is no JSON object vLLM reads")
             elif "cudagraph_mode" in compilation:
                 graphs = str(compilation["cudagraph_mode"]).upper()
+        elif flag in UNREAD_LOADING_FLAGS:
+            how = f"sets {flag} {value or ''}".rstrip()
+            unread.append(f"{how}: how the model is loaded, which the catalog cannot follow")
         elif flag == OPTIMIZATION_LEVEL_FLAG and value is not None:
             if value.strip() not in ("0", "1", "2", "3"):
                 unread.append(f"sets {OPTIMIZATION_LEVEL_FLAG} {value}, a level the catalog cannot read")

@@ -12,7 +12,11 @@ its command stating what its config leaves unsaid, is accepted by both.
 - every arm's recorded command sizes the server for 64 tokens (config.max_model_len null) while
   its rows hold 200-310 prompt + 120 completion tokens (catalog/checks/workload.py);
 - a context point 10,000,000 tokens deep on Qwen3.5-9B, whose context length in data/models is
-  262,144, on an arm that records no max_model_len.
+  262,144, on an arm that records no max_model_len;
+- every arm's recorded command serves the W4A16 checkpoint under the BF16 model's name
+  (`--served-model-name`), which only checked that the repository appeared somewhere;
+- a concurrency ladder whose own server served Qwen3.5-4B (a ladder's command named no model check);
+- every arm's recorded command edits the model's config (`--hf-overrides '{"num_hidden_layers": 8}'`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,28 @@ def context_beyond_model(document: Document) -> None:
     document["ladders"] = [{"arm": "tp1-mtp0", "kind": "context", "context": [point]}]
 
 
+def served_as_another_model(document: Document) -> None:
+    """Every arm's `vllm serve` loads the W4A16 checkpoint and answers as the identity's BF16 repo."""
+    for arm in document["arms"]:
+        argv = arm["config"]["argv"]
+        arm["config"]["argv"] = [
+            "RedHatAI/Qwen3.5-9B-quantized.w4a16" if token == "Qwen/Qwen3.5-9B" else token for token in argv
+        ] + ["--served-model-name", "Qwen/Qwen3.5-9B"]
+
+
+def ladder_of_another_model(document: Document) -> None:
+    """The oracle arm's concurrency ladder recorded a server of Qwen3.5-4B (no 9B token at all)."""
+    point = {"users": 2, "completion_tokens": 240, "wall_s": 3.5, "identical_to_oracle": None}
+    argv = ["vllm", "serve", "Qwen/Qwen3.5-4B", "--no-enable-prefix-caching", "--max-num-seqs", "64"]
+    document["ladders"] = [{"arm": "tp1-mtp0", "kind": "concurrency", "concurrency": [point], "argv": argv}]
+
+
+def config_edited(document: Document) -> None:
+    """Every arm's recorded command serves the 9B with 8 of its layers (an edited config)."""
+    for arm in document["arms"]:
+        arm["config"]["argv"] += ["--hf-overrides", '{"num_hidden_layers": 8}']
+
+
 def honest_command(document: Document) -> None:
     """The control: every arm's recorded command states `--kv-cache-dtype auto` (its config "auto")
     and `--max-model-len 8192` (its config null): rows of at most 430 tokens fit both the server and
@@ -74,6 +100,9 @@ FORGERIES: list[tuple[Callable[[Document], None], str]] = [
     (kv_fp8_config_only, "(config.kv_cache_dtype)"),
     (argv_max_model_len_small, "--max-model-len 64 (config.argv"),
     (context_beyond_model, "ladders[0].context[0].depth_tokens"),
+    (served_as_another_model, "loads 'RedHatAI/Qwen3.5-9B-quantized.w4a16'"),
+    (ladder_of_another_model, "ladders[0].argv"),
+    (config_edited, "--hf-overrides"),
 ]
 
 

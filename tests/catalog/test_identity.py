@@ -99,8 +99,8 @@ def test_a_command_that_serves_another_model() -> None:
 
     problems = identity(campaign(other_model))
     assert problems == {
-        "arms[0].config.argv": "serves no 'Qwen/Qwen3.5-9B' (identity.model.repo): vllm serve Qwen/Qwen3.5-4B"
-        " --no-enable-prefix-caching --max-num-seqs 1"
+        "arms[0].config.argv": "loads 'Qwen/Qwen3.5-4B', not the packet's model 'Qwen/Qwen3.5-9B' (identity.model):"
+        " vllm serve Qwen/Qwen3.5-4B --no-enable-prefix-caching --max-num-seqs 1"
     }
 
 
