@@ -89,8 +89,9 @@ def _most_in_flight(requests: Sequence[LoadRequest]) -> int:
     for r in requests:
         if r.e2e_ms is not None:
             # 1 ms early: the next request of a user is due when the last one's stream closed,
-            # and both times are rounded to the microsecond
-            events += [(r.sent_ms + r.e2e_ms - 1.0, -1), (r.sent_ms, 1)]
+            # and both times are rounded to the microsecond; never before its own sending (a
+            # request under 1 ms would otherwise take one off the others in flight)
+            events += [(max(r.sent_ms, r.sent_ms + r.e2e_ms - 1.0), -1), (r.sent_ms, 1)]
     most = current = 0
     for _, step in sorted(events):  # at equal times the end (-1) sorts before the start
         current += step
@@ -275,6 +276,19 @@ class LoadLevel(StrictModel):
         if self.mode == "closed":
             return "1 user" if self.users == 1 else f"{self.users} users"
         return f"{self.rate_rps:g} req/s"
+
+    @property
+    def most_in_flight(self) -> int:
+        """The most of its requests that received tokens in flight at one moment (`_most_in_flight`,
+        from their own times; open loop too), one without a recorded end counted as in flight
+        throughout, and no more than a closed level's users: no engine step of the level yielded
+        its tokens to more of its requests at once (a request's tokens are made between its sending
+        and its last token); at least one when any did. The memory floor (catalog/checks/energy.py)
+        divides by it."""
+        served = [r for r in self.requests if r.output_tokens > 0]
+        unended = sum(1 for r in served if r.e2e_ms is None)
+        most = max(_most_in_flight(served) + unended, 1 if served else 0)
+        return min(most, self.users) if self.users is not None else most
 
     @property
     def completed(self) -> list[LoadRequest]:

@@ -23,6 +23,7 @@ from catalog.checks.energy import (
 )
 from catalog.checks.physics import physics_problems
 from catalog.model.energy import US, Tokens
+from catalog.model.load_sweep import LoadLevel, LoadRequest
 from catalog.model.packet import ConcurrencyPoint, Ladder, PacketParts
 from catalog.store.repository import load_data
 from testkit.energy_samples import IDLE_W, steady_window, with_energy
@@ -193,6 +194,30 @@ def test_a_window_below_the_energy_of_reading_the_weights_is_refused() -> None:
 
 def test_honest_windows_hold_the_memory_floor() -> None:
     assert _memory_floor(180.0) == {}
+
+
+def _request(sent_ms: float, e2e_ms: float | None, tokens: int = 10) -> LoadRequest:
+    times: dict[str, Any] = {"error": "connection reset"} if e2e_ms is None else {"ttft_ms": 0.1, "e2e_ms": e2e_ms}
+    return LoadRequest(prompt_id="p", planned_ms=sent_ms, sent_ms=sent_ms, output_tokens=tokens, **times)
+
+
+def _in_flight(*requests: LoadRequest, users: int | None = None) -> int:
+    kind: dict[str, Any] = {"mode": "closed", "users": users} if users else {"mode": "open", "rate_rps": 1.0}
+    return LoadLevel(duration_s=1.0, client_cpu_s=0.0, requests=list(requests), **kind).most_in_flight
+
+
+def test_a_levels_batch_is_its_requests_that_received_tokens_in_flight_at_once() -> None:
+    """The memory floor's divisor for a load level: from its requests' own times, never fewer than
+    the batch an honest level's steps served (an over-count only lowers the floor)."""
+    a, b, c = _request(0.0, 100.0), _request(50.0, 100.0), _request(200.0, 100.0)
+    assert _in_flight(a, b, c) == 2
+    assert _in_flight(a, b, c, _request(60.0, 10.0, tokens=0)) == 2  # a request given no token took no step's
+    assert _in_flight(a, b, c, _request(60.0, None, tokens=3)) == 3  # no recorded end: in flight throughout
+    assert _in_flight(a, b, c, _request(60.0, None, tokens=3), users=2) == 2  # a closed level: at most its users
+    assert _in_flight(_request(0.0, None, tokens=0)) == 0
+    assert _in_flight(_request(0.0, 0.5)) == 1  # a request under 1 ms still served its tokens
+    # a request under 1 ms (its end is counted 1 ms early) takes none off the others in flight
+    assert _in_flight(_request(0.0, 100.0), _request(98.8, 100.0), _request(99.0, 0.5)) == 2
 
 
 @pytest.mark.parametrize("users", [1, 11, 12, 13, 64, 10**9])
