@@ -232,26 +232,48 @@ def memory_floor_problems(
     each reading `step_bytes` (the weights, and the KV cache at the suite's context: the physics'
     step model, catalog/checks/physics.py) from the cards' memory at the card's energy per bit, ÷
     MEMORY_FLOOR_MARGIN. A step yields at most `tokens_per_step` tokens to each user it serves: a
-    server's suite serves one request at a time, a concurrency point its `users`. Samples of a few
-    watts under a 9B model would otherwise publish a J/token below what moving its weights costs."""
+    server's suite serves one request at a time, a concurrency point its `users`, a load level (closed
+    or open) the most of its requests in flight at once (`LoadLevel.most_in_flight`, from their own
+    times). Samples of a few watts under a 9B model would otherwise publish a J/token below what
+    moving its weights costs."""
     figure = hardware.memory_energy_pj_per_bit
     if figure is None or step_bytes <= 0 or tokens_per_step <= 0:
         return []
     step_j = step_bytes * 8 * figure.value * 1e-12
-    loaded: list[tuple[str, EnergyWindow, int, int]] = [
-        (f"arms[{index}].servers[{j}].energy", server.energy, server_tokens(server).output, 1)
+    # each loaded window: its field, its output tokens, the most users a step served, and them in words
+    loaded: list[tuple[str, EnergyWindow, int, int, str]] = [
+        (f"arms[{index}].servers[{j}].energy", server.energy, server_tokens(server).output, 1, "1 user(s)")
         for j, server in enumerate(arm.servers)
         if server.energy is not None and server.rows
     ]
     for i, ladder in enumerate(packet.ladders):
-        if ladder.arm == arm.id:
+        if ladder.arm != arm.id:
+            continue
+        loaded += [
+            (
+                f"ladders[{i}].concurrency[{k}].energy",
+                point.energy,
+                point.completion_tokens,
+                point.users,
+                f"{point.users} user(s)",
+            )
+            for k, point in enumerate(ladder.concurrency)
+            if point.energy is not None
+        ]
+        if ladder.load is not None:
             loaded += [
-                (f"ladders[{i}].concurrency[{k}].energy", point.energy, point.completion_tokens, point.users)
-                for k, point in enumerate(ladder.concurrency)
-                if point.energy is not None
+                (
+                    f"ladders[{i}].load.levels[{k}].energy",
+                    level.energy,
+                    level.output_tokens,  # level_tokens' output: every request's, completed or not
+                    level.most_in_flight,
+                    f"{level.most_in_flight} request{'' if level.most_in_flight == 1 else 's'} in flight",
+                )
+                for k, level in enumerate(ladder.load.levels)
+                if level.energy is not None and level.output_tokens
             ]
     problems: list[Problem] = []
-    for where, window, tokens, users in loaded:
+    for where, window, tokens, users, who in loaded:
         figures = window.figures
         steps = tokens / (users * tokens_per_step)
         least = steps * step_j / MEMORY_FLOOR_MARGIN
@@ -260,7 +282,7 @@ def memory_floor_problems(
         problems.append(
             (
                 f"{where}.cards",
-                f"give {figures.energy_j:.3g} J for {tokens:,} output tokens at {users} user(s): at least"
+                f"give {figures.energy_j:.3g} J for {tokens:,} output tokens at {who}: at least"
                 f" {steps:,.0f} steps ({tokens_per_step:g} token(s) a step a user), each reading"
                 f" {step_bytes / 1e9:.3g} GB from the cards' {hardware.memory_type} at {figure.value:g} pJ/bit"
                 f" ({figure.source}), take {least:.3g} J (÷ {MEMORY_FLOOR_MARGIN:g}): less energy than moving"

@@ -1,7 +1,8 @@
 """catalog/checks/energy.py's floors: a window no shorter than the work it covers (a server's suite:
 its rows' last token times summed; a concurrency level: its wall_s; a load level: its duration_s),
 no card of a loaded window averaging below its own idle baseline beyond the reading accuracy, and
-no loaded window holding less energy than its steps' reads of the card's memory (÷ 4).
+no loaded window holding less energy than its steps' reads of the card's memory (÷ 4; a load
+level's steps served at most its requests in flight at once).
 Each refusal names its field and gives the numbers; honest windows (testkit's) pass."""
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from catalog.checks.energy import (
     below_idle_problems,
     concurrency_tokens,
     energy_problems,
+    level_tokens,
     server_tokens,
     short_window_problems,
+    suite_prompt_tokens,
     suite_work,
     windows,
 )
 from catalog.checks.physics import physics_problems
 from catalog.model.energy import US, Tokens
-from catalog.model.load_sweep import LoadLevel, LoadRequest
+from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep
 from catalog.model.packet import ConcurrencyPoint, Ladder, PacketParts
 from catalog.store.repository import load_data
 from testkit.energy_samples import IDLE_W, steady_window, with_energy
@@ -174,7 +177,11 @@ def test_a_window_judged_without_tokens_is_still_held_to_its_work() -> None:
 def _memory_floor(watts: float) -> dict[str, str]:
     """physics_problems' energy floor of `parts()` at `watts`, its idle baseline below them (so only
     the memory floor speaks), checked against the repository's data/ (a B70: GDDR6 at 7.5 pJ/bit)."""
-    packet = seal_draft(draft(watts, idle=0.5))
+    return _memory_floor_of(draft(watts, idle=0.5))
+
+
+def _memory_floor_of(document: Draft) -> dict[str, str]:
+    packet = seal_draft(document)
     data = load_data(REPO / "data")
     recipe, card = data.recipes[packet.identity.model.slug], data.hardware[packet.identity.host.hardware]
     return {f: m for f, m in physics_problems(packet, recipe, card) if f.endswith("energy.cards")}
@@ -183,10 +190,12 @@ def _memory_floor(watts: float) -> dict[str, str]:
 def test_a_window_below_the_energy_of_reading_the_weights_is_refused() -> None:
     """Qwen3.5-9B in BF16 reads about 16 GB a step: at 7.5 pJ/bit, 0.96 J, ÷ 4 a margin. A server
     whose samples say 5 W while it decodes 1,440 tokens one request at a time spends 0.11 J a
-    token: less than a quarter of what moving its weights costs; so does the concurrency point."""
+    token: less than a quarter of what moving its weights costs; so do the concurrency point and
+    the load levels."""
     refused = _memory_floor(5.0)
     servers = {f"arms[0].servers[{j}].energy.cards" for j in (0, 1)}
-    assert set(refused) == servers | {"ladders[1].concurrency[0].energy.cards"}
+    levels = {f"ladders[0].load.levels[{k}].energy.cards" for k in (0, 1)}
+    assert set(refused) == servers | levels | {"ladders[1].concurrency[0].energy.cards"}
     assert "for 1,440 output tokens at 1 user(s): at least 1,440 steps" in refused["arms[0].servers[0].energy.cards"]
     assert "at 2 user(s)" in refused["ladders[1].concurrency[0].energy.cards"]
     assert "GDDR6 at 7.5 pJ/bit (Micron" in refused["arms[0].servers[0].energy.cards"]
@@ -194,6 +203,50 @@ def test_a_window_below_the_energy_of_reading_the_weights_is_refused() -> None:
 
 def test_honest_windows_hold_the_memory_floor() -> None:
     assert _memory_floor(180.0) == {}
+
+
+def _forged_levels(watts: float, sweep: LoadSweep | None = None) -> Draft:
+    """`parts()` (with `sweep` as its load sweep when given) whose load levels' windows alone say
+    `watts`, over an idle baseline of 0.3 W: the listed key's forgery of a level's J/token (its
+    servers and concurrency point stay honest at 180 W)."""
+    honest = parts(idle=0.3)
+    if sweep is not None:
+        ladders = [lad.model_copy(update={"load": sweep}) if lad.load is not None else lad for lad in honest.ladders]
+        honest = with_energy(honest.model_copy(update={"ladders": ladders}), idle=0.3)
+    assert honest.energy is not None
+    idle_w, prompts = honest.energy.idle_w(), suite_prompt_tokens(honest.arms)
+    document = honest.model_dump(mode="json")
+    for i, ladder in enumerate(honest.ladders):
+        for k, level in enumerate(ladder.load.levels if ladder.load is not None else []):
+            window = steady_window(watts, round(level.duration_s * US), level_tokens(level, prompts), idle_w)
+            document["ladders"][i]["load"]["levels"][k]["energy"] = window.model_dump(mode="json")
+    return document
+
+
+def test_load_levels_below_the_energy_of_reading_the_weights_are_refused() -> None:
+    """0.5 W over a 2,880-token level: 47 J at 1 user, where its 2,880 steps' reads take 688 J (÷ 4);
+    at 2 users the steps are half as many, and the floor half as high."""
+    refused = _memory_floor_of(_forged_levels(0.5))
+    assert set(refused) == {f"ladders[0].load.levels[{k}].energy.cards" for k in (0, 1)}
+    one, two = refused["ladders[0].load.levels[0].energy.cards"], refused["ladders[0].load.levels[1].energy.cards"]
+    assert one.startswith("give 46.6 J for 2,880 output tokens at 1 request in flight: at least 2,880 steps")
+    assert two.startswith("give 24.6 J for 2,880 output tokens at 2 requests in flight: at least 1,440 steps")
+    assert "take 688 J (÷ 4): less energy than moving the model's weights costs" in one
+
+
+def test_every_load_level_is_held_to_its_requests_in_flight_open_loop_too() -> None:
+    """The full sweep (closed 1 to 32 users, open 2 and 8 req/s, 24 requests a level): each level's
+    steps served at most its requests in flight at once, as its own request times give them (24 at
+    "32 users": a level never has more in flight than it sent); honest windows clear the floor."""
+    sweep = make_load_sweep()
+    assert _memory_floor_of(_forged_levels(180.0, sweep)) == {}
+    refused = _memory_floor_of(_forged_levels(0.5, sweep))
+    assert set(refused) == {f"ladders[0].load.levels[{k}].energy.cards" for k in range(len(sweep.levels))}
+    at = {level.label: refused[f"ladders[0].load.levels[{k}].energy.cards"] for k, level in enumerate(sweep.levels)}
+    assert "at 24 requests in flight: at least 120 steps" in at["32 users"]
+    open_in_flight = [level.most_in_flight for level in sweep.levels if level.mode == "open"]
+    assert 1 < open_in_flight[0] < open_in_flight[1] <= 24
+    assert f"at {open_in_flight[1]} requests in flight" in at["8 req/s"]
 
 
 def _request(sent_ms: float, e2e_ms: float | None, tokens: int = 10) -> LoadRequest:
