@@ -17,8 +17,10 @@ catalog/checks/facts.py's.) A ladder says only what runner/ladders.py records: a
 level identical to the oracle holds the oracle rows' tokens (`concurrency_oracle_problems`), a
 context point is of a class the runner fills context with (`context_class_problems`: both go by
 the suite's prompts, so catalog/checks/cross_check.py calls them for a measured packet), and a
-depth-0 arm's context point was compared with no oracle. (No rule that a deeper context decodes
-slower: noise would refuse honest ladders.) Each check returns `(field, message)` problems.
+depth-0 arm's context point was compared with no oracle; and only a measured packet's ladders were
+compared with an oracle at all (`_unmeasured_identity_problems`: an import's record null). (No rule
+that a deeper context decodes slower: noise would refuse honest ladders.) Each check returns
+`(field, message)` problems.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def workload_problems(packet: Packet) -> list[Problem]:
         *_row_problems(packet),
         *_context_problems(packet),
         *_oracle_problems(packet),
+        *_unmeasured_identity_problems(packet),
         *_context_oracle_problems(packet),
         *_ladder_users_problems(packet),
         # a measured packet's concurrency ladders are held to its suite's prompt order (cross_check)
@@ -300,10 +303,74 @@ def concurrency_oracle_problems(packet: Packet, order: Sequence[str] | None = No
     return problems
 
 
+def _claimed(value: bool | int | str) -> str:
+    """A claim as its packet writes it: true, 3, 'speculative'."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value) if isinstance(value, str) else f"{value:,}"
+
+
+def _unmeasured_identity_problems(packet: Packet) -> list[Problem]:
+    """Only this project's runner compares a ladder's outputs with an oracle (runner/ladders.py,
+    runner/load_sweep.py): an imported or screened packet's ladders were run by another client,
+    whose outputs no one compared, and its importers (runner/import_bench.py,
+    runner/import_load_sweep.py) record null. So every identity claim of such a packet is refused:
+    identical_to_oracle and divergence of a concurrency point, identical_to_oracle of a context
+    point, identical_to_oracle and first_divergence of a load request. A load level is one problem,
+    at its first claim, with how many of its requests claim one (a level holds up to hundreds)."""
+    kind = packet.provenance.kind
+    if kind == "measured":
+        return []
+    never = (
+        f"but {'an' if kind == 'imported' else 'a'} {kind} packet's outputs were never compared with an oracle:"
+        " only this project's runner (a measured packet) compares them, and its importers record null"
+    )
+    problems: list[Problem] = []
+    for i, ladder in enumerate(packet.ladders):
+        points: list[tuple[str, bool | str | None]] = []
+        for k, point in enumerate(ladder.concurrency):
+            where = f"ladders[{i}].concurrency[{k}]"
+            points += [
+                (f"{where}.identical_to_oracle", point.identical_to_oracle),
+                (f"{where}.divergence", point.divergence),
+            ]
+        points += [
+            (f"ladders[{i}].context[{k}].identical_to_oracle", p.identical_to_oracle)
+            for k, p in enumerate(ladder.context)
+        ]
+        problems += [(field, f"is {_claimed(value)}, {never}") for field, value in points if value is not None]
+        for j, level in enumerate(ladder.load.levels if ladder.load is not None else []):
+            requests: list[tuple[str, bool | int | None]] = []
+            for k, r in enumerate(level.requests):
+                where = f"ladders[{i}].load.levels[{j}].requests[{k}]"
+                requests += [
+                    (f"{where}.identical_to_oracle", r.identical_to_oracle),
+                    (f"{where}.first_divergence", r.first_divergence),
+                ]
+            claims = [(field, value) for field, value in requests if value is not None]
+            if not claims:
+                continue
+            claiming = sum(
+                1 for r in level.requests if r.identical_to_oracle is not None or r.first_divergence is not None
+            )
+            field, value = claims[0]
+            problems.append(
+                (
+                    field,
+                    f"is {_claimed(value)}, {never} ({claiming} of the {len(level.requests)} requests at"
+                    f" {level.label} claim a comparison)",
+                )
+            )
+    return problems
+
+
 def _context_oracle_problems(packet: Packet) -> list[Problem]:
     """A depth-0 arm's context points were compared with no oracle: runner/ladders.py compares only a
     speculative arm's outputs with the oracle arm's at the same depth and class, and records null
-    for a depth-0 arm (the oracle itself, or a plain arm beside it)."""
+    for a depth-0 arm (the oracle itself, or a plain arm beside it). An imported or screened packet
+    claims no comparison at all (`_unmeasured_identity_problems`, one problem a claim)."""
+    if packet.provenance.kind != "measured":
+        return []
     depths = {arm.id: arm.config.spec_depth for arm in packet.arms}
     problems: list[Problem] = []
     for i, ladder in enumerate(packet.ladders):

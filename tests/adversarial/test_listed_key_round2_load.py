@@ -8,7 +8,11 @@ is accepted by both (the control).
   "1 user: aggregate 30.87 tok/s, 51.44 tok/s per user", goodput 0 % -> 62.5 % under a TPOT SLO):
   refused at the request's tpot_ms (catalog/checks/load_sweep.py, STREAM_TAIL_SHARE/STREAM_TAIL_MS);
 - every request 100 tokens long and identical_to_oracle, while the oracle arm's rows for those
-  prompts hold 120 tokens: refused at the request's identical_to_oracle.
+  prompts hold 120 tokens: refused at the request's identical_to_oracle;
+- an imported packet (the lab's importer key) whose load sweep claims every request identical to
+  the oracle (the site printed "24 of 24 outputs identical" under a speed-only curve): no importer
+  compares outputs, so refused at each level's first identical_to_oracle
+  (catalog/checks/workload.py `_unmeasured_identity_problems`).
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ import pytest
 from catalog.model.packet import PacketParts
 from testkit.samples import make_load_sweep, with_load
 from tests.adversarial.test_forgery import MODES, refused
-from tests.adversarial.test_listed_key import accepted, campaign, lab, lab_seal  # noqa: F401 (lab: fixture)
+from tests.adversarial.test_listed_key import accepted, base, campaign, lab, lab_seal  # noqa: F401 (lab: fixture)
 
 Document = dict[str, Any]
 ARM = "tp1-mtp0"  # the campaign's oracle arm
 FIRST = "ladders[0].load.levels[0].requests[0]"
+IMPORTED = "qwen3.5-9b-w4a16-8c08b0d2"  # a committed imported packet; its oracle arm tp1-mtp0
 
 
 def with_sweep(document: Document, sweep: Document) -> Document:
@@ -63,6 +68,16 @@ def test_a_tpot_below_its_own_ttft_and_e2e_is_refused(lab: Path, options: tuple[
 @pytest.mark.parametrize("options", MODES)
 def test_identical_to_the_oracle_with_another_length_is_refused(lab: Path, options: tuple[str, ...]) -> None:  # noqa: F811
     refused(lab, lab_seal(lab, identical_with_another_length()), options, because=f"{FIRST}.identical_to_oracle")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", MODES)
+def test_an_imported_sweep_claiming_identity_is_refused(lab: Path, options: tuple[str, ...]) -> None:  # noqa: F811
+    """The red team's forgery: an importer-signed packet whose sweep says what only the runner
+    measures; the same sweep with identity unknown, as runner/import_load_sweep.py writes it, is
+    within every other check (tests/catalog/test_oracle_identity_claims.py)."""
+    document = with_sweep(base(lab, IMPORTED), make_load_sweep(checked=True).model_dump(mode="json"))
+    refused(lab, lab_seal(lab, document), options, because=f"{FIRST}.identical_to_oracle")
 
 
 @pytest.mark.slow
