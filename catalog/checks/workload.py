@@ -17,10 +17,11 @@ catalog/checks/facts.py's.) A ladder says only what runner/ladders.py records: a
 level identical to the oracle holds the oracle rows' tokens (`concurrency_oracle_problems`), a
 context point is of a class the runner fills context with (`context_class_problems`: both go by
 the suite's prompts, so catalog/checks/cross_check.py calls them for a measured packet), and a
-depth-0 arm's context point was compared with no oracle; and only a measured packet's ladders were
-compared with an oracle at all (`_unmeasured_identity_problems`: an import's record null). (No rule
-that a deeper context decodes slower: noise would refuse honest ladders.) Each check returns
-`(field, message)` problems.
+depth-0 arm's context point was compared with no oracle, a speculative arm's only with its G3
+oracle's point at the same depth and class (`_context_oracle_problems`); and only a measured
+packet's ladders were compared with an oracle at all (`_unmeasured_identity_problems`: an import's
+record null). (No rule that a deeper context decodes slower: noise would refuse honest ladders.)
+Each check returns `(field, message)` problems.
 """
 
 from __future__ import annotations
@@ -365,26 +366,45 @@ def _unmeasured_identity_problems(packet: Packet) -> list[Problem]:
 
 
 def _context_oracle_problems(packet: Packet) -> list[Problem]:
-    """A depth-0 arm's context points were compared with no oracle: runner/ladders.py compares only a
-    speculative arm's outputs with the oracle arm's at the same depth and class, and records null
-    for a depth-0 arm (the oracle itself, or a plain arm beside it). An imported or screened packet
-    claims no comparison at all (`_unmeasured_identity_problems`, one problem a claim)."""
+    """A context point says what runner/ladders.py compared: only a speculative arm's output, with
+    its oracle arm's output at the same depth and class (the oracle: the depth-0 arm its G3 names,
+    `_oracle_of`, whose context ladder runs first and keeps its outputs). It records null for a
+    depth-0 arm (the oracle itself, or a plain arm beside it), and null where the oracle has no
+    output at that depth and class; so a speculative arm's true or false needs the oracle arm's
+    context point at the same depth_tokens and content_class in the packet. An imported or screened
+    packet claims no comparison at all (`_unmeasured_identity_problems`, one problem a claim)."""
     if packet.provenance.kind != "measured":
         return []
     depths = {arm.id: arm.config.spec_depth for arm in packet.arms}
+    points: dict[str, set[tuple[int, str]]] = {}
+    for ladder in packet.ladders:
+        points.setdefault(ladder.arm, set()).update((p.depth_tokens, p.content_class) for p in ladder.context)
     problems: list[Problem] = []
     for i, ladder in enumerate(packet.ladders):
-        if depths.get(ladder.arm) != 0:
-            continue
+        oracle = _oracle_of(packet, ladder.arm)
         for k, point in enumerate(ladder.context):
-            if point.identical_to_oracle is not None:
-                problems.append(
-                    (
-                        f"ladders[{i}].context[{k}].identical_to_oracle",
-                        f"is {str(point.identical_to_oracle).lower()} on depth-0 arm {ladder.arm!r}, whose context"
-                        " outputs are compared with no oracle's (the runner records null)",
-                    )
+            if point.identical_to_oracle is None:
+                continue
+            claim = str(point.identical_to_oracle).lower()
+            if depths.get(ladder.arm) == 0:
+                why = (
+                    f" on depth-0 arm {ladder.arm!r}, whose context outputs are compared with no oracle's (the runner"
+                    " records null)"
                 )
+            elif oracle is None or oracle.id == ladder.arm:
+                why = (
+                    f", but no G3 of arm {ladder.arm!r} names an oracle arm whose context output it was compared with"
+                    " (the runner records null)"
+                )
+            elif (point.depth_tokens, point.content_class) not in points.get(oracle.id, set()):
+                why = (
+                    f", but oracle arm {oracle.id!r} has no context point at {point.depth_tokens:,} tokens of"
+                    f" {point.content_class!r}: the runner compares with the oracle's output at the same depth and"
+                    " class, and records null where there is none"
+                )
+            else:
+                continue
+            problems.append((f"ladders[{i}].context[{k}].identical_to_oracle", f"is {claim}{why}"))
     return problems
 
 

@@ -14,6 +14,9 @@ same lab's honest ladders are accepted by both (the controls).
   only a speculative arm's outputs), 65,536 tokens deep with a faster decode than 1,024: refused at
   identical_to_oracle; a context point of a class the runner never fills context with: refused at
   its content_class. (No "slower with depth" rule: noise makes one unsafe.)
+- the speculative arm's context ladder "identical to the oracle" at every depth and class while
+  the oracle arm has no context ladder (the runner compares with the oracle's output at the same
+  depth and class, and records null where there is none): refused at identical_to_oracle.
 """
 
 from __future__ import annotations
@@ -111,6 +114,15 @@ def test_a_context_class_the_runner_never_fills_is_refused(lab: Path, options: t
     points = [depth(2048, "prose", True, 40.0, 300.0), depth(2048, "structured", True, 40.0, 310.0)]
     forged = lab_seal(lab, with_ladder(SPEC, "context", points))
     refused(lab, forged, options, because="ladders[0].context[1].content_class")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", MODES)
+def test_a_spec_context_point_with_no_oracle_point_is_refused(lab: Path, options: tuple[str, ...]) -> None:  # noqa: F811
+    """The red team's ladder: the control's speculative context ladder alone, its oracle's gone."""
+    points = [depth(2048, c, True, 70.0, 320.0) for c in ("prose", "code", "analysis")]
+    forged = lab_seal(lab, with_ladder(SPEC, "context", points))
+    refused(lab, forged, options, because="ladders[0].context[0].identical_to_oracle")
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import pytest
 
 from catalog.checks.workload import workload_problems
 from catalog.model.packet import Ladder, Packet, PacketParts
-from testkit.samples import make_load_sweep, published_arm, published_parts, with_load
+from testkit.samples import make_load_sweep, measured_parts, published_arm, published_parts, with_load
 from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, seal_parts
 
 NEVER = (
@@ -133,3 +133,56 @@ def test_imported_ladders_without_claims_are_accepted() -> None:
         {"arm": SPEC_ARM, "kind": "context", "context": [context_point(7000, "prose", None)]},
     ]
     assert problems(published("screened", *ladders)) == {}
+
+
+# ---- a speculative arm's context point is compared with the oracle's at its depth and class ----
+
+
+def measured(*ladders: dict[str, Any], gates: bool = True) -> PacketParts:
+    """The testkit campaign (its speculative arm's G3 names the oracle arm) with `ladders`; without
+    `gates`, the speculative arm's G3 gone."""
+    document = measured_parts().model_dump(mode="json")
+    document["ladders"] = list(ladders)
+    if not gates:
+        for arm in document["arms"]:
+            arm["gates"] = [g for g in arm["gates"] if g["gate"] != "G3"]
+    return PacketParts.model_validate(document)
+
+
+def test_a_speculative_context_ladder_identical_without_an_oracle_ladder_is_refused() -> None:
+    """The red team's forgery: every point 'identical to the oracle', and the oracle arm has no
+    context ladder at all, so the runner had nothing to compare with and recorded null."""
+    points = [context_point(d, c, True) for d in (2048, 4096) for c in ("prose", "code", "analysis")]
+    found = problems(measured({"arm": SPEC_ARM, "kind": "context", "context": points}))
+    assert list(found) == [f"ladders[0].context[{k}].identical_to_oracle" for k in range(6)]
+    assert found["ladders[0].context[4].identical_to_oracle"] == (
+        "is true, but oracle arm 'tp1-mtp0' has no context point at 4,096 tokens of 'code': the runner compares"
+        " with the oracle's output at the same depth and class, and records null where there is none"
+    )
+
+
+def test_a_speculative_context_point_needs_the_oracles_at_its_depth_and_class() -> None:
+    """The oracle's ladder holds 2,048 tokens of prose only: the speculative arm's prose point at
+    2,048 stands, its code point at 2,048 (false is a comparison too) and prose at 4,096 do not,
+    and a point recording no comparison needs nothing."""
+    oracle = {"arm": ORACLE_ARM, "kind": "context", "context": [context_point(2048, "prose", None)]}
+    spec = [
+        context_point(2048, "prose", True),
+        context_point(2048, "code", False),
+        context_point(4096, "prose", True),
+        context_point(4096, "code", None),
+    ]
+    found = problems(measured(oracle, {"arm": SPEC_ARM, "kind": "context", "context": spec}))
+    assert list(found) == ["ladders[1].context[1].identical_to_oracle", "ladders[1].context[2].identical_to_oracle"]
+    assert found["ladders[1].context[1].identical_to_oracle"].startswith(
+        "is false, but oracle arm 'tp1-mtp0' has no context point at 2,048 tokens of 'code'"
+    )
+
+
+def test_a_speculative_arm_without_a_g3_oracle_compared_nothing() -> None:
+    oracle = {"arm": ORACLE_ARM, "kind": "context", "context": [context_point(2048, "prose", None)]}
+    spec = {"arm": SPEC_ARM, "kind": "context", "context": [context_point(2048, "prose", True)]}
+    assert problems(measured(oracle, spec, gates=False)) == {
+        "ladders[1].context[0].identical_to_oracle": "is true, but no G3 of arm 'tp1-mtp2' names an oracle arm whose"
+        " context output it was compared with (the runner records null)"
+    }

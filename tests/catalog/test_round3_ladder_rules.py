@@ -50,6 +50,10 @@ def context(arm: str, *points: dict[str, Any]) -> Any:
     return lambda d: d.update(ladders=[{"arm": arm, "kind": "context", "context": list(points)}])
 
 
+def both(*ladders: dict[str, Any]) -> Any:
+    return lambda d: d.update(ladders=list(ladders))
+
+
 def depth(content_class: str, identical: bool | None = None) -> dict[str, Any]:
     return {
         "depth_tokens": 2048,
@@ -188,9 +192,13 @@ def test_a_divergence_cause_of_outputs_that_differ_is_kept() -> None:
 
 
 def test_an_honest_context_ladder_is_accepted() -> None:
-    """The oracle arm records no comparison; the speculative arm compares with it."""
-    for arm, identical in ((ORACLE_ARM, None), (SPEC_ARM, True), (SPEC_ARM, False)):
-        packet = edited(context(arm, *(depth(c, identical) for c in ("prose", "code", "analysis"))))
+    """The oracle arm records no comparison; the speculative arm compares with its output at the
+    same depth and class (catalog/checks/workload.py: the oracle's point must be in the packet)."""
+    classes = ("prose", "code", "analysis")
+    oracle = {"arm": ORACLE_ARM, "kind": "context", "context": [depth(c) for c in classes]}
+    for identical in (None, True, False):
+        spec = {"arm": SPEC_ARM, "kind": "context", "context": [depth(c, identical) for c in classes]}
+        packet = edited(both(oracle, spec))
         assert workload_problems(packet) == []
         assert suite_checks(packet) == {}
 
