@@ -22,7 +22,7 @@ from catalog.model.packet import (
     ServerRun,
 )
 from catalog.packets.signing import HostKey, host_key
-from catalog.recipes.command_facts import command_facts
+from catalog.recipes.command_facts import PASSED_ENV, command_facts
 from catalog.recipes.compose import LaunchCommand, merge_args
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
@@ -44,7 +44,7 @@ from runner.plan import (
     flag_value,
     plan_arms,
 )
-from runner.runtime import PASSED_ENV, DockerRuntime, LocalRuntime, Runtime
+from runner.runtime import DockerRuntime, LocalRuntime, Runtime
 from runner.runtime_probe import RuntimeFacts
 from runner.settings import MeasurementSettings, Progress
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.errors import UserError
+from catalog.recipes.command_facts import PASSED_ENV
 from catalog.recipes.compose import LaunchCommand
 from runner.cards import CONTAINER_BY_PATH, CardSelection
 from runner.docker import container_name
@@ -28,9 +29,6 @@ from runner.runtime_probe import IMAGE_ENTRYPOINT, OPENAI_API_SERVER, entrypoint
 from runner.server import CACHE_DIRS_BY_ENV_VAR, LOOPBACK
 from runner.server_facts import INTROSPECTION_ENV
 
-# Read by vLLM (and huggingface_hub inside it) from the environment; handed to a container by name
-# only, so their values appear in no command line, log line or packet.
-PASSED_ENV = ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT", "HUGGING_FACE_HUB_TOKEN")
 CONTAINER_MODEL_DIR = "/models"
 CONTAINER_HUB_CACHE = "/root/.cache/huggingface/hub"
 CONTAINER_COMPILE_CACHE = "/root/.cache/llmcat-compile"  # an anonymous volume: new per container

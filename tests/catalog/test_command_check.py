@@ -17,6 +17,7 @@ from catalog.errors import CatalogError, CatalogErrors
 from catalog.packets.seal import write_packet
 from catalog.recipes.command_facts import (
     CommandFacts,
+    DockerRun,
     Image,
     command_facts,
     disagreements,
@@ -223,3 +224,44 @@ def test_the_shared_facts_of_a_command_cannot_be_changed_by_a_caller() -> None:
     with pytest.raises(TypeError):
         facts.env["B"] = "2"  # type: ignore[index]
     assert command_facts(["vllm", "serve", "m"], {"A": "1"}).env == {"A": "1"}
+
+
+PINNED_IMAGE = "vllm/vllm-openai-xpu@sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--rm", "--health-cmd", "lab/check:1"],  # a valued option the runner never writes (docker/cli opts.go)
+        ["-it", "--rm", "-eVLLM_X=1", "-v", "/a:/b"],  # pflag: flags run together, a value attached
+        ["-dit", "--name=x", "--sig-proxy", "-p", "8000:8000"],
+        ["--pull", "never", "--platform=linux/amd64"],  # run.go's own valued options
+    ],
+)
+def test_docker_run_is_read_as_docker_reads_its_options(options: list[str]) -> None:
+    """Every docker run option takes a value but the flags docker/cli declares as booleans
+    (opts.go addFlags, run.go NewRunCommand): the image read is the one docker runs."""
+    run = DockerRun.parse(["docker", "run", *options, PINNED_IMAGE, "Qwen/Qwen3.5-9B", "--max-model-len", "8192"])
+    assert run is not None and run.image == PINNED_IMAGE and run.model == "Qwen/Qwen3.5-9B"
+
+
+def test_an_unknown_docker_option_cannot_hide_the_image_it_runs() -> None:
+    """`--health-cmd PINNED lab/patched` runs lab/patched; read as a flag, PINNED looked like the image."""
+    run = DockerRun.parse(["docker", "run", "--health-cmd", PINNED_IMAGE, "lab/patched:fast", "Qwen/Qwen3.5-9B"])
+    assert run is not None and run.image == "lab/patched:fast"
+
+
+@pytest.mark.parametrize(
+    ("options", "unread"),
+    [
+        (["-e", "HF_TOKEN", "-e", "VLLM_X=1"], []),  # the runner hands the hub's token through by name
+        (["-e", "VLLM_XPU_DRAFT_LM_HEAD_INT4"], ["hands VLLM_XPU_DRAFT_LM_HEAD_INT4 through from the caller"]),
+        (["--env=VLLM_Y"], ["hands VLLM_Y through from the caller"]),
+        (["--env-file", "/etc/lab.env"], ["reads variables from --env-file /etc/lab.env"]),
+        (["--entrypoint=/bin/fast"], ["runs --entrypoint /bin/fast in place of the image's own"]),
+    ],
+)
+def test_what_a_docker_launch_does_not_say_is_unread(options: list[str], unread: list[str]) -> None:
+    facts = command_facts(["docker", "run", "--rm", *options, PINNED_IMAGE, "Qwen/Qwen3.5-9B"])
+    assert len(facts.unread) == len(unread)
+    assert all(any(expected in words for words in facts.unread) for expected in unread)
