@@ -85,8 +85,11 @@ _STATE_ORDER = [State.MEASURED, State.IMPORTED, State.SCREENED, State.ESTIMATED,
 _STATE_MEANINGS = {
     State.MEASURED: "measured by this runner on fresh servers; every gate it carries passed",
     State.IMPORTED: "taken from a named published source; not measured by this runner",
-    State.WITHHELD: "measured, but speculative output was not identical to the oracle (or the oracle itself "
-    "was not repeat-exact): its speed is not published",
+    # One meaning for every provenance: a withheld arm may be this runner's or a named source's (whose
+    # gates carry the outcomes it printed), so the words say what failed, never who measured it.
+    State.WITHHELD: "an identity gate was not passed: speculative output was not identical to the oracle (or the "
+    "oracle itself was not repeat-exact), by this runner's gates or by the outcomes its named source printed; its "
+    "speed is not published",
     State.SCREENED: "a speed check only, with no identity gate",
     State.ESTIMATED: "derived, not measured",
 }

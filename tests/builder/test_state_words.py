@@ -268,3 +268,24 @@ def test_every_copy_button_waits_for_the_script(repository_built: Path) -> None:
     for path in ("recipes/qwen3.5-9b/index.html", "recipes/demo/index.html", "models/demo/index.html"):
         buttons = _page(repository_built, path).select("button.copy")
         assert buttons and all(b.has_attr("hidden") for b in buttons), path
+
+
+def test_a_withheld_badge_of_an_imported_arm_never_says_measured(repository_built: Path) -> None:
+    """Every arm withheld on the committed site is imported: its badge's tooltip (the state's one
+    meaning, catalog/model/packet.py) says which gate did not hold, never that it was measured."""
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    imported = [
+        p
+        for p in catalog.packets.values()
+        if p.provenance.kind != "measured" and any(a.state.value == "withheld" for a in p.arms)
+    ]
+    assert imported  # the case under test
+    pages = [f"packets/{p.id}/index.html" for p in imported]
+    pages += sorted({f"models/{p.identity.model.slug}/index.html" for p in imported})
+    for path in pages:
+        titles = [str(b["title"]) for b in _page(repository_built, path).select("span.badge-withheld[title]")]
+        assert titles, path
+        for title in titles:
+            assert not re.search(r"\bmeasured\b", title, re.I), (path, title)
+            assert "identity gate was not passed" in title, (path, title)
+
