@@ -15,7 +15,9 @@ from builder.format import Num
 from builder.views.family import FamilyView
 from builder.views.index import IndexView
 
-API_VERSION = 1
+# 2: a projection's speed (and each of its rows') is `value`, named by its `state`/`state_word`; it was
+# `measured`, whatever the state, so an imported figure read as measured (version 1)
+API_VERSION = 2
 # Presentation-only fields: the chart figure is the same numbers as the chart's table rows.
 OMIT = frozenset({"figure_json"})
 

@@ -36,7 +36,7 @@ class ProjectionRow:
     href: str
     state: str
     state_label: str
-    measured: Num | None
+    value: Num | None  # the arm's published speed, whatever its state (`state` names it)
     ceiling: Num
     utilisation: Num | None
     band: str | None  # None: unpublished, so no band
@@ -46,7 +46,7 @@ class ProjectionRow:
 class ProjectionView:
     title: str
     ceiling: Num
-    measured: Num | None  # the lead arm's speed, whatever its state: `state_word` names it
+    value: Num | None  # the lead arm's speed, whatever its state: `state_word` names it
     state_word: str  # the lead arm's state, lower-case (`imported`): never `measured` for an import
     utilisation: Num | None
     lower_bound: bool
@@ -113,7 +113,7 @@ def _row(result: ArmResult, projection: Projection) -> ProjectionRow:
         href=routes.packet_page(result.packet.id, result.arm.id),
         state=result.state,
         state_label=STATE_LABELS[result.state],
-        measured=opt_num(projection.measured_tok_s, 2, "tok/s") if result.published else None,
+        value=opt_num(projection.measured_tok_s, 2, "tok/s") if result.published else None,
         ceiling=num(projection.ceiling_tok_s, 2, "tok/s"),
         utilisation=_percent(projection.utilisation) if result.published else None,
         band=grade.band if grade and result.published else None,
@@ -137,7 +137,7 @@ def projection_view(
     return ProjectionView(
         title=f"{lead.quant_label} · {lead.arm.label} on {lead.hardware_name}",
         ceiling=num(main.ceiling_tok_s, 2, "tok/s"),
-        measured=opt_num(main.measured_tok_s, 2, "tok/s"),
+        value=opt_num(main.measured_tok_s, 2, "tok/s"),
         state_word=STATE_LABELS[lead.state].lower(),
         utilisation=_percent(main.utilisation),
         lower_bound=bool(main.utilisation_is_lower_bound),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -289,3 +290,33 @@ def test_a_withheld_badge_of_an_imported_arm_never_says_measured(repository_buil
             assert not re.search(r"\bmeasured\b", title, re.I), (path, title)
             assert "identity gate was not passed" in title, (path, title)
 
+
+def _keys_beside_a_state(value: object) -> Iterator[tuple[str, set[str]]]:
+    """(state, keys) of every object of an API file that carries a state beside its figures."""
+    if isinstance(value, dict):
+        state = value.get("state_word", value.get("state"))
+        if isinstance(state, str):
+            yield state, set(value)
+        for item in value.values():
+            yield from _keys_beside_a_state(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys_beside_a_state(item)
+
+
+@pytest.mark.parametrize("slug", IMPORTED_FAMILIES)
+def test_the_family_api_names_an_imported_figure_value_not_measured(repository_built: Path, slug: str) -> None:
+    """api/models/<slug>.json (api_version 2): the projection's figure and its rows' are `value`
+    beside their state; version 1 stored an imported figure under `measured`."""
+    document = json.loads((repository_built / f"api/models/{slug}.json").read_text())
+    assert document["api_version"] == 2
+    projection = document["family"]["projection"]
+    assert projection["state_word"] == "imported" and projection["value"] is not None
+    gauge = _page(repository_built, f"models/{slug}/index.html").select_one("#projection .gauge .signal-value data.num")
+    assert gauge is not None and float(str(gauge["value"])) == projection["value"]
+    rows = [r for r in projection["rows"] if r["value"] is not None]
+    assert {r["state"] for r in rows} - {"measured"}
+    found = list(_keys_beside_a_state(document))
+    assert found
+    for state, keys in found:
+        assert "measured" not in keys, (state, sorted(keys))
