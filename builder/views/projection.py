@@ -94,7 +94,7 @@ def in_words(source: str, packet: Packet) -> str:
     return re.sub(r"\barm (\S+?)(?=[:\s]|$)", lambda m: f"arm “{labels[m[1]]}”" if m[1] in labels else m[0], source)
 
 
-def _prefill(bound: PrefillBound | None, packet: Packet) -> list[Fact]:
+def _prefill(bound: PrefillBound | None, packet: Packet, state_word: str) -> list[Fact]:
     if bound is None:
         return []
     facts = [
@@ -102,7 +102,8 @@ def _prefill(bound: PrefillBound | None, packet: Packet) -> list[Fact]:
         Fact("TTFT lower bound", num(bound.bound_ms, 2, "ms"), bound.formula),
     ]
     if bound.measured_ttft_ms is not None:
-        facts.append(Fact("measured TTFT", num(bound.measured_ttft_ms, 2, "ms")))
+        # the arm's TTFT, its servers' or the figures its source printed: named by the arm's state
+        facts.append(Fact(f"{state_word} TTFT", num(bound.measured_ttft_ms, 2, "ms")))
     return facts
 
 
@@ -153,7 +154,7 @@ def projection_view(
             Fact(f"{t.label} (per {t.per})", byte_size(t.bytes), in_words(t.detail, lead.packet))
             for t in main.byte_terms
         ],
-        prefill=_prefill(main.prefill, lead.packet),
+        prefill=_prefill(main.prefill, lead.packet, STATE_LABELS[lead.state].lower()),
         notes=[in_words(note, lead.packet) for note in main.notes],
         rows=rows,
     )

@@ -320,3 +320,16 @@ def test_the_family_api_names_an_imported_figure_value_not_measured(repository_b
     assert found
     for state, keys in found:
         assert "measured" not in keys, (state, sorted(keys))
+
+
+def test_an_imported_headlines_ttft_is_named_by_its_state(repository_built: Path) -> None:
+    """qwen3.5-4b's headline is imported with the TTFT its source printed: the projection's time to
+    first token names it `imported TTFT`, never `measured TTFT`."""
+    soup = _page(repository_built, "models/qwen3.5-4b/index.html")
+    assert _hero_state(soup) == "imported"
+    heading = next(h for h in soup.select("#projection h4") if _text(h) == "Time to first token")
+    facts = heading.find_next_sibling("dl")
+    assert isinstance(facts, Tag)
+    labels = [_text(dt) for dt in facts.select("dt")]
+    assert "imported TTFT" in labels, labels
+    assert not any(WORDS.search(label) for label in labels), labels
