@@ -43,7 +43,7 @@ def family_pages(view: FamilyView, packets: list[Packet], ctx: SiteContext) -> l
     family = Page(
         routes.family_page(view.slug),
         "family.html",
-        {"view": view, "jsonld": family_jsonld(view, ctx)},
+        {"view": view, "jsonld": family_jsonld(view, packets, ctx)},
         view.title,
         view.description,
         frozenset({family_key(view.slug)}),

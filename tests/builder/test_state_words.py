@@ -333,3 +333,42 @@ def test_an_imported_headlines_ttft_is_named_by_its_state(repository_built: Path
     labels = [_text(dt) for dt in facts.select("dt")]
     assert "imported TTFT" in labels, labels
     assert not any(WORDS.search(label) for label in labels), labels
+
+
+def _jsonld(site: Path, slug: str) -> dict[str, object]:
+    script = _page(site, f"models/{slug}/index.html").find("script", type="application/ld+json")
+    assert isinstance(script, Tag)
+    data: dict[str, object] = json.loads(script.get_text())
+    return data
+
+
+@pytest.mark.parametrize("slug", ("qwen3.5-9b", "qwen3.5-4b", "demo"))
+def test_the_jsonld_says_only_what_the_familys_packets_hold(repository_built: Path, slug: str) -> None:
+    """A family page's Dataset claimed fresh-server pairs with token-exact oracle gates, TTFT and
+    aggregate tok/s of every family, qwen3.5-9b's imported and screened figures too. Its variables
+    and techniques are now those its packets hold: each checked against the packets here."""
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    packets = [p for p in catalog.packets.values() if p.identity.model.slug == slug]
+    data = _jsonld(repository_built, slug)
+    assert sorted(data["isBasedOn"]) == sorted(p.id for p in packets)  # type: ignore[call-overload]
+    shown = [(p, a) for p in packets for a in p.arms if a.state.has_speed]
+    variables = data["variableMeasured"]
+    assert isinstance(variables, list)
+    assert ("time to first token (ms)" in variables) == any(a.ttft_ms is not None for _, a in shown)
+    assert ("aggregate tokens per second" in variables) == any(
+        any(ladder.arm == a.id and ladder.kind in ("concurrency", "load") for ladder in p.ladders) for p, a in shown
+    )
+    techniques = data["measurementTechnique"]
+    assert isinstance(techniques, list)
+    kinds = {p.provenance.kind for p in packets}
+    assert len(techniques) == len(kinds)
+    for kind in ("measured", "imported", "screened"):
+        line = next((t for t in techniques if kind in t.split(";")[0]), None)
+        assert (line is not None) == (kind in kinds), (kind, techniques)
+        if line is None:
+            continue
+        assert ("this catalog's runner" in line) == (kind == "measured"), line
+        gates = {g.gate for p in packets if p.provenance.kind == kind for a in p.arms for g in a.gates}
+        assert {g for g in ("G1", "G2", "G3") if f"{g} " in line} == gates, line
+    if "measured" not in kinds:
+        assert "fresh-server" not in json.dumps(data) and "runner" not in json.dumps(data)
