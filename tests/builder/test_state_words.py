@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup, Tag
 
+from catalog.checks.selection import headline
 from catalog.store.repository import load_catalog
 from tests.builder.factory import REPO
 
@@ -372,3 +373,24 @@ def test_the_jsonld_says_only_what_the_familys_packets_hold(repository_built: Pa
         assert {g for g in ("G1", "G2", "G3") if f"{g} " in line} == gates, line
     if "measured" not in kinds:
         assert "fresh-server" not in json.dumps(data) and "runner" not in json.dumps(data)
+
+
+def test_the_home_page_claims_no_gate_a_headline_does_not_carry(repository_built: Path) -> None:
+    """The home page's lede said every headline "passed every identity gate"; an imported headline
+    carries only the gates its source printed (an MTP arm: G3, no G2). The sentence says what every
+    headline holds: each gate it carries passed, whoever's gates they are."""
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    carried: dict[str, set[str]] = {}
+    for family in catalog.by_family:
+        lead = headline(catalog.packets_of(family))
+        if lead is not None:
+            carried[family] = {g.gate for g in lead.arm.gates}
+            assert all(g.passed for g in lead.arm.gates)
+    assert any(gates != {"G1", "G2", "G3"} for gates in carried.values())  # the case under test
+    lede = _text(_page(repository_built, "index.html").select_one("p.lede"))
+    claim = re.search(r"every identity gate(?: it carries)?", lede)
+    assert claim is not None and claim.group(0) == "every identity gate it carries", lede
+    assert "its named source printed" in lede
+    for family in carried:
+        rule = _text(_page(repository_built, f"models/{family}/index.html").select_one(".headline p.rule"))
+        assert "passed every gate it carries" in rule, rule
