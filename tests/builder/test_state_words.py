@@ -394,3 +394,29 @@ def test_the_home_page_claims_no_gate_a_headline_does_not_carry(repository_built
     for family in carried:
         rule = _text(_page(repository_built, f"models/{family}/index.html").select_one(".headline p.rule"))
         assert "passed every gate it carries" in rule, rule
+
+
+def test_hand_typed_data_text_never_calls_an_imported_result_measured(repository_built: Path) -> None:
+    """data/hardware.yaml's B70 notes said "the seed Qwen3.5 4B and 9B measurements", and the 9B
+    overlay "measured on one Arc Pro B70" and "the seed page's headline": every result on those
+    pages is imported. The texts the pages show as written (the card's notes, a variant's and a
+    configuration's description) name the source instead, and never say measured or verified."""
+    catalog = load_catalog(REPO / "data", REPO / "packets")
+    on_b70 = [p for p in catalog.packets.values() if p.identity.host.hardware == "arc_pro_b70"]
+    assert on_b70 and all(p.provenance.kind != "measured" for p in on_b70)  # the case under test
+    hardware = _page(repository_built, "hardware/arc_pro_b70/index.html")
+    notes = catalog.hardware["arc_pro_b70"].notes
+    assert notes
+    lede = next(_text(p) for p in hardware.select("p.lede") if notes[:40] in _text(p))
+    assert not WORDS.search(lede) and "seed" not in lede, lede
+    assert "neural.download model catalog" in lede
+    for slug in IMPORTED_FAMILIES:
+        recipe = catalog.recipes[slug]
+        soup = _page(repository_built, f"recipes/{slug}/index.html")
+        text = _text(soup.select_one("main"))
+        written = [v.description for v in recipe.variants.values() if v.description]
+        written += [c.description for c in recipe.configurations.values() if c.description]
+        shown = [" ".join(w.split()) for w in written if " ".join(w.split()) in text]
+        assert shown, slug
+        for words in shown:
+            assert not WORDS.search(words) and "seed page" not in words, (slug, words)
