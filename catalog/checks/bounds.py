@@ -34,6 +34,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from catalog.model.packet import Arm, Packet, State
+from catalog.projection.precision import DRAFT_INT4_ENV
 
 Problem = tuple[str, str]
 
@@ -115,6 +116,8 @@ def claim_problems(packet: Packet) -> list[Problem]:
         why = _claimed(arm.label, {arm.state.value, *transcribed}, "the arm") or _configured(arm.label, arm)
         if why:
             found.append((f"arms[{index}].label", why))
+        if arm.config.draft_head is not None and (why := _draft_head_claims(arm.config.draft_head, arm)):
+            found.append((f"arms[{index}].config.draft_head", why))
     return found
 
 
@@ -127,6 +130,9 @@ _NO_SPECULATION = re.compile(r"\bno\s+speculati(?:ve|on)\b|\boracle\b", re.IGNOR
 # vllm/config/speculative.py:38-83: every *_mtp model type is MTP, eagle3 is an EAGLE, ngram_gpu an n-gram)
 _METHOD_FAMILIES = ("ngram", "eagle", "mtp", "medusa", "suffix", "dflash", "dspark")
 _METHOD_WORD = re.compile(r"\b(n-?gram|mtp|eagle-?3?|medusa|suffix|dflash|dspark)\b", re.IGNORECASE)
+# The draft's INT4 lm_head is the XPU stack's switch (catalog/projection/precision.py): physics and
+# projections read the switch, so a label or draft head naming it must have it set.
+_INT4_HEAD = re.compile(r"\bINT4\b[\w\s-]{0,24}?\bheads?\b|\bheads?\b[\w\s-]{0,24}?\bINT4\b", re.IGNORECASE)
 
 
 def _method_family(method: str) -> str:
@@ -157,7 +163,16 @@ def _configured(label: str, arm: Arm) -> str | None:
         if method is None or _method_family(match.group(1)) != _method_family(method):
             runs = f"runs {method!r}" if method else "runs no speculative method"
             return f"claims {match.group(0)!r}; the arm {runs} (config.spec_method)"
+    if (found := _INT4_HEAD.search(plain)) and config.env.get(DRAFT_INT4_ENV) != "1":
+        return f"claims {found.group(0)!r}; the arm's environment sets no {DRAFT_INT4_ENV}=1 (config.env)"
     return None
+
+
+def _draft_head_claims(head: str, arm: Arm) -> str | None:
+    """A draft head is a speculative arm's, and says no other configuration than its own."""
+    if not arm.config.spec_depth:
+        return "names a draft head; the arm decodes without speculation (config.spec_depth 0)"
+    return _configured(head, arm)
 
 
 def _kind(most: int) -> str:

@@ -75,7 +75,25 @@ REFUSED = [
      "oracle"),
     ("another method", lambda: edited(labelled(1, "1 card, EAGLE-3 depth 2")), "arms[1].label", "EAGLE-3"),
     ("a method on the oracle", lambda: edited(labelled(0, "1 card, n-gram")), "arms[0].label", "n-gram"),
+    ("the INT4 head without its switch", lambda: edited(labelled(1, "1 card, MTP depth 2 with the draft INT4 head")),
+     "arms[1].label", "INT4 head"),
+    ("a draft head naming INT4 without its switch", lambda: edited(drafted(1, "draft INT4 head")),
+     "arms[1].config.draft_head", "INT4 head"),
 ]  # fmt: skip
+
+
+def drafted(index: int, head: str, env: dict[str, str] | None = None) -> Callable[[Draft], None]:
+    return lambda d: d["arms"][index]["config"].update(draft_head=head, env=env or {})
+
+
+INT4_SWITCH = {"VLLM_XPU_DRAFT_LM_HEAD_INT4": "1"}
+
+
+def test_a_draft_head_belongs_to_a_speculative_arm() -> None:
+    problems = dict(claim_problems(edited(drafted(0, "draft FP8 head"))))
+    assert problems == {
+        "arms[0].config.draft_head": "names a draft head; the arm decodes without speculation (config.spec_depth 0)"
+    }
 
 
 @pytest.mark.parametrize(("make", "field", "word"), [pytest.param(*r[1:], id=r[0]) for r in REFUSED])
@@ -101,6 +119,7 @@ ACCEPTED = [
     ("its own cards, method and depth", lambda: edited(labelled(1, "one card · TP1 · mtp decoding, depth 2"))),
     ("a depth range holding it", lambda: edited(labelled(1, "1 card, MTP depths 0-6"))),
     ("an MTP model type", lambda: edited(lambda d: d["arms"][1]["config"].update(spec_method="qwen3_5_mtp"))),
+    ("the INT4 head with its switch", lambda: edited(drafted(1, "draft INT4 head", INT4_SWITCH))),
 ]  # fmt: skip
 
 
