@@ -17,7 +17,7 @@ from builder.views.family import FamilyView
 from builder.views.hardware import hardware_cards, hardware_pages, listed_on_card
 from builder.views.index import FamilyCard, IndexView, listings
 from builder.views.methodology import methodology_view
-from builder.views.packet import packet_view
+from builder.views.packet import heading, packet_view
 from builder.views.recipe import NO_EVIDENCE, RecipeEvidence, recipe_view
 from catalog.errors import CatalogError
 from catalog.model.packet import Packet
@@ -53,7 +53,7 @@ def family_pages(view: FamilyView, packets: list[Packet], ctx: SiteContext) -> l
             routes.packet_page(packet.id),
             "packet.html",
             partial(_view, packet_view, packet, ctx),
-            packet.title,
+            heading(packet, ctx),
             f"Evidence packet {packet.id}",
             frozenset({packet_key(packet.id)}),
         )

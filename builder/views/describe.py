@@ -153,6 +153,23 @@ def _depth_chips(arms: Sequence[Arm]) -> list[str]:
     return chips
 
 
+def packet_heading(packet: Packet, model: str, card: str) -> str:
+    """What the site calls a packet, from its fields alone: `Qwen3.5-9B FP8-dynamic · Intel Arc Pro
+    B70 · 1 and 2 cards · no speculation, MTP depths 3 and 4, draft INT4 head`. A packet's own
+    `title` is its signer's words: the packet page quotes it as theirs, never as a heading."""
+    arms = packet.arms
+    counts = sorted({a.config.tensor_parallel_size for a in arms})
+    cards = " and ".join(str(c) for c in counts) + (" card" if counts == [1] else " cards")
+    parts = ["no speculation"] if any(a.config.spec_depth == 0 for a in arms) else []
+    for method in sorted({a.config.spec_method for a in arms if a.config.spec_depth and a.config.spec_method}):
+        depths = sorted({a.config.spec_depth for a in arms if a.config.spec_method == method})
+        listed = ", ".join(str(d) for d in depths[:-1]) + (" and " if len(depths) > 1 else "") + str(depths[-1])
+        parts.append(f"{method.upper()} depth{'s' if len(depths) > 1 else ''} {listed}")
+    parts += sorted({a.config.draft_head for a in arms if a.config.spec_depth and a.config.draft_head})
+    quantization = packet.identity.model.quantization_label
+    return " · ".join([f"{model} {quantization}", card, cards, ", ".join(parts)])
+
+
 def _span(low: str, high: str) -> str:
     """`c1-c8`, or `2K` where a ladder has one point."""
     return low if low == high else f"{low}-{high}"

@@ -16,6 +16,7 @@ from builder.views.describe import card_arm, coverage_chips, methodology_sentenc
 from builder.views.energy import EnergyFigure, arm_energy
 from builder.views.load_sweep import LoadSweepSection, load_sweep_section
 from builder.views.measured import concurrency_charts, context_charts, depth_charts, quant_charts, tp_charts
+from builder.views.packet import heading
 from builder.views.projection import PROJECTION_GAP, Estimator, ProjectionView, cell_estimator, projection_view
 from builder.views.repeats import FamilyRepeats, RepeatsSection, repeats_section
 from builder.views.results import (
@@ -357,7 +358,7 @@ def _card(packet: Packet, own: list[ArmResult], ctx: SiteContext, featured: bool
     return PacketCard(
         id=packet.id,
         href=routes.packet_page(packet.id),
-        title=packet.title,
+        title=heading(packet, ctx),
         state=packet.state.value,
         state_label=STATE_LABELS[packet.state.value],
         value=opt_num(arm.decode_tok_s, unit="tok/s") if arm.state.published else None,

@@ -9,7 +9,7 @@ from builder import routes
 from builder.format import byte_size, num
 from builder.views.arms import ArmView, LadderView, arm_view, ladder_views
 from builder.views.common import Fact, Link, SiteContext
-from builder.views.describe import coverage_chips, lead_arm, methodology_sentence
+from builder.views.describe import coverage_chips, lead_arm, methodology_sentence, packet_heading
 from builder.views.energy import setup_facts
 from builder.views.glossary import defined
 from builder.views.load_sweep import LoadSweepView, load_sweep_ladders, sweep_view
@@ -26,7 +26,8 @@ from catalog.recipes.shown import ShownCommand, arm_command, measure_line_differ
 @dataclass(frozen=True)
 class PacketView:
     id: str
-    title: str
+    title: str  # generated from the packet's fields (`heading`)
+    signed_title: str  # its signer's words, quoted as theirs
     state: str
     state_label: str
     grade: str
@@ -230,6 +231,13 @@ def _stack_label(original: Packet, reproduction: Packet) -> str:
     return f" ({DIFFERENT_STACK}: {'; '.join(different)}; its figures compare two stacks)" if different else ""
 
 
+def heading(packet: Packet, ctx: SiteContext) -> str:
+    """The site's name for a packet (`packet_heading`), with its recipe's and card's names."""
+    slug, card = packet.identity.model.slug, packet.identity.host.hardware
+    recipe, hardware = ctx.catalog.recipes.get(slug), ctx.catalog.hardware.get(card)
+    return packet_heading(packet, recipe.meta.title if recipe else slug, hardware.name if hardware else card)
+
+
 def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     reproductions = ctx.catalog.reproductions([packet])
     grade = evidence_grade(packet, reproductions)
@@ -244,7 +252,8 @@ def packet_view(packet: Packet, ctx: SiteContext) -> PacketView:
     recipe = ctx.catalog.recipes.get(slug)
     return PacketView(
         id=packet.id,
-        title=packet.title,
+        title=heading(packet, ctx),
+        signed_title=packet.title,
         state=packet.state.value,
         state_label=STATE_LABELS[packet.state.value],
         grade=grade,

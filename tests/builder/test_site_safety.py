@@ -8,6 +8,7 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
+from builder import routes
 from builder.markdown import render_markdown, safe_link
 from builder.render import make_environment
 from tests.builder.factory import IMG, SCRIPT
@@ -40,8 +41,9 @@ def test_hostile_strings_appear_as_text(page):
     assert "A fixture family " + IMG in family.select_one("#fine-print").get_text()
     assert IMG in family.select_one("#verdict").get_text()  # the source named in the verdict, as text
     assert SCRIPT in family.select_one(".eyebrow").get_text()
-    packet_titles = family.select("table.packet-list td.packet-title")
-    assert any(SCRIPT in h.get_text() for h in packet_titles)
+    ids = [a.get_text() for a in family.select("table.packet-list td.packet-title a")]
+    signed = [page(routes.packet_page(packet_id)).select_one(".signed-title q") for packet_id in ids]
+    assert any(q is not None and SCRIPT in q.get_text() for q in signed)  # the signer's title, quoted as text
     recipe = page("recipes/fixture-7b/index.html")
     guide = recipe.select_one("#guide")
     assert SCRIPT in guide.get_text()

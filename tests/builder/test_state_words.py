@@ -420,3 +420,22 @@ def test_hand_typed_data_text_never_calls_an_imported_result_measured(repository
         assert shown, slug
         for words in shown:
             assert not WORDS.search(words) and "seed page" not in words, (slug, words)
+
+
+def test_a_packet_is_named_from_its_arms_and_its_signers_title_quoted_as_theirs(repository_built: Path) -> None:
+    """The imported 9B FP8 packet's signer titled it "one or two B70 · MTP depth 0-6, draft FP8 and
+    INT4 heads" (the source page's words): its arms hold depths 0, 3 and 4 and only the INT4 head.
+    The site's heading, page title and family table say what the arms hold; the title is quoted."""
+    packet_id = "qwen3.5-9b-fp8-dynamic-c48f580e"
+    arms = "no speculation, MTP depths 3 and 4, draft INT4 head"
+    made = f"Qwen3.5-9B FP8-dynamic · Intel Arc Pro B70 · 1 and 2 cards · {arms}"
+    soup = _page(repository_built, f"packets/{packet_id}/index.html")
+    assert _text(soup.select_one("h1")) == made
+    assert _text(soup.select_one("title")).startswith(made)
+    signed = _text(soup.select_one(".signed-title q"))
+    assert "MTP depth 0-6, draft FP8 and INT4 heads" in signed
+    family = _page(repository_built, "models/qwen3.5-9b/index.html")
+    row = family.find(id=f"packet-{packet_id}")
+    assert isinstance(row, Tag)
+    assert _text(row.select_one("td.packet-title .muted")) == made
+    assert "depth 0-6" not in _text(family.select_one("table.packet-list"))
