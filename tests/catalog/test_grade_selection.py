@@ -7,12 +7,21 @@ from typing import Any
 import pytest
 
 from catalog.checks.canaries import judge
-from catalog.checks.grade import GRADE_MEANING, NOT_REPRODUCED, evidence_grade, limitations
+from catalog.checks.grade import (
+    GRADE_MEANING,
+    NOT_REPRODUCED,
+    arm_not_reproduced,
+    evidence_grade,
+    independent,
+    limitations,
+)
 from catalog.checks.selection import headline, qualified
 from catalog.checks.stack import stack_differences
-from catalog.model.packet import Arm, Packet, State
+from catalog.model.arrays import decode_uint32, encode_uint32
+from catalog.model.metrics import compare_rows
+from catalog.model.packet import Arm, Packet, PromptRow, State
 from catalog.packets.signing import HostKey
-from testkit.samples import canary_answers
+from testkit.samples import SAME_SERVER, canary_answers
 from tests.catalog.factories import (
     ORACLE_ARM,
     SPEC_ARM,
@@ -80,16 +89,99 @@ def test_grade_b_complete_measurement_without_reproduction() -> None:
 
 def test_grade_a_needs_a_measured_reproduction() -> None:
     packet = measured_packet()
-    repro = reproduction_of(packet, spec=False)
+    repro = reproduction_of(packet)
+    assert independent(packet, repro)
     assert evidence_grade(packet, [repro]) == "A"
     assert evidence_grade(packet, [repro, measured_packet(title="unrelated")]) == "A"
     assert evidence_grade(packet, [measured_packet(title="unrelated")]) == "B"
 
 
+def reproduction_draft(packet: Packet) -> dict[str, Any]:
+    """`reproduction_of`'s draft, to edit before it is sealed with another lab's key."""
+    draft = measured_draft(
+        title="reproduction", ms_per_token=20.3, identity_overrides={"host": {"boot_id": "elsewhere"}}
+    )
+    draft["reproduces"] = packet.id
+    return draft
+
+
+def spec_server_b_diverges(draft: dict[str, Any], *, gated: bool = True) -> None:
+    """The MTP arm's server B drifts on one prompt; its server A and the oracle arm give the shared
+    tokens. `gated`: G2 and G3-B, re-compared from the rows, fail and the arm is withheld; otherwise
+    the arm keeps the gates that passed (a partial or stale set), and stays measured."""
+    arm = draft["arms"][1]
+    row = arm["servers"][1]["rows"][4]
+    ids = decode_uint32(row["token_ids"])
+    ids[57] += 1
+    row["token_ids"] = encode_uint32(ids)
+    if not gated:
+        return
+    spec_a, spec_b, oracle = (
+        [PromptRow.model_validate(row) for row in server["rows"]]
+        for server in (arm["servers"][0], arm["servers"][1], draft["arms"][0]["servers"][0])
+    )
+    gates = (
+        compare_rows("G2", SAME_SERVER, spec_a, spec_b),
+        compare_rows("G3", ORACLE_ARM, spec_a, oracle, server="A"),
+        compare_rows("G3", ORACLE_ARM, spec_b, oracle, server="B"),
+    )
+    arm["gates"] = [g.model_dump(mode="json") for g in gates]
+    arm["withheld_reason"] = "G2 11/12 and G3 B 11/12: not identical to the oracle"
+
+
+def test_grade_a_not_from_a_reproduction_that_withheld_an_arm() -> None:
+    """Another owner's reproduction whose MTP server B diverged: the oracle is repeated, the MTP result
+    is not (the arm is withheld there), so the original's MTP figure gets no grade A from it."""
+    packet = measured_packet()
+    draft = reproduction_draft(packet)
+    spec_server_b_diverges(draft)
+    repro = seal(draft, key=other_lab_key())
+    assert (repro.state, repro.arm(ORACLE_ARM).state, repro.arm(SPEC_ARM).state) == (
+        State.MEASURED,
+        State.MEASURED,
+        State.WITHHELD,
+    )
+    assert arm_not_reproduced(packet.arm(ORACLE_ARM), repro) is None
+    assert not independent(packet, repro)
+    assert evidence_grade(packet, [repro]) == "B"
+    assert limitations(packet, [repro]) == [
+        f"{NOT_REPRODUCED}: arm {SPEC_ARM!r} withheld in {repro.id} (a gate failed there: the result was not repeated)"
+    ]
+    # another reproduction that repeats the MTP arm: between them, every arm is reproduced
+    assert evidence_grade(packet, [repro, reproduction_of(packet)]) == "A"
+
+
+def test_grade_a_needs_every_servers_outputs_to_be_the_originals() -> None:
+    """A measured arm whose second server gave other tokens (its gates not saying so) repeats nothing:
+    the first server alone is not the arm."""
+    packet = measured_packet()
+    draft = reproduction_draft(packet)
+    spec_server_b_diverges(draft, gated=False)
+    repro = seal(draft, key=other_lab_key())
+    assert repro.arm(SPEC_ARM).state == State.MEASURED
+    assert evidence_grade(packet, [repro]) == "B"
+    assert limitations(packet, [repro]) == [NOT_REPRODUCED]  # it contradicts a measured arm: vouches for none
+    assert arm_not_reproduced(packet.arm(SPEC_ARM), repro) == f"other outputs on server B in {repro.id}"
+
+
+def test_grade_a_needs_every_published_arm_reproduced() -> None:
+    """Arms are matched by id, as runner/reproduce.py plans them: an arm not run (or run under another
+    id) is not reproduced, and the page says which."""
+    packet = measured_packet()
+    oracle_only = reproduction_of(packet, spec=False)
+    assert evidence_grade(packet, [oracle_only]) == "B"
+    assert limitations(packet, [oracle_only]) == [f"{NOT_REPRODUCED}: arm {SPEC_ARM!r} not run by {oracle_only.id}"]
+    draft = reproduction_draft(packet)
+    draft["arms"][1]["id"] = "tp1-mtp2-renamed"
+    renamed = seal(draft, key=other_lab_key())
+    assert evidence_grade(packet, [renamed]) == "B"
+    assert arm_not_reproduced(packet.arm(SPEC_ARM), renamed) == f"not run by {renamed.id}"
+
+
 def test_grade_a_not_from_the_same_key_even_on_another_host() -> None:
     """The signer of the original vouching again is one voice, whatever boot id it declares."""
     packet = measured_packet()
-    same_key = reproduction_of(packet, key=session_key(), spec=False)
+    same_key = reproduction_of(packet, key=session_key())
     assert same_key.seal.signed_by == packet.seal.signed_by
     assert same_key.identity.host.boot_id != packet.identity.host.boot_id
     assert evidence_grade(packet, [same_key]) == "B"
@@ -99,7 +191,7 @@ def test_grade_a_not_from_the_same_key_even_on_another_host() -> None:
 def test_grade_a_not_from_a_copy_of_the_originals_timings() -> None:
     """Another lab's key on the original's own token times (each shifted by a microsecond)."""
     packet = measured_packet()
-    copy = reproduction_of(packet, ms_per_token=20.0, spec=False)
+    copy = reproduction_of(packet, ms_per_token=20.0)
     assert copy.arms[0].servers[0].rows[0].token_times_us == packet.arms[0].servers[0].rows[0].token_times_us
     assert evidence_grade(packet, [copy]) == "B"
 
@@ -107,16 +199,16 @@ def test_grade_a_not_from_a_copy_of_the_originals_timings() -> None:
 def test_grade_a_not_from_a_reproduction_on_a_different_stack() -> None:
     """Same tokens, another host, but another vLLM (ALLOW_DIFFERENT_STACK=1): labelled, never a repeat."""
     packet = measured_packet()
-    other = reproduction_of(packet, spec=False, identity_overrides={"runtime": {"version": "0.18.0"}})
+    other = reproduction_of(packet, identity_overrides={"runtime": {"version": "0.18.0"}})
     assert stack_differences(packet, other) == ["vLLM 0.18.0, not 0.17.1"]
     assert evidence_grade(packet, [other]) == "B"
-    assert stack_differences(packet, reproduction_of(packet, spec=False)) == []
+    assert stack_differences(packet, reproduction_of(packet)) == []
 
 
 def test_grade_a_not_from_a_reproduction_with_other_tokens() -> None:
     packet = measured_packet()
     draft = measured_draft(
-        title="other tokens", spec=False, ms_per_token=20.3, identity_overrides={"host": {"boot_id": "elsewhere"}}
+        title="other tokens", ms_per_token=20.3, identity_overrides={"host": {"boot_id": "elsewhere"}}
     )
     draft["reproduces"] = packet.id
     row = draft["arms"][0]["servers"][0]["rows"][0]
@@ -127,9 +219,7 @@ def test_grade_a_not_from_a_reproduction_with_other_tokens() -> None:
 
 def test_grade_a_not_from_an_unsigned_reproduction() -> None:
     packet = measured_packet()
-    draft = measured_draft(
-        title="unsigned", spec=False, ms_per_token=20.3, identity_overrides={"host": {"boot_id": "elsewhere"}}
-    )
+    draft = measured_draft(title="unsigned", ms_per_token=20.3, identity_overrides={"host": {"boot_id": "elsewhere"}})
     draft["reproduces"] = packet.id
     assert evidence_grade(packet, [seal(draft, signed=False)]) == "B"
 
@@ -143,7 +233,7 @@ def test_grade_c_unsigned_measured() -> None:
 
 def test_grade_a_not_from_a_withheld_reproduction() -> None:
     packet = measured_packet()
-    draft = measured_draft(title="failed reproduction", spec=False)
+    draft = measured_draft(title="failed reproduction")
     draft["reproduces"] = packet.id
     all_withheld(draft)
     repro = seal(draft)
