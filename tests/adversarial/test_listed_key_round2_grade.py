@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,11 @@ import pytest
 from bs4 import BeautifulSoup
 
 from catalog.checks.grade import NOT_REPRODUCED
+from catalog.model.metrics import compare_rows
 from catalog.model.packet import PacketParts
 from catalog.packets.seal import seal, write_packet
 from catalog.packets.signing import HostKey, host_key
-from testkit.samples import measured_parts
+from testkit.samples import SAME_SERVER, make_rows, make_server, measured_parts
 from tests.adversarial.support import Tally
 from tests.adversarial.test_forgery import MODES, refused
 from tests.adversarial.test_listed_key import (  # noqa: F401 - fixtures
@@ -111,6 +113,49 @@ def test_a_reproduction_by_another_owner_lifts_the_grade(lab: Path, options: tup
     seal_with(lab, reproduction_of(original), extra_key(lab, "other", "another lab (measurer)"))
     accepted(lab, options)
     assert shown_grade(lab, original) == ("A", "")
+
+
+def withheld_mtp_reproduction(original: Path) -> Document:
+    """The reproduction as it comes out when its MTP server B drifts on one prompt: G2 and G3-B fail
+    there (re-compared from the rows, as verification does), so that arm is withheld; the oracle arm,
+    its own servers at 20.3 ms/token, repeats the original."""
+    document = reproduction_of(original)
+    arm = document["arms"][1]
+    depth = arm["config"]["spec_depth"]
+    oracle = make_rows(ms_per_token=20.3)
+    spec_a = make_rows(ms_per_token=20.3 * 0.6, chunk=depth + 1)
+    spec_b = make_rows(ms_per_token=20.3 * 0.6 + 0.05, chunk=depth + 1, diverge={4: 57})
+    arm["servers"] = [
+        make_server(label, rows).model_dump(mode="json") for label, rows in (("A", spec_a), ("B", spec_b))
+    ]
+    gates = (
+        compare_rows("G2", SAME_SERVER, spec_a, spec_b),
+        compare_rows("G3", document["arms"][0]["id"], spec_a, oracle, server="A"),
+        compare_rows("G3", document["arms"][0]["id"], spec_b, oracle, server="B"),
+    )
+    arm["gates"] = [g.model_dump(mode="json") for g in gates]
+    arm["withheld_reason"] = "G2 11/12 and G3 B 11/12: not identical to the oracle"
+    return document
+
+
+@pytest.mark.parametrize("options", MODES)
+def test_another_owners_reproduction_that_withheld_an_arm_does_not_lift_it(
+    lab: Path,  # noqa: F811
+    options: tuple[str, ...],
+    tally: Tally,
+) -> None:
+    """Another owner's key, the same stack, its own times, the oracle repeated: but its MTP arm was
+    withheld, so the original's MTP result was not repeated and its page keeps grade B, naming the arm
+    (catalog/checks/grade.py `arm_not_reproduced`)."""
+    original = lab_seal(lab, campaign())
+    repro = seal_with(lab, withheld_mtp_reproduction(original), extra_key(lab, "other", "another lab (measurer)"))
+    withheld = json.loads(repro.read_bytes())["arms"][1]
+    assert withheld["state"] == "withheld"
+    accepted(lab, options)  # an honest failed reproduction: published as such
+    letter, why = shown_grade(lab, original)
+    assert letter == "B", f"{original.stem} shows grade {letter} from {repro.stem}, which withheld an arm"
+    assert f"{NOT_REPRODUCED}: arm '{withheld['id']}' withheld in {repro.stem}" in why
+    tally.add("listed key", "3 independence: another owner's reproduction withheld the MTP arm", 2)
 
 
 # ---- 8 bounds: titles and labels that impersonate a grade or a state ----
