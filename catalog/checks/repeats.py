@@ -15,13 +15,18 @@ are combined:
 Two results whose intervals overlap are "not distinguishable": neither is shown to be faster. A
 result measured once is never called faster or slower than another on the strength of it.
 
-A repeat counts only once: a packet whose servers copy the token times of a server already
-counted (shifted, with gaps shifted, or scaled: catalog/checks/independence.py's one rule for a
-copy; the same servers counted twice, re-sealed as a new packet, by the same signer or another)
-is refused, as is a packet that
-claims a campaign cell and repeat another packet already holds. Repeats by one key on one host
-count (a fleet host repeats its own cells on fresh servers); the page says how many hosts and keys
-the repeats span.
+A repeat counts only once, and never by a date its signer wrote. Two packets whose servers share
+their token times (shifted, with gaps shifted, or scaled: catalog/checks/independence.py's one rule
+for a copy; the same servers re-sealed as a new packet, by the same signer or another) are one
+measurement claimed twice, and two packets that claim the same campaign cell and repeat (the
+runner issues each once: runner/fleet/cells.py) contradict each other. Which of the two came
+first, or which is honest, cannot be told: `created` is written by whoever signs, a key's listed
+validity bounds the dates it may sign but not when it signed, and nothing else in a packet is a
+clock a signer does not hold. So neither counts: each is refused, naming the other, whatever the
+order the packets are read or dated in, and the build warns of both (`--strict` fails) for a
+person to settle. A forger can thereby keep an honest packet out of the count, never put its own
+figure in its place. Repeats by one key on one host count (a fleet host repeats its own cells on
+fresh servers); the page says how many hosts and keys the repeats span.
 """
 
 from __future__ import annotations
@@ -196,41 +201,81 @@ def combine(candidates: Iterable[tuple[Packet, Arm]]) -> Combined:
     return Combined(*count_repeats(candidates))
 
 
+Claim = tuple[str, str | None, str, int]  # a campaign's name, round, cell and repeat
+
+
+def _claim_words(cell: Claim) -> str:
+    name, round_name, key, number = cell
+    return f"campaign {name}" + (f" round {round_name}" if round_name else "") + f" cell {key} repeat {number}"
+
+
+def _none(others: Sequence[str]) -> str:
+    return "neither" if len(others) == 1 else "none of them"
+
+
+def _copies(candidates: Sequence[tuple[Packet, Arm]]) -> list[set[str]]:
+    """For each candidate, the other packets among them whose servers share its servers' timing,
+    one copying the other either way round: every server indexed first, then each asked for the
+    indexed servers it could copy (`CopyIndex.suspects`), so the answer holds in any order."""
+    index = CopyIndex()
+    owners: list[tuple[int, ServerRun]] = []  # (candidate, server) of each indexed server, by its number
+    points = [[row_points(server) for server in arm.servers] for _, arm in candidates]
+    for number, ((_, arm), its_points) in enumerate(zip(candidates, points, strict=True)):
+        for server, server_points in zip(arm.servers, its_points, strict=True):
+            if server.rows:
+                index.add(server, server_points)
+                owners.append((number, server))
+    found: list[set[str]] = [set() for _ in candidates]
+    for number, ((packet, arm), its_points) in enumerate(zip(candidates, points, strict=True)):
+        for server, server_points in zip(arm.servers, its_points, strict=True):
+            for suspect in index.suspects(server, server_points):
+                other, theirs = owners[suspect]
+                other_id = candidates[other][0].id
+                if other_id == packet.id or other_id in found[number] or first_copy(server, theirs) is None:
+                    continue
+                found[number].add(other_id)
+                found[other].add(packet.id)
+    return found
+
+
 def count_repeats(candidates: Iterable[tuple[Packet, Arm]]) -> tuple[list[Repeat], list[RefusedRepeat]]:
     """`combine`'s repeats, oldest first, and the refused; for a caller that combines them per
-    setup (catalog/checks/history.py), without an interval over all of them."""
+    setup (catalog/checks/history.py), without an interval over all of them. Whether a candidate
+    counts never depends on the order it is given or dated in: a pair of packets that copy each
+    other's servers, or that claim one campaign cell and repeat, are both refused, each naming
+    the other."""
+    ordered = sorted(candidates, key=_order)
+    claims: dict[Claim, list[str]] = {}
+    for packet, _ in ordered:
+        ref = packet.campaign
+        if ref is not None:
+            holders = claims.setdefault((ref.name, ref.round, ref.cell, ref.repeat), [])
+            if packet.id not in holders:
+                holders.append(packet.id)
+    copies = _copies(ordered)
     repeats: list[Repeat] = []
     refused: list[RefusedRepeat] = []
-    counted: list[tuple[str, ServerRun]] = []  # (packet id, server) of every counted repeat
-    index = CopyIndex()  # the counted servers, numbered as listed: each tested only against those it could copy
-    seen_cells: dict[tuple[str, str | None, str, int], str] = {}
-    for packet, arm in sorted(candidates, key=_order):
-        points = [row_points(server) for server in arm.servers]  # each server's, for suspects and add alike
-        copied = next(
-            (
-                counted[number][0]
-                for server, its_points in zip(arm.servers, points, strict=True)
-                for number in index.suspects(server, its_points)
-                if first_copy(server, counted[number][1])
-            ),
-            None,
-        )
-        if copied is not None:
-            reason = f"its servers' token timings are those of {copied}: not a repeat"
-            refused.append(RefusedRepeat(packet, arm, reason))
-            continue
-        ref = packet.campaign
-        cell = (ref.name, ref.round, ref.cell, ref.repeat) if ref is not None else None
-        if cell is not None and cell in seen_cells:
-            refused.append(
-                RefusedRepeat(packet, arm, f"claims the campaign cell and repeat {seen_cells[cell]} already holds")
+    for (packet, arm), copied in zip(ordered, copies, strict=True):
+        reasons = []
+        if copied:
+            sharing = sorted(copied)
+            reasons.append(
+                f"its servers' token timings and those of {' and '.join(sharing)} are copies of one another, one"
+                " measurement sealed twice: which came first cannot be told from the dates their signers wrote, so"
+                f" {_none(sharing)} counts as a repeat"
             )
-            continue
-        for server, its_points in zip(arm.servers, points, strict=True):
-            if server.rows:
-                index.add(server, its_points)
-                counted.append((packet.id, server))
-        if cell is not None:
-            seen_cells[cell] = packet.id
-        repeats.append(Repeat(packet, arm))
+        ref = packet.campaign
+        if ref is not None:
+            cell = (ref.name, ref.round, ref.cell, ref.repeat)
+            claiming = sorted(other for other in claims[cell] if other != packet.id)
+            if claiming:
+                verb = "does" if len(claiming) == 1 else "do"
+                reasons.append(
+                    f"claims {_claim_words(cell)}, as {' and '.join(claiming)} {verb}: the runner issues each cell's"
+                    f" repeat once, so the claims contradict each other and {_none(claiming)} counts as a repeat"
+                )
+        if reasons:
+            refused.append(RefusedRepeat(packet, arm, "; ".join(reasons)))
+        else:
+            repeats.append(Repeat(packet, arm))
     return repeats, refused

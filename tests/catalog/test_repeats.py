@@ -102,29 +102,96 @@ def test_one_repeat_says_it_was_measured_once() -> None:
     assert combined.words() == "measured once: no interval"
 
 
+def _copy_reason(*others: Packet) -> str:
+    return (
+        f"its servers' token timings and those of {' and '.join(sorted(p.id for p in others))} are copies of one"
+        " another, one measurement sealed twice: which came first cannot be told from the dates their signers wrote,"
+        f" so {'neither' if len(others) == 1 else 'none of them'} counts as a repeat"
+    )
+
+
 @pytest.mark.parametrize(("shift_us", "scale"), [(0, 1.0), (1, 1.0), (250_000, 1.0), (0, 1.01), (7, 0.97)])
 def test_the_same_servers_counted_twice_are_refused(shift_us: int, scale: float) -> None:
     """A forger re-seals an honest packet's servers (exactly, every time shifted by a constant, or
-    slowed or sped up by a percent), with the same key and new figures: not an independent repeat,
-    by the rule catalog/checks/independence.py holds every copy to."""
+    slowed or sped up by a percent), with new figures: not an independent repeat, by the rule
+    catalog/checks/independence.py holds every copy to. Which of the two is the copy cannot be told
+    (each date is its signer's word), so neither counts, each naming the other; the real repeat does."""
     honest = repeat((99.0, 101.0), day=0)
     other = repeat((101.0, 103.0), day=1, ms_per_token=21.0)
     forged = repeat((150.0, 150.0), day=2, copy_of=honest, shift_us=shift_us, scale=scale, boot="boot-9")
     combined = combine((p, p.arms[0]) for p in (forged, other, honest))
-    assert [r.packet.id for r in combined.repeats] == [honest.id, other.id]
+    assert [r.packet.id for r in combined.repeats] == [other.id]
     assert [(r.packet.id, r.reason) for r in combined.refused] == [
-        (forged.id, f"its servers' token timings are those of {honest.id}: not a repeat")
+        (honest.id, _copy_reason(forged)),
+        (forged.id, _copy_reason(honest)),
     ]
-    assert combined.centre == pytest.approx(101.0)
+    assert combined.centre == pytest.approx(102.0) and combined.measured_once
 
 
-def test_two_packets_claiming_one_campaign_repeat_count_once() -> None:
-    ref = CampaignRef(name="nightly", cell="0123456789ab", repeat=1, repeats=2)
-    first = repeat((99.0, 101.0), day=0, campaign=ref)
-    second = repeat((101.0, 103.0), day=1, ms_per_token=21.0, campaign=ref)
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0)])
+def test_a_backdated_copy_never_brands_the_original(order: tuple[int, int, int]) -> None:
+    """The copy is dated a month before the packet it copies, by another signer's word: it neither
+    leads nor pushes the original out alone. Both are refused alike, in any order they are read."""
+    honest = repeat((99.0, 101.0), day=30)
+    other = repeat((101.0, 103.0), day=31, ms_per_token=21.0)
+    forged = repeat((150.0, 150.0), day=0, copy_of=honest, shift_us=3, boot="boot-9")
+    packets = (honest, other, forged)
+    combined = combine((packets[i], packets[i].arms[0]) for i in order)
+    assert [r.packet.id for r in combined.repeats] == [other.id]
+    assert {r.packet.id: r.reason for r in combined.refused} == {
+        honest.id: _copy_reason(forged),
+        forged.id: _copy_reason(honest),
+    }
+
+
+def test_every_copy_of_one_measurement_is_refused_naming_the_others() -> None:
+    honest = repeat((99.0, 101.0), day=5)
+    first = repeat((150.0, 150.0), day=0, copy_of=honest, shift_us=11, boot="boot-8")
+    second = repeat((160.0, 160.0), day=1, copy_of=honest, scale=1.02, boot="boot-9")
+    combined = combine((p, p.arms[0]) for p in (honest, first, second))
+    assert combined.repeats == []
+    assert {r.packet.id: r.reason for r in combined.refused} == {
+        honest.id: _copy_reason(first, second),
+        first.id: _copy_reason(honest, second),
+        second.id: _copy_reason(honest, first),
+    }
+
+
+def _claim_reason(ref: CampaignRef, *others: Packet) -> str:
+    round_words = f" round {ref.round}" if ref.round else ""
+    return (
+        f"claims campaign {ref.name}{round_words} cell {ref.cell} repeat {ref.repeat}, as"
+        f" {' and '.join(sorted(p.id for p in others))} {'does' if len(others) == 1 else 'do'}: the runner issues"
+        " each cell's repeat once, so the claims contradict each other and"
+        f" {'neither' if len(others) == 1 else 'none of them'} counts as a repeat"
+    )
+
+
+@pytest.mark.parametrize("backdated", [False, True])
+def test_two_packets_claiming_one_campaign_repeat_neither_counts(backdated: bool) -> None:
+    """The runner issues a cell's repeat once (runner/fleet/cells.py): two packets claiming it
+    contradict each other, and the earlier date (its signer's word) wins nothing."""
+    ref = CampaignRef(name="nightly", round="2026-11", cell="0123456789ab", repeat=1, repeats=2)
+    first = repeat((99.0, 101.0), day=10, campaign=ref)
+    second = repeat((101.0, 103.0), day=0 if backdated else 11, ms_per_token=21.0, campaign=ref, boot="boot-2")
     combined = combine((p, p.arms[0]) for p in (second, first))
-    assert [r.packet.id for r in combined.repeats] == [first.id]
-    assert combined.refused[0].reason == f"claims the campaign cell and repeat {first.id} already holds"
+    assert combined.repeats == []
+    assert {r.packet.id: r.reason for r in combined.refused} == {
+        first.id: _claim_reason(ref, second),
+        second.id: _claim_reason(ref, first),
+    }
+
+
+def test_a_cell_s_repeats_and_other_rounds_count() -> None:
+    """Repeat 1 and 2 of one cell, and repeat 1 of another round, are three campaigns: all count."""
+    ref = CampaignRef(name="nightly", round="2026-11", cell="0123456789ab", repeat=1, repeats=2)
+    packets = [
+        repeat((99.0, 101.0), day=0, campaign=ref),
+        repeat((101.0, 103.0), day=1, ms_per_token=21.0, campaign=ref.model_copy(update={"repeat": 2})),
+        repeat((103.0, 105.0), day=2, ms_per_token=22.0, campaign=ref.model_copy(update={"round": "2026-12"})),
+    ]
+    combined = combine((p, p.arms[0]) for p in packets)
+    assert combined.refused == [] and combined.n == 3
 
 
 def test_overlapping_intervals_are_not_distinguishable() -> None:
