@@ -435,7 +435,8 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
     reproductions = catalog.reproductions(packets)
     results = arm_results(packets, catalog.hardware, reproductions)
     repeats = FamilyRepeats(results)
-    # a result refused as a repeat (another's timings) stays listed with its packet, never leads
+    # a result refused as a repeat (timings shared with another packet, or a campaign repeat another
+    # claims too) stays listed with its packet, never leads, never is the verdict's figure
     copies = {(r.packet.id, r.arm.id) for r in repeats.refused()}
     counted = [r for r in results if (r.packet.id, r.arm.id) not in copies]
     shown = representatives(counted)
@@ -461,7 +462,7 @@ def family_view(slug: str, recipe: Recipe | None, ctx: SiteContext) -> Said[Fami
         performance_headline=recipe.meta.performance_headline if recipe else None,
         hero=_hero(lead, catalog.hardware),
         run_this=run_this(counted, recipe, ctx),
-        verdict=verdict(results, scorecards),
+        verdict=verdict(counted, scorecards),  # a refused repeat's figure is never the verdict's
         synthetic=bool(recipe and recipe.model.synthetic) or any(p.identity.model.synthetic for p in packets),
         signals=[_fit_signal(recipe, lead, catalog.hardware), _quality_signal(lead, results), _count_signal(results)],
         packets=_cards(packets, results, shown, ctx),

@@ -155,6 +155,19 @@ def entry(result: ArmResult, repeats: FamilyRepeats | None = None) -> CellEntry:
     )
 
 
+def refused_entry(result: ArmResult, reason: str) -> CellEntry:
+    """A result refused as a repeat: listed with its packet, its figure never shown as the cell's."""
+    return replace(
+        entry(result),
+        value=None,
+        low=None,
+        high=None,
+        reason="not counted: refused as a repeat",
+        reason_title=reason,
+        energy=None,
+    )
+
+
 def estimated_entry(estimate: CellEstimate | None, tp: int, depth: int, cell: str, anchor: str) -> CellEntry | None:
     """An untested cell's projected value: labelled estimated, at the two significant figures an
     estimate has, linked to its inputs (the ceiling and the utilisation of the arms it borrows)."""
@@ -217,11 +230,16 @@ def _cell(
     if not results and estimated is not None:
         return Cell(row, col, "estimated", STATE_LABELS["estimated"], [estimated])
     state = best_state(r.state for r in results)
-    # a refused repeat (a copy of another packet's servers) never stands for its cell, whatever the
-    # order packets sort in: among equals the headline rule would keep the first one found
-    refused = {r.packet.id for r in repeats.refused()} if repeats is not None else set()
-    shown = representatives([r for r in results if r.packet.id not in refused] or results)
-    entries = [entry(r, repeats) for r in sorted(shown, key=_order)]
+    # a refused repeat (one of two packets sharing their servers' timing, or claiming one campaign
+    # repeat) never stands for its cell, whatever the order packets sort in; a cell whose every
+    # result is refused lists them, each without its figure and saying why (catalog/checks/repeats.py)
+    refused = {(r.packet.id, r.arm.id): r.reason for r in repeats.refused()} if repeats is not None else {}
+    counted = [r for r in results if (r.packet.id, r.arm.id) not in refused]
+    shown = representatives(counted or results)
+    entries = [
+        entry(r, repeats) if counted else refused_entry(r, refused[(r.packet.id, r.arm.id)])
+        for r in sorted(shown, key=_order)
+    ]
     return Cell(row, col, state, STATE_LABELS[state], entries, len(results) - len(shown))
 
 

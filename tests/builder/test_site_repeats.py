@@ -64,7 +64,7 @@ def test_the_headline_result_is_the_one_its_cell_shows(repeated):
     soup, _, _ = repeated
     hero_link = soup.select_one(".headline a[href*='packets/']")["href"]
     packet_id = hero_link.split("packets/")[1].split("/")[0]
-    shown = [a["href"] for a in soup.select("section.matrix .entry.state-measured a.evidence")]
+    shown = [a["href"] for a in soup.select("section.matrix .entry a.evidence")]
     assert any(packet_id in href for href in shown)
 
 
@@ -78,10 +78,25 @@ def test_charts_and_projection_do_not_grow_with_repeats(repeated):
 
 
 def test_a_result_refused_as_a_repeat_never_leads(repeated):
-    """The repeats here share their timings, so all but the first counted are refused as copies: the
-    page's headline and its "run this" card come from the counted one, never a refused copy."""
-    soup, _, _ = repeated
+    """The repeats here are one measurement sealed ten times over (their servers share their timings):
+    which is the original cannot be told, so none counts. The page's headline and its "run this" card
+    never come from one of them, nor does the verdict quote their figure, and their cell lists them
+    without a figure, saying why (catalog/checks/repeats.py)."""
+    soup, repeats, _ = repeated
     hero = soup.select_one(".headline a[href*='packets/']")["href"].split("packets/")[1].split("/")[0]
     run = soup.select_one(".run-this a.run-arm")["href"].split("packets/")[1].split("/")[0]
-    cell = soup.select_one("section.matrix .entry.state-measured a.evidence[href*='ngram3']")["href"]
-    assert hero == run and hero in cell  # the cell shows the counted repeat
+    copies = {p.id for p in repeats} | {
+        a["href"].split("packets/")[1].split("/")[0] for a in soup.select("#history .gap a[href*='packets/']")
+    }
+    assert len(copies) == REPEATS + 1  # the fixture's own packet is one more sealing of it
+    assert hero not in copies and run not in copies
+    cell = _cell(soup, "NGRAM3", "TP1")
+    entry = cell.select_one(".entry.state-measured")
+    assert entry is not None and entry.select_one(".cell-value") is None
+    why = entry.select_one(".entry-why .reason")
+    assert why is not None and why.get_text(strip=True) == "not counted: refused as a repeat"
+    assert "copies of one another" in str(why["title"])
+    evidence = entry.select_one("a.evidence")
+    assert evidence is not None and any(c in str(evidence["href"]) for c in copies)
+    quoted = {a["data-packet"] for a in soup.select("#verdict a.figure[data-kind='tok_s']")}
+    assert quoted and not quoted & copies
