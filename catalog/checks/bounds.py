@@ -118,7 +118,20 @@ def claim_problems(packet: Packet) -> list[Problem]:
             found.append((f"arms[{index}].label", why))
         if arm.config.draft_head is not None and (why := _draft_head_claims(arm.config.draft_head, arm)):
             found.append((f"arms[{index}].config.draft_head", why))
+        if why := _int4_head_switch(arm):
+            found.append((f"arms[{index}].config.env", why))
     return found
+
+
+def _int4_head_switch(arm: Arm) -> str | None:
+    """Why an arm whose label or draft head names the draft's INT4 head lacks the switch that
+    makes it, or None (reported on the environment: either side may be the one that is wrong)."""
+    if arm.config.env.get(DRAFT_INT4_ENV) == "1":
+        return None
+    for field, text in (("label", arm.label), ("config.draft_head", arm.config.draft_head or "")):
+        if found := _INT4_HEAD.search(unicodedata.normalize("NFKC", text)):
+            return f"sets no {DRAFT_INT4_ENV}=1, but the arm's {field} names {found.group(0)!r}"
+    return None
 
 
 _COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
@@ -163,8 +176,6 @@ def _configured(label: str, arm: Arm) -> str | None:
         if method is None or _method_family(match.group(1)) != _method_family(method):
             runs = f"runs {method!r}" if method else "runs no speculative method"
             return f"claims {match.group(0)!r}; the arm {runs} (config.spec_method)"
-    if (found := _INT4_HEAD.search(plain)) and config.env.get(DRAFT_INT4_ENV) != "1":
-        return f"claims {found.group(0)!r}; the arm's environment sets no {DRAFT_INT4_ENV}=1 (config.env)"
     return None
 
 
