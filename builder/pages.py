@@ -79,7 +79,7 @@ def render(page: Page, env: Environment, ctx: SiteContext, targets: Targets) -> 
             "site": {"build_date": ctx.build_date.isoformat(), "base_url": ctx.base_url},
             "title": page.title,
             "description": page.description,
-            "canonical": ctx.absolute(page.path),
+            "canonical": None if view.get("link_root") else ctx.absolute(page.path),  # served at any address
         },
     )
     return write(targets, page.path, body, page.template.removesuffix(".html"), started)  # its kind

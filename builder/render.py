@@ -24,8 +24,11 @@ def json_text(text: str) -> Markup:
 
 @pass_context
 def url(context: Context, target: str) -> str:
-    """A route made relative to the page being rendered (works from file://)."""
-    return routes.relative(str(context["page_path"]), target)
+    """A route made relative to the page being rendered (works from file://); on a page served at
+    any address (`link_root`: the 404 page, which a server answers for every missing one), from the
+    site's root instead, or its links would resolve under the missing address's folder."""
+    root = context.get("link_root")
+    return root + target if root else routes.relative(str(context["page_path"]), target)
 
 
 def make_environment(templates: Path = TEMPLATES) -> Environment:

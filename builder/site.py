@@ -106,7 +106,7 @@ def site_pages(
             "Cards, memory and bandwidth, each figure with its source.",
             every,
         ),
-        Page(routes.NOT_FOUND, "404.html", {}, "Not found", "This page does not exist."),
+        Page(routes.NOT_FOUND, "404.html", {"link_root": ctx.site_root()}, "Not found", "This page does not exist."),
     ]
     for slug, recipe in sorted(catalog.recipes.items()):
         found.append(

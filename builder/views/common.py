@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Generic, TypeVar
+from urllib.parse import urlsplit
 
 from builder.format import Num
 from catalog.store.repository import Catalog
@@ -101,6 +102,10 @@ class SiteContext:
     catalog: Catalog
     build_date: date
     base_url: str = ""
+
+    def site_root(self) -> str:
+        """The path the site is served under: the base URL's (`/catalog/`), else the server's root."""
+        return urlsplit(self.base_url).path.rstrip("/") + "/" if self.base_url else "/"
 
     def absolute(self, path: str) -> str | None:
         return self.base_url.rstrip("/") + "/" + path if self.base_url else None

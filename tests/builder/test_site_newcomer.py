@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import threading
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 from bs4 import BeautifulSoup
@@ -85,7 +86,17 @@ def test_a_missing_page_is_answered_with_the_sites_404(newcomer: tuple[Path, Pat
             connection.request("GET", "/models/no-such-model/")
             response = connection.getresponse()
             assert response.status == 404
-            assert response.read() == (out / "404.html").read_bytes()
+            body = response.read()
+            assert body == (out / "404.html").read_bytes()
+            # served at the missing address, its stylesheet, script and links still reach the site
+            soup = BeautifulSoup(body, "lxml")
+            refs = {str(t.get("href") or t.get("src")) for t in soup.select("link[href], a[href], script[src]")}
+            assert any(ref.endswith("style.css") for ref in refs) and soup.find("link", rel="canonical") is None
+            for ref in sorted(r for r in refs if not r.startswith("#")):
+                connection.request("GET", urljoin("/models/no-such-model/", ref))
+                reached = connection.getresponse()
+                reached.read()
+                assert reached.status == 200, ref
             connection.request("GET", "/index.html")
             found = connection.getresponse()
             assert found.status == 200 and found.read() == (out / "index.html").read_bytes()
