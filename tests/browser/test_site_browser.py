@@ -82,6 +82,31 @@ def test_a_drawn_chart_collapses_its_table_and_an_undrawn_one_keeps_it(page, bas
     assert page.problems == []
 
 
+def test_a_table_opened_after_its_chart_drew_is_shown_whole(browser, base_url):
+    """Before the chart draws, its table holds the chart's height and scrolls in it; opened after
+    the chart drew, it is the reader's: shown whole, not a box scrolling inside a box."""
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.goto(base_url + FAMILY)
+    _wait_for_charts(page)
+    hidden = {}
+    for figure in page.locator("figure.chart:has(details.chart-table)").all():
+        figure.locator("details.chart-table summary").click()
+        box = figure.locator("details.chart-table > .scroll")
+        hidden[figure.get_attribute("id")] = box.evaluate("node => node.scrollHeight - node.clientHeight")
+    assert hidden and max(hidden.values()) <= 1, hidden
+    context.close()
+
+
+def test_the_methodology_page_fits_the_narrowest_phone(browser, base_url):
+    """Its docstrings name dotted module paths, one long word each: they wrap at 320 px."""
+    context = browser.new_context(viewport={"width": 320, "height": 568})
+    page = context.new_page()
+    page.goto(base_url + "methodology/index.html")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 320
+    context.close()
+
+
 def test_without_javascript_every_chart_is_its_open_table(browser, base_url):
     context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
     page = context.new_page()
