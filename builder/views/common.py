@@ -50,6 +50,7 @@ class Pager:
     links: list[Link | None]  # in order; the current one's href is ""; None: pages left out here
     previous: Link | None
     next: Link | None
+    holds: str = ""  # which of the listing's items this page holds: `17–32 of 40`
 
     @staticmethod
     def of(count: int, number: int, route: Callable[[int], str]) -> Pager | None:
@@ -66,7 +67,8 @@ class Pager:
             links.append(Link(str(n), "" if n == number else route(n)))
         previous = Link(str(number - 1), route(number - 1)) if number > 1 else None
         following = Link(str(number + 1), route(number + 1)) if number < pages else None
-        return Pager(number, pages, links, previous, following)
+        first, last = (number - 1) * FAMILIES_PER_PAGE + 1, min(number * FAMILIES_PER_PAGE, count)
+        return Pager(number, pages, links, previous, following, f"{first}–{last} of {count:,}")
 
 
 def page_of(items: list[T], number: int) -> list[T]:

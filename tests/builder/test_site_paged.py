@@ -211,3 +211,6 @@ def test_a_pager_links_the_ends_and_the_pages_near_this_one(number: int, shown: 
     assert (pager.previous.href if pager.previous else None) == (f"page/{number - 1}/" if number > 1 else None)
     assert (pager.next.href if pager.next else None) == (f"page/{number + 1}/" if number < 50 else None)
     assert common.Pager.of(common.FAMILIES_PER_PAGE, 1, str) is None  # one page: no pager
+    per, total = common.FAMILIES_PER_PAGE, 50 * common.FAMILIES_PER_PAGE - 3
+    last = common.Pager.of(total, 50, str)  # which families the page holds, the last page short
+    assert last is not None and last.holds == f"{49 * per + 1}–{total} of {total:,}"
