@@ -22,8 +22,9 @@ from catalog.model.packet import (
     ServerRun,
 )
 from catalog.packets.signing import HostKey, host_key
-from catalog.recipes.command_facts import PASSED_ENV, command_facts
+from catalog.recipes.command_facts import command_facts
 from catalog.recipes.compose import LaunchCommand, merge_args
+from catalog.recipes.docker_run import PASSED_ENV
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.suite import CanarySet, Suite

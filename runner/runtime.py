@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.errors import UserError
-from catalog.recipes.command_facts import PASSED_ENV
 from catalog.recipes.compose import LaunchCommand
+from catalog.recipes.docker_run import PASSED_ENV
 from runner.cards import CONTAINER_BY_PATH, CardSelection
 from runner.docker import container_name
 from runner.runtime_probe import IMAGE_ENTRYPOINT, OPENAI_API_SERVER, entrypoint_name

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from catalog.recipes.command_facts import (
@@ -23,9 +24,9 @@ from catalog.recipes.command_facts import (
     REVISION_FLAGS,
     SERVED_NAME_FLAG,
     TOKENIZER_FLAG,
-    DockerRun,
     vllm_options,
 )
+from catalog.recipes.docker_run import DockerRun
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,13 @@ class ServedModel:
 
 
 def served_model(argv: Sequence[str]) -> ServedModel:
+    """What `argv`'s server loads. Read once a process per command, as `command_facts` is: a
+    packet's checks read each of its commands twice, and a family's packets record the same few."""
+    return _served(tuple(argv))
+
+
+@lru_cache(maxsize=1024)
+def _served(argv: tuple[str, ...]) -> ServedModel:
     tokens = list(argv)
     positional: str | None = None
     run = DockerRun.parse(tokens)

@@ -24,7 +24,6 @@ from catalog.model.packet import Arm, Packet
 from catalog.recipes.command_facts import (
     CommandFacts,
     Disagreement,
-    DockerRun,
     Image,
     command_facts,
     disagreements,
@@ -39,6 +38,7 @@ from catalog.recipes.compose import (
     configuration_selection,
     flag_groups,
 )
+from catalog.recipes.docker_run import DockerRun
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Configuration, Recipe
 

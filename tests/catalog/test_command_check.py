@@ -17,7 +17,6 @@ from catalog.errors import CatalogError, CatalogErrors
 from catalog.packets.seal import write_packet
 from catalog.recipes.command_facts import (
     CommandFacts,
-    DockerRun,
     Image,
     command_facts,
     disagreements,
@@ -25,6 +24,7 @@ from catalog.recipes.command_facts import (
     recorded_eager,
     unrecorded,
 )
+from catalog.recipes.docker_run import DockerRun
 from catalog.store.repository import load_catalog
 from tests.catalog.factories import SPEC_ARM, measured_draft, sealed, signed_data
 
