@@ -47,7 +47,7 @@ from catalog.recipes.command_facts import (
 )
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
-from catalog.recipes.served_model import same_overrides, served_model
+from catalog.recipes.served_model import recorded_commands, same_overrides, served_model
 from catalog.recipes.shown import (
     arm_configuration,
     composed_for_arm,
@@ -138,13 +138,8 @@ def _overrides_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]:
     if recipe is None:
         return []
     known = [value for feature in recipe.features.values() if (value := option_value(feature.args, HF_OVERRIDES_FLAG))]
-    recorded = [
-        (f"arms[{i}].config.{field}", argv)
-        for i, arm in enumerate(packet.arms)
-        for field, argv in (("argv", arm.config.argv), ("launch_argv", arm.config.launch_argv))
-    ] + [(f"ladders[{i}].argv", ladder.argv) for i, ladder in enumerate(packet.ladders)]
     problems: list[Problem] = []
-    for where, argv in recorded:
+    for where, argv, _ in recorded_commands(packet):
         overrides = served_model(argv).hf_overrides if argv else None
         if overrides is not None and not any(same_overrides(overrides, value) for value in known):
             problems.append(

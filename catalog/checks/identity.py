@@ -8,7 +8,8 @@ together they are one story or none: a digest the pinned image does not carry, a
 another image, a command serving another model (catalog/recipes/served_model.py: another
 checkpoint, name, tokenizer or commit, in an arm's commands or a ladder's), a server that
 answered another version, a vLLM older than the recipe needs, a PyTorch build for another
-platform, or a device the card's entry does not name did not happen as written. (Dates are catalog/checks/dates.py's.)
+platform, or a device the card's entry does not name did not happen as written. (Dates are
+catalog/checks/dates.py's.)
 
 `identity_problems(packet, recipe, hardware)` returns `(field, message)` problems.
 """
@@ -23,7 +24,7 @@ from pathlib import PurePosixPath
 from catalog.model.packet import Packet
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
-from catalog.recipes.served_model import served_model_problems
+from catalog.recipes.served_model import recorded_commands, served_model_problems
 
 Problem = tuple[str, str]
 
@@ -224,15 +225,9 @@ def _command_problems(packet: Packet) -> list[Problem]:
     """Each arm's commands serve the packet's model, and its launch runs the runtime named: the
     image as pinned under `docker run`, no image outside one."""
     runtime, model = packet.identity.runtime, packet.identity.model
-    commands = [
-        (f"arms[{i}].config.{field}", argv, field == "argv")
-        for i, arm in enumerate(packet.arms)
-        for field, argv in (("argv", arm.config.argv), ("launch_argv", arm.config.launch_argv))
-    ]
-    commands += [(f"ladders[{i}].argv", ladder.argv, True) for i, ladder in enumerate(packet.ladders)]
     problems: list[Problem] = [
         (where, f"{found} (identity.model): {_shown(argv)}")
-        for where, argv, portable in commands
+        for where, argv, portable in recorded_commands(packet)
         if argv
         for found in served_model_problems(
             argv, model.repo, model.revision, portable=portable, synthetic=model.synthetic

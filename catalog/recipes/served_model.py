@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from catalog.model.packet import Packet
 from catalog.recipes.command_facts import (
     HF_OVERRIDES_FLAG,
     MODEL_FLAG,
@@ -71,6 +72,17 @@ def _served(argv: tuple[str, ...]) -> ServedModel:
         revisions=tuple((flag, values[flag]) for flag in REVISION_FLAGS if flag in values),
         hf_overrides=values.get(HF_OVERRIDES_FLAG),
     )
+
+
+def recorded_commands(packet: Packet) -> list[tuple[str, list[str], bool]]:
+    """Every command a packet records its servers ran, with its field and whether it is the
+    portable form a reader runs (an arm's `argv`, a ladder's) or a launch (`launch_argv`)."""
+    commands = [
+        (f"arms[{i}].config.{field}", argv, field == "argv")
+        for i, arm in enumerate(packet.arms)
+        for field, argv in (("argv", arm.config.argv), ("launch_argv", arm.config.launch_argv))
+    ]
+    return commands + [(f"ladders[{i}].argv", ladder.argv, True) for i, ladder in enumerate(packet.ladders)]
 
 
 def served_model_problems(
