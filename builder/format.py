@@ -6,6 +6,7 @@ page, its chart tables and its JSON API always agree digit for digit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
@@ -138,6 +139,11 @@ def opt_num(value: float | int | None, places: int = 2, unit: str = "") -> Num |
 
 def words_per_second(tok_s: float) -> Num:
     return num(rounded(tok_s, 2) * WORDS_PER_TOKEN, 0, "words/s")
+
+
+def listed(words: Sequence[str]) -> str:
+    """Words as a sentence lists them: `a`, `a and b`, `a, b and c`."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
 
 
 def tokens_label(count: int) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from builder.format import fmt, tokens_label
+from builder.format import fmt, listed, tokens_label
 from builder.views.results import against_words, unjudged
 from catalog.checks.selection import Headline, headline
 from catalog.model.packet import Arm, GateResult, Packet
@@ -159,12 +159,11 @@ def packet_heading(packet: Packet, model: str, card: str) -> str:
     `title` is its signer's words: the packet page quotes it as theirs, never as a heading."""
     arms = packet.arms
     counts = sorted({a.config.tensor_parallel_size for a in arms})
-    cards = " and ".join(str(c) for c in counts) + (" card" if counts == [1] else " cards")
+    cards = listed([str(c) for c in counts]) + (" card" if counts == [1] else " cards")
     parts = ["no speculation"] if any(a.config.spec_depth == 0 for a in arms) else []
     for method in sorted({a.config.spec_method for a in arms if a.config.spec_depth and a.config.spec_method}):
         depths = sorted({a.config.spec_depth for a in arms if a.config.spec_method == method})
-        listed = ", ".join(str(d) for d in depths[:-1]) + (" and " if len(depths) > 1 else "") + str(depths[-1])
-        parts.append(f"{method.upper()} depth{'s' if len(depths) > 1 else ''} {listed}")
+        parts.append(f"{method.upper()} depth{'s' if len(depths) > 1 else ''} {listed([str(d) for d in depths])}")
     parts += sorted({a.config.draft_head for a in arms if a.config.spec_depth and a.config.draft_head})
     quantization = packet.identity.model.quantization_label
     return " · ".join([f"{model} {quantization}", card, cards, ", ".join(parts)])

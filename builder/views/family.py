@@ -9,7 +9,7 @@ from itertools import product
 
 from builder import routes
 from builder.charts import Chart, distinct
-from builder.format import Num, num, opt_num, tokens_label, words_per_second
+from builder.format import Num, listed, num, opt_num, tokens_label, words_per_second
 from builder.views.answer import Piece, RunThis, run_this, verdict
 from builder.views.common import Fact, Said, SiteContext, Warnings
 from builder.views.describe import card_arm, coverage_chips, methodology_sentence
@@ -317,8 +317,7 @@ def _ranges(values: list[int]) -> str:
 def _card_counts(tps: list[int]) -> str:
     words = {1: "one", 2: "two", 3: "three", 4: "four"}
     names = [words.get(t, str(t)) for t in sorted(set(tps))]
-    joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return f"{joined} card{'s' if sorted(set(tps)) != [1] else ''}"
+    return f"{listed(names)} card{'s' if sorted(set(tps)) != [1] else ''}"
 
 
 def coverage_line(results: list[ArmResult]) -> str:

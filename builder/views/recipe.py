@@ -20,7 +20,7 @@ from itertools import pairwise, product
 from markupsafe import Markup
 
 from builder import routes
-from builder.format import Num, num
+from builder.format import Num, listed, num
 from builder.markdown import render_markdown
 from builder.views.common import Fact, Link, SiteContext
 from builder.views.energy import arm_energy
@@ -398,7 +398,7 @@ def _configuration_states(recipe: Recipe, ctx: SiteContext) -> str:
         if p in ctx.catalog.listing
     }
     words = [s.label.lower() for s in sorted(states, key=lambda s: s.rank)]
-    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
+    return listed(words)
 
 
 def copyable_code(html: Markup) -> Markup:
