@@ -29,7 +29,7 @@ WITHHELD_COLOUR = "#b45309"
 # A screened point (speed only, no identity gate) in a series of published ones: its own open marker,
 # so a line joining it to imported or measured points never makes it look like them.
 SCREENED_SYMBOL = "square-open"
-STATE_WORDS = {"imported": "IMPORTED: from a named source", "screened": "SCREENED: speed only, no identity gate"}
+STATE_WORDS = {"imported": "IMPORTED", "screened": "SCREENED: speed only, no identity gate"}
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 # A legend entry longer than this wraps, so a 390 px phone never clips it (13 px type).
 LEGEND_WIDTH = 30
@@ -59,6 +59,7 @@ class Point:
     flag: str | None = None  # why a published point is drawn apart, hollow and labelled
     flag_label: str = ""  # the short word beside its marker
     flag_colour: str = WITHHELD_COLOUR
+    source: str | None = None  # the published source an imported or screened point is taken from
 
     @property
     def drawn_as_measured(self) -> bool:
@@ -130,7 +131,8 @@ def _r(value: float) -> float:
 def _hover(point: Point, y_title: str) -> str:
     parts = [f"{point.series} · {point.x_label}"]
     if point.values and len(point.values) > 1:
-        parts.append(f"{y_title}: " + " / ".join(fmt(v) for v in point.values) + " (fresh servers)")
+        servers = "the source's servers" if point.source else "fresh servers"
+        parts.append(f"{y_title}: " + " / ".join(fmt(v) for v in point.values) + f" ({servers})")
     elif point.centre is not None:
         parts.append(f"{y_title}: {fmt(point.centre)}")
     if point.ttft_ms is not None:
@@ -139,6 +141,8 @@ def _hover(point: Point, y_title: str) -> str:
         parts.append(f"WITHHELD: {point.reason or ''}")
     elif point.state in STATE_WORDS:
         parts.append(STATE_WORDS[point.state])
+    if point.source:
+        parts.append(f"from {point.source}, not measured here")
     return "<br>".join(_text(part) for part in parts)
 
 

@@ -326,6 +326,7 @@ def _level_point(
         flag=row.flag,
         flag_label=flag_label,
         flag_colour=UNUSABLE_COLOUR if row.flag == UNUSABLE else WITHHELD_COLOUR,
+        source=packet.provenance.taken_from,
     )
 
 
@@ -352,6 +353,7 @@ def frontier_chart(sources: Sequence[tuple[Packet, Ladder, LoadSweepView]]) -> C
                         href=view.href,
                         evidence=f"{packet.id} · {arm.label}",
                         note="projection: docs/projections.md, Many users at once",
+                        source=packet.provenance.taken_from,
                     )
                 )
     return chart(

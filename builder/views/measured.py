@@ -26,6 +26,7 @@ def _point(result: ArmResult, series: str, x: float, x_label: str) -> Point:
         reason=result.reason,
         href=result.href,
         evidence=f"{result.packet.id} · {result.arm.label}",
+        source=result.packet.provenance.taken_from,
     )
 
 
@@ -155,6 +156,7 @@ def _ladder_point(
         note=note,
         href=routes.packet_page(packet.id, arm.id),
         evidence=f"{packet.id} · {arm.label}",
+        source=packet.provenance.taken_from,
     )
 
 

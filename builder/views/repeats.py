@@ -163,6 +163,7 @@ def _history_view(key: Configuration, members: list[ArmResult], history: History
                     ttft_ms=repeat.arm.ttft_ms,
                     href=routes.packet_page(repeat.packet.id, repeat.arm.id),
                     evidence=repeat.packet.id,
+                    source=repeat.packet.provenance.taken_from,
                 )
             )
     chart_id = "history-" + label_key("-".join(str(part) for part in key))

@@ -138,6 +138,11 @@ class Provenance(StrictModel):
             raise ValueError(f"an {self.kind} packet must name its source")
         return self
 
+    @property
+    def taken_from(self) -> str | None:
+        """The source an imported or screened result was taken from (None: measured here)."""
+        return self.source.name if self.kind != "measured" and self.source is not None else None
+
 
 class FileHash(StrictModel):
     name: str = Field(description="File name inside the checkpoint repository.")

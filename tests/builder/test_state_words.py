@@ -439,3 +439,21 @@ def test_a_packet_is_named_from_its_arms_and_its_signers_title_quoted_as_theirs(
     assert isinstance(row, Tag)
     assert _text(row.select_one("td.packet-title .muted")) == made
     assert "depth 0-6" not in _text(family.select_one("table.packet-list"))
+
+
+def test_every_hover_on_an_imported_family_names_its_source(repository_built: Path) -> None:
+    """The Qwen3.5 families hold no result measured here: every chart point's hover, withheld and
+    screened ones included, names the source it was taken from and never calls its two values
+    this runner's fresh servers."""
+    for family in IMPORTED_FAMILIES:
+        page = _page(repository_built, f"models/{family}/index.html")
+        hovers = [
+            hover
+            for script in page.select("script[id^=chart-data-]")
+            for trace in json.loads(script.string or "")["data"]
+            for hover in trace.get("hovertext") or []
+        ]
+        assert hovers, family
+        for hover in hovers:
+            assert "from neural.download model catalog, not measured here" in hover, (family, hover)
+            assert "(fresh servers)" not in hover, (family, hover)
