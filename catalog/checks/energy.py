@@ -135,13 +135,19 @@ def level_work(level: LoadLevel) -> Work:
 class Measured(NamedTuple):
     """One energy window of a packet: its field, the tokens it served, the cards its server used
     and the work it covers (None for the idle baseline, which serves no token and spans every card
-    the campaign used)."""
+    the campaign used); the arm it served (None for the idle baseline) and the most users one step
+    of it served: a server's suite serves one request at a time, a concurrency point its `users`, a
+    load level (closed or open) the most of its requests in flight at once
+    (`LoadLevel.most_in_flight`, from their own times)."""
 
     where: str
     window: EnergyWindow
     tokens: Tokens
     cards: int | None
     work: Work | None
+    arm: str | None = None
+    users: int = 0
+    users_words: str = ""
 
 
 def windows(packet: Packet) -> Iterator[Measured]:
@@ -159,6 +165,9 @@ def windows(packet: Packet) -> Iterator[Measured]:
                     server_tokens(server),
                     _cards(arm),
                     suite_work(server),
+                    arm.id,
+                    1,
+                    "1 user(s)",
                 )
     for i, ladder in enumerate(packet.ladders):
         owner = arms.get(ladder.arm)
@@ -172,6 +181,9 @@ def windows(packet: Packet) -> Iterator[Measured]:
                     concurrency_tokens(point, rows),
                     cards,
                     concurrency_work(point),
+                    ladder.arm,
+                    point.users,
+                    f"{point.users} user(s)",
                 )
         if ladder.load is not None:
             for k, level in enumerate(ladder.load.levels):
@@ -182,6 +194,9 @@ def windows(packet: Packet) -> Iterator[Measured]:
                         level_tokens(level, prompt_tokens),
                         cards,
                         level_work(level),
+                        ladder.arm,
+                        level.most_in_flight,
+                        f"{level.most_in_flight} request{'' if level.most_in_flight == 1 else 's'} in flight",
                     )
 
 
@@ -205,7 +220,7 @@ def energy_problems(packet: Packet) -> list[Problem]:
         return [(found[0][0], "an energy window needs the packet's energy setup (its sources and rules)")]
     problems = _setup_problems(setup)
     idle_w = setup.idle_w()
-    for where, window, tokens, cards, work in found:
+    for where, window, tokens, cards, work, *_ in found:
         problems += window_problems(where, window, tokens, setup, None if work is None else idle_w)
         devices = [card.device for card in window.cards]
         if len(set(devices)) != len(devices):
@@ -226,63 +241,31 @@ tensors may cost less than that average, and a cache may serve some of what the 
 
 
 def memory_floor_problems(
-    packet: Packet, index: int, arm: Arm, step_bytes: float, tokens_per_step: float, hardware: Hardware
+    found: Sequence[Measured], index: int, arm: Arm, step_bytes: float, tokens_per_step: float, hardware: Hardware
 ) -> list[Problem]:
-    """A loaded window of the arm holds at least the energy of the steps its output tokens took,
-    each reading `step_bytes` (the weights, and the KV cache at the suite's context: the physics'
-    step model, catalog/checks/physics.py) from the cards' memory at the card's energy per bit, ÷
-    MEMORY_FLOOR_MARGIN. A step yields at most `tokens_per_step` tokens to each user it serves: a
-    server's suite serves one request at a time, a concurrency point its `users`, a load level (closed
-    or open) the most of its requests in flight at once (`LoadLevel.most_in_flight`, from their own
-    times). Samples of a few watts under a 9B model would otherwise publish a J/token below what
-    moving its weights costs."""
+    """Each loaded window of the arm (of the packet's `found` windows) holds at least the energy of
+    the steps its output tokens took, each reading `step_bytes` (the weights, and the KV cache at the
+    suite's context: the physics' step model, catalog/checks/physics.py) from the cards' memory at
+    the card's energy per bit, ÷ MEMORY_FLOOR_MARGIN. A step yields at most `tokens_per_step` tokens
+    to each of the window's `users`. Samples of a few watts under a 9B model would otherwise publish
+    a J/token below what moving its weights costs."""
     figure = hardware.memory_energy_pj_per_bit
     if figure is None or step_bytes <= 0 or tokens_per_step <= 0:
         return []
     step_j = step_bytes * 8 * figure.value * 1e-12
-    # each loaded window: its field, its output tokens, the most users a step served, and them in words
-    loaded: list[tuple[str, EnergyWindow, int, int, str]] = [
-        (f"arms[{index}].servers[{j}].energy", server.energy, server_tokens(server).output, 1, "1 user(s)")
-        for j, server in enumerate(arm.servers)
-        if server.energy is not None and server.rows
-    ]
-    for i, ladder in enumerate(packet.ladders):
-        if ladder.arm != arm.id:
-            continue
-        loaded += [
-            (
-                f"ladders[{i}].concurrency[{k}].energy",
-                point.energy,
-                point.completion_tokens,
-                point.users,
-                f"{point.users} user(s)",
-            )
-            for k, point in enumerate(ladder.concurrency)
-            if point.energy is not None
-        ]
-        if ladder.load is not None:
-            loaded += [
-                (
-                    f"ladders[{i}].load.levels[{k}].energy",
-                    level.energy,
-                    level.output_tokens,  # level_tokens' output: every request's, completed or not
-                    level.most_in_flight,
-                    f"{level.most_in_flight} request{'' if level.most_in_flight == 1 else 's'} in flight",
-                )
-                for k, level in enumerate(ladder.load.levels)
-                if level.energy is not None and level.output_tokens
-            ]
     problems: list[Problem] = []
-    for where, window, tokens, users, who in loaded:
-        figures = window.figures
-        steps = tokens / (users * tokens_per_step)
+    for measured in found:
+        tokens, figures = measured.tokens.output, measured.window.figures
+        if measured.arm != arm.id or tokens <= 0 or figures is None:
+            continue
+        steps = tokens / (measured.users * tokens_per_step)
         least = steps * step_j / MEMORY_FLOOR_MARGIN
-        if figures is None or figures.energy_j >= least:
+        if figures.energy_j >= least:
             continue
         problems.append(
             (
-                f"{where}.cards",
-                f"give {figures.energy_j:.3g} J for {tokens:,} output tokens at {who}: at least"
+                f"{measured.where}.cards",
+                f"give {figures.energy_j:.3g} J for {tokens:,} output tokens at {measured.users_words}: at least"
                 f" {steps:,.0f} steps ({tokens_per_step:g} token(s) a step a user), each reading"
                 f" {step_bytes / 1e9:.3g} GB from the cards' {hardware.memory_type} at {figure.value:g} pJ/bit"
                 f" ({figure.source}), take {least:.3g} J (÷ {MEMORY_FLOOR_MARGIN:g}): less energy than moving"

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from catalog.checks.energy import memory_floor_problems
+from catalog.checks.energy import memory_floor_problems, windows
 from catalog.checks.load_sweep import per_user_rates
 from catalog.model.load_sweep import LoadLevel
 from catalog.model.metrics import DECODE_WINDOW
@@ -199,6 +199,7 @@ def physics_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
     if not catalog_facts(recipe).known() and not packet.identity.model.synthetic:
         return []  # catalog/checks/facts.py refuses a real model the catalog has no facts for
     problems: list[Problem] = []
+    energy = list(windows(packet))
     for index, arm in enumerate(packet.arms):
         limits = arm_limits(packet, arm, hardware, recipe)
         if limits is None:
@@ -214,7 +215,7 @@ def physics_problems(packet: Packet, recipe: Recipe | None, hardware: Hardware |
         problems += _ceiling_problems(packet, index, arm, limits)
         problems += _floor_problems(packet, index, arm, limits, hardware.id)
         problems += _startup_problems(index, arm, limits, hardware)
-        problems += memory_floor_problems(packet, index, arm, limits.step_bytes, limits.tokens_per_step, hardware)
+        problems += memory_floor_problems(energy, index, arm, limits.step_bytes, limits.tokens_per_step, hardware)
     return problems
 
 
