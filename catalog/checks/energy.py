@@ -8,10 +8,10 @@
   window, runner/attempt.py), a concurrency level at least its `wall_s` and a load level at least its
   `duration_s` (both the very span of the window, runner/ladders.py, runner/load_sweep.py), to
   `CLOCK_SLACK_US` per recorded time;
-- no card of a loaded window averages below its own idle baseline (energy.idle, when valid) by
-  more than the packet's reading accuracy (energy.bounds.power_accuracy_w): serving never draws
-  less than idling, so neither a card below idle nor a negative energy above idle beyond that
-  accuracy is published;
+- every card of a loaded window is in the idle baseline (energy.idle, when valid), and none
+  averages below its own idle figure by more than the packet's reading accuracy
+  (energy.bounds.power_accuracy_w): serving never draws less than idling, so neither a card below
+  idle nor a negative energy above idle beyond that accuracy is published;
 - each card's power is bounded by its rated board power (data/hardware.yaml);
 - no loaded window holds less energy than its steps' reads of the cards' memory, where the card's
   memory cites its energy per bit (`memory_floor_problems`, run with the physics' step model by
@@ -230,8 +230,22 @@ def energy_problems(packet: Packet) -> list[Problem]:
         if work is not None:
             problems += short_window_problems(where, window, work)
             if idle_w is not None:
+                problems += _unidled_problems(where, devices, idle_w)
                 problems += below_idle_problems(where, window, idle_w, setup.bounds.power_accuracy_w)
     return problems
+
+
+def _unidled_problems(where: str, devices: list[int], idle_w: dict[int, float]) -> list[Problem]:
+    """The idle baseline holds every card the campaign used (the runner samples them all before the
+    first server starts): a loaded window on a card it lacks would escape the below-idle check."""
+    return [
+        (
+            f"{where}.cards[{c}].device",
+            f"device {device} is not in the idle baseline (energy.idle), which holds every card the campaign used",
+        )
+        for c, device in enumerate(devices)
+        if device not in idle_w
+    ]
 
 
 MEMORY_FLOOR_MARGIN = 4.0

@@ -1,6 +1,7 @@
 """catalog/checks/energy.py's floors: a window no shorter than the work it covers (a server's suite:
 its rows' last token times summed; a concurrency level: its wall_s; a load level: its duration_s),
-no card of a loaded window averaging below its own idle baseline beyond the reading accuracy, and
+every card of a loaded window in the idle baseline and none averaging below its own idle figure
+beyond the reading accuracy, and
 no loaded window holding less energy than its steps' reads of the card's memory (÷ 4; a load
 level's steps served at most its requests in flight at once).
 Each refusal names its field and gives the numbers; honest windows (testkit's) pass."""
@@ -161,10 +162,25 @@ def test_the_packets_own_tighter_accuracy_is_the_one_applied() -> None:
     assert "29.86 W" in message and "31.86 W" in message and "(1 W)" in message
 
 
-def test_a_card_without_an_idle_figure_is_not_held_to_one() -> None:
+def test_a_loaded_card_missing_from_the_idle_baseline_is_refused() -> None:
+    """A reviewer's dodge: keep an honest idle baseline of device 0, and move every loaded window's
+    samples at 5 W onto device 1 (its figures without energy above idle, as judge_window leaves
+    them). below_idle_problems has no idle figure for device 1 to hold it to: the window is refused
+    because its card is not one the idle baseline holds."""
+    document = draft(watts=5.0)
+    for arm in document["arms"]:
+        for server in arm["servers"]:
+            if server["energy"] is not None:
+                server["energy"]["cards"][0]["device"] = 1
+                server["energy"]["figures"]["above_idle_j"] = None
+    problems = found(document)
+    assert problems[f"{SERVER}.cards[0].device"] == (
+        "device 1 is not in the idle baseline (energy.idle), which holds every card the campaign used"
+    )
+    assert not any(f.endswith("power_mw") and f.startswith("arms[") for f in problems)  # below idle: not judged
     window = parts(watts=5.0).arms[0].servers[0].energy
     assert window is not None
-    assert below_idle_problems(SERVER, window, {7: IDLE_W}, 5.0) == []
+    assert below_idle_problems(SERVER, window, {7: IDLE_W}, 5.0) == []  # the reason the new rule is needed
 
 
 def test_a_window_judged_without_tokens_is_still_held_to_its_work() -> None:
