@@ -9,11 +9,14 @@
   var tag = document.currentScript;
   var bundle = tag && tag.getAttribute("data-plotly");
   var loading = null;
+  var PHONE_WIDTH = 560;  // narrower than this, a chart is drawn for a phone (narrow)
   var CONFIG = {
     responsive: true,
     displaylogo: false,
     modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"]
   };
+  // On a phone the toolbar, shown at a tap, would cover the top of the plot: it is left out there
+  var PHONE_CONFIG = Object.assign({}, CONFIG, { displayModeBar: false });
   // style.css holds each chart's height only where the browser tells scripts from none
   var RESERVED = !!(window.matchMedia && window.matchMedia("(scripting: enabled)").matches);
 
@@ -37,7 +40,7 @@
   function narrow(figure, width) {
     // A phone: less margin, smaller type, and withheld markers without their text label (the
     // legend names them), so no label is clipped or overlaps at 390 px.
-    if (width >= 560) { return figure; }
+    if (width >= PHONE_WIDTH) { return figure; }
     if (figure.layout.meta && figure.layout.meta.phone_height) { figure.layout.height = figure.layout.meta.phone_height; }
     figure.layout.margin = { l: 48, r: 8, t: 16, b: 80 };
     figure.layout.font = Object.assign({}, figure.layout.font, { size: 11 });
@@ -56,9 +59,10 @@
       var figure = JSON.parse(source.textContent);
       if (table) { table.open = false; }
       node.hidden = false;
-      figure = narrow(figure, node.clientWidth);
+      var width = node.clientWidth;
+      figure = narrow(figure, width);
       if (RESERVED && node.clientHeight) { figure.layout.height = node.clientHeight; }  // the height the page held for it
-      return Plotly.newPlot(node, figure.data, figure.layout, CONFIG);
+      return Plotly.newPlot(node, figure.data, figure.layout, width >= PHONE_WIDTH ? CONFIG : PHONE_CONFIG);
     }).then(function () {
       node.setAttribute("data-state", "drawn");
     }, function () {

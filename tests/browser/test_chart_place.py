@@ -88,3 +88,15 @@ def test_until_the_chart_draws_its_table_fills_the_charts_place(browser, base_ur
         assert place["table"] == pytest.approx(height, abs=0.5) and place["plot"] is None
         assert figure.locator(".chart-table tbody tr").first.is_visible()
     context.close()
+
+
+@pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["wide", "phone"])
+def test_a_phone_chart_has_no_toolbar_over_its_plot(browser, base_url, viewport) -> None:
+    """Plotly's toolbar sits over the top right of the plot; on a phone, where a tap shows it and the
+    plot has 16 px above it, it would cover the lines. Wide screens keep it (zoom, download)."""
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    _draw_each(page, base_url + FAMILY)
+    toolbars = page.locator("figure.chart .modebar").count()
+    assert (toolbars == 0) if viewport is PHONE else (toolbars == page.locator("figure.chart").count())
+    context.close()
