@@ -1,6 +1,8 @@
 """Every option string of `vllm serve` 0.32.0, written by scripts/vllm_serve_options.py from the
 installed parser (do not edit; tests/e2e/test_vllm_serve_options.py checks it). argparse resolves
-an abbreviated or single-dash token among all of them (catalog/recipes/command_facts.py)."""
+an abbreviated or single-dash token among all of them (catalog/recipes/command_facts.py). And every
+key a --speculative-config takes: SpeculativeConfig's fields (vllm/config/speculative.py), a
+pydantic dataclass that refuses any other (vllm/config/utils.py, `config`: extra="forbid")."""
 
 OPTIONS = frozenset(
     {
@@ -437,3 +439,44 @@ OPTIONS = frozenset(
     }
 )
 ALLOW_ABBREV = True
+SPECULATIVE_CONFIG_KEYS = frozenset(
+    {
+        "attention_backend",
+        "code_revision",
+        "disable_eagle_block_drop",
+        "disable_padded_drafter_batch",
+        "draft_load_config",
+        "draft_model_config",
+        "draft_parallel_config",
+        "draft_sample_method",
+        "draft_tensor_parallel_size",
+        "dspark_draft_topk",
+        "enable_adaptive_verification",
+        "enforce_eager",
+        "index_share_for_mtp_iteration",
+        "kv_cache_dtype",
+        "max_model_len",
+        "method",
+        "model",
+        "moe_backend",
+        "num_speculative_tokens",
+        "num_speculative_tokens_per_batch_size",
+        "parallel_drafting",
+        "prompt_lookup_max",
+        "prompt_lookup_min",
+        "quantization",
+        "rejection_sample_method",
+        "revision",
+        "suffix_decoding_max_cached_requests",
+        "suffix_decoding_max_spec_factor",
+        "suffix_decoding_max_tree_depth",
+        "suffix_decoding_min_token_prob",
+        "synthetic_acceptance_length",
+        "synthetic_acceptance_rates",
+        "target_model_config",
+        "target_parallel_config",
+        "tensor_parallel_size",
+        "use_heterogeneous_vocab",
+        "use_local_argmax_reduction",
+    }
+)
