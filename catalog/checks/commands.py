@@ -5,7 +5,10 @@ recorded (catalog/recipes/command_facts.py): graph capture or eager, the image, 
 switches, the speculative method and depth, the card count, the context length, the KV cache dtype
 (a command without `--kv-cache-dtype` runs vLLM's "auto", the model's own dtype, whatever the
 config says) and the weights: a `--quantization` must be a method that serves the packet's
-quantization scheme (none for BF16), or the servers ran other weights than the packet names.
+quantization scheme (none for BF16), or the servers ran other weights than the packet names. The
+rest of the speculative config (a draft model, its quantization, revision or TP, an n-gram window)
+an arm records in its command alone (`argv`, else `launch_argv`): every other command of the arm
+and every command shown beside it must set the same keys to the same values, key for key.
 
 - A recorded command (`launch_argv`, `argv`) must agree with its own arm in every fact; so must the
   command a ladder's own server recorded (`ladders[i].argv`), which differs only in `--max-num-seqs`.
@@ -14,16 +17,19 @@ quantization scheme (none for BF16), or the servers ran other weights than the p
   patched build): the page then says which image the source ran, and `make reproduce` refuses.
 - A `make measure` line measures the packet's configuration afresh: every fact but the image must
   be the measured arm's (it pulls the recipe's image as it is now; the page says which, beside the
-  line, when that is not the image the packet ran). For an imported arm, where the page lists each
-  difference, only a configuration's line is held to it.
+  line, when that is not the image the packet ran). So a measured arm's command runs the speculative
+  config its overlay configuration, else the recipe's speculative feature, declares, at the arm's
+  depth. For an imported arm, where the page lists each difference, only a configuration's line is
+  held to it.
 
 A closest command composed for an imported arm without a configuration is not a claim: the page
 lists, line by line, how it differs from what the source measured (ShownCommand.differences).
 Runs where the packet is read against data/ (catalog/checks/cross_check.py), so `make verify` and
 every build fail naming the packet file, the arm and the field: the recorded field a composed command
 contradicts (`arms[i].config.graph_capture`, `identity.runtime` for the image,
-`identity.model.quantization` for the weights), or, for a recorded command that contradicts its own
-arm, `arms[i].config` with both fields named in the message.
+`identity.model.quantization` for the weights, `arms[i].config.argv` for the speculative config),
+or, for a recorded command that contradicts its own arm, `arms[i].config` with both fields named in
+the message.
 
 The context a packet's rows and ladders may reach is catalog/checks/workload.py's (the server's
 max_model_len, and the model's own context length as the recipe knows it); the second needs the

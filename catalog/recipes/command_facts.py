@@ -2,13 +2,15 @@
 
 A command the site shows beside a result must be the command that produced it. Its *facts* are the
 parts of a configuration that change what is measured: graph capture or eager mode, the image, the
-environment switches, the speculative method and depth, the tensor parallel size, the context
-length the server is sized for, the weight quantization a `--quantization` asks for and the KV
-cache dtype. `command_facts` reads them from an argv (`vllm serve MODEL ARGS`,
-the local module form the runner starts, or `docker run ... IMAGE MODEL ARGS`); `recorded_facts`
-reads them from an arm's recorded configuration (never from its argv, so a recorded command that
-contradicts its own arm is caught); `disagreements` names every field where they differ, in words
-a reader can act on.
+environment switches, the speculative method and depth, the rest of the speculative config (a
+draft model, the draft's quantization, revision or tensor parallel size, an n-gram window), the
+tensor parallel size, the context length the server is sized for, the weight quantization a
+`--quantization` asks for and the KV cache dtype. `command_facts` reads them from an argv (`vllm
+serve MODEL ARGS`, the local module form the runner starts, or `docker run ... IMAGE MODEL ARGS`);
+`recorded_facts` reads them from an arm's recorded configuration (never from its argv, so a
+recorded command that contradicts its own arm is caught), all but the rest of the speculative
+config, which an arm records in its command alone; `disagreements` names every field where they
+differ, in words a reader can act on.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from catalog.model.secrets import REDACTED
 from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG, flag_groups
 from catalog.recipes.docker_run import DockerRun
 from catalog.recipes.vllm_serve_options import OPTIONS as SERVE_OPTIONS
+from catalog.recipes.vllm_serve_options import SPECULATIVE_CONFIG_KEYS
 
 EAGER_FLAG = "--enforce-eager"
 NO_EAGER_FLAG = "--no-enforce-eager"
@@ -34,6 +37,9 @@ PCP_FLAG = "--prefill-context-parallel-size"
 DP_FLAG = "--data-parallel-size"
 DP_LOCAL_FLAG = "--data-parallel-size-local"
 SPEC_FIELD_FLAGS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
+# The speculative config's keys the arm records in its own fields (spec_method, spec_depth): the
+# others are the `spec_config` fact
+SPEC_RECORDED_KEYS = ("method", "num_speculative_tokens")
 CONFIG_FILE_FLAG = "--config"
 # vLLM 0.32: `--compilation-config, -cc` (a CompilationConfig as JSON, vllm/engine/arg_utils.py:1853) and
 # `--optimization-level` (1872), which FlexibleArgumentParser also reads as -O0, -O 0 or -O=0
@@ -209,6 +215,11 @@ class CommandFacts:
     pcp: int = 1
     dp: int = 1
     unread: tuple[str, ...] = ()  # what of the command cannot be read: a --config file, an ambiguous flag
+    # The speculative config's keys but its method and depth (a draft `model`, its `quantization`,
+    # `revision`, `draft_tensor_parallel_size`, `prompt_lookup_max` ...), each (key, its value as JSON),
+    # sorted; () where the command sets none; None: not recorded (an arm without a command).
+    spec_config: tuple[tuple[str, str], ...] | None = ()
+    spec_config_field: str = "argv"  # the arm's command it was recorded from (recorded facts)
 
     @property
     def cards(self) -> int:
@@ -225,8 +236,8 @@ class CommandFacts:
 class Disagreement:
     """One field where a shown command and the arm's recorded configuration differ."""
 
-    field: str  # "graph mode", "image", "env", "speculative method", "speculative depth", "TP", "max-model-len",
-    # "quantization", "KV cache dtype"
+    field: str  # "graph mode", "image", "env", "speculative method", "speculative depth", "speculative config",
+    # "TP", "max-model-len", "quantization", "KV cache dtype"
     shown: str
     recorded: str
     config_field: str  # where in the arm's record the fact lives (arms[i].config.<this>)
@@ -299,8 +310,8 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
     length, kv_dtype = None, KV_CACHE_DEFAULT
     quantization, online = None, False
     sizes = {"--tensor-parallel-size": 1, PP_FLAG: 1, PCP_FLAG: 1, DP_FLAG: 1, DP_LOCAL_FLAG: 1}
-    spec: dict[str, object] | None = None
-    spec_fields: dict[str, object] = {}
+    spec: tuple[str, object] | None = None  # the last --speculative-config: its text, its JSON
+    spec_fields: dict[str, str] = {}
     run = DockerRun.parse(argv)
     unread: list[str] = run.unread if run is not None else []
     for flag, value in vllm_options(args):
@@ -330,10 +341,12 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
         elif value is None:
             continue
         elif flag == SPECULATIVE_CONFIG_FLAG:
-            found = _json(value)
-            spec = {key.replace("-", "_"): v for key, v in found.items()}  # arg_utils.py:2085-2087
+            try:  # arg_utils.py:1826, optional_type(json.loads) (172-178): "" and "None" are no config
+                spec = None if value in ("", "None") else (value, json.loads(value))
+            except ValueError:
+                unread.append(f"sets {SPECULATIVE_CONFIG_FLAG} {value}, which is no JSON vLLM reads")
         elif flag in SPEC_FIELD_FLAGS:
-            spec_fields[SPEC_FIELD_FLAGS[flag]] = _typed(value)
+            spec_fields[flag] = value
         elif flag in sizes:
             size = _int(value)
             if size is None:
@@ -348,9 +361,8 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
             online = value.strip() != "null"
         elif flag == KV_CACHE_DTYPE_FLAG:
             kv_dtype = value
-    if spec_fields:
-        spec = {**(spec or {}), **spec_fields}  # arg_utils.py:2068-2080: --spec-* set the config's keys
-    method, depth = _speculative(spec)
+    speculative = _speculative_config(spec, spec_fields, unread)
+    method, depth = _speculative(speculative)
     # no graph capture: --enforce-eager, a cudagraph_mode of NONE, or -O0 where the command sets no mode
     eager = eager or graphs == "NONE" or (graphs is None and level == "0")
     if quantization is None and online:
@@ -369,6 +381,7 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
         pcp=sizes[PCP_FLAG],
         dp=max(sizes[DP_FLAG], sizes[DP_LOCAL_FLAG]),
         unread=tuple(unread),
+        spec_config=_other_keys(speculative),
     )
 
 
@@ -407,6 +420,43 @@ def target_argv(argv: Sequence[str]) -> list[str]:
 
 # what a speculative config without a method runs: vLLM infers one from the draft model it names
 INFERRED_METHOD = "a speculative config without a method (vLLM infers it)"
+
+
+def _speculative_config(
+    spec: tuple[str, object] | None, fields: Mapping[str, str], unread: list[str]
+) -> dict[str, object] | None:
+    """The speculative config vLLM builds (EngineArgs.create_speculative_config,
+    vllm/engine/arg_utils.py:2060-2099): the --speculative-config JSON with each --spec-* flag set as
+    its key (a key the JSON sets too is refused), its keys' dashes read as underscores. What vLLM
+    refuses is added to `unread`: a JSON that is no object, a key SpeculativeConfig does not have."""
+    text, given = spec or ("", None)
+    if given is not None and not isinstance(given, dict):
+        unread.append(f"sets {SPECULATIVE_CONFIG_FLAG} {text}, which is no JSON object vLLM reads")
+    config = dict(given) if isinstance(given, dict) else None
+    for flag, value in fields.items():
+        key = SPEC_FIELD_FLAGS[flag]
+        if config is not None and key in config:  # arg_utils.py:2077-2080
+            unread.append(f"sets {flag} and {SPECULATIVE_CONFIG_FLAG}'s {key}, which vLLM refuses together")
+        # argparse's types (1831-1835): --spec-tokens an int, the others text
+        config = {**(config or {}), key: _typed(value) if key == "num_speculative_tokens" else value}
+    if config is None:
+        return None
+    config = {key.replace("-", "_"): value for key, value in config.items()}  # arg_utils.py:2086-2088
+    for key in sorted(set(config) - SPECULATIVE_CONFIG_KEYS):
+        unread.append(f"sets {key!r} in its speculative config, a key vLLM's SpeculativeConfig does not have")
+    return config
+
+
+def _other_keys(config: Mapping[str, object] | None) -> tuple[tuple[str, str], ...]:
+    """The `spec_config` fact: every key but those the arm records itself, its value as JSON (a
+    value of another JSON type, "3" for 3, is another value)."""
+    if not config:
+        return ()
+    return tuple(
+        (key, json.dumps(value, sort_keys=True))
+        for key, value in sorted(config.items())
+        if key not in SPEC_RECORDED_KEYS
+    )
 
 
 def _speculative(spec: Mapping[str, object] | None) -> tuple[str | None, int]:
@@ -588,14 +638,6 @@ def _json_object(text: str) -> dict[str, object] | None:
     return found if isinstance(found, dict) else None
 
 
-def _json(text: str) -> dict[str, object]:
-    try:
-        found = json.loads(text)
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
 def graph_capture_words(argv: Sequence[str]) -> str:
     """How the runner records an arm's graph capture from the command it launches, in words that
     `recorded_eager` reads back as the command's own `eager` fact."""
@@ -639,6 +681,7 @@ def recorded_kv_cache_dtype(arm: Arm) -> str | None:
 
 def recorded_facts(packet: Packet, arm: Arm) -> CommandFacts:
     config = arm.config
+    spec_config, spec_field = _recorded_spec_config(arm)
     return CommandFacts(
         eager=recorded_eager(config.graph_capture),
         image=recorded_image(packet),
@@ -649,7 +692,21 @@ def recorded_facts(packet: Packet, arm: Arm) -> CommandFacts:
         max_model_len=config.max_model_len,
         kv_cache_dtype=recorded_kv_cache_dtype(arm),
         weights=Weights.of(packet.identity.model.quantization),
+        spec_config=spec_config,
+        spec_config_field=spec_field,
     )
+
+
+def _recorded_spec_config(arm: Arm) -> tuple[tuple[tuple[str, str], ...] | None, str]:
+    """The speculative config's other keys (its draft model, ...) as the arm recorded them, and
+    where: its config records its method and depth only, its command (the portable `argv`, else
+    `launch_argv`) the rest, so every other command of the arm, and every command shown beside it,
+    must run the same; None where the arm recorded no command (an imported result)."""
+    for field_name in ("argv", "launch_argv"):
+        argv = getattr(arm.config, field_name)
+        if argv:
+            return command_facts(argv).spec_config, field_name
+    return None, "argv"
 
 
 def graph_words(eager: bool | None, recorded: str | None = None) -> str:
@@ -722,6 +779,8 @@ def disagreements(
                 "spec_depth",
             )
         )
+    if shown.spec_config is not None and recorded.spec_config is not None:
+        found.extend(_spec_config_disagreements(shown.spec_config, recorded.spec_config, recorded.spec_config_field))
     if shown.tp != recorded.tp:
         found.append(Disagreement("TP", f"spans {shown.tp} card(s)", f"on {recorded.tp}", "tensor_parallel_size"))
     if (shown.pp, shown.pcp, shown.dp) != (recorded.pp, recorded.pcp, recorded.dp):
@@ -806,6 +865,13 @@ def unrecorded(shown: CommandFacts, recorded: CommandFacts) -> list[Disagreement
                 "max_model_len",
             )
         )
+    if recorded.spec_config is None and shown.spec_config:
+        settings = ", ".join(f"{key} {value}" for key, value in shown.spec_config)
+        found.append(
+            Disagreement(
+                "speculative config", f"sets {settings} in its speculative config", "settings it did not record", "argv"
+            )
+        )
     if recorded.kv_cache_dtype is None and shown.kv_cache_dtype not in (None, KV_CACHE_DEFAULT):
         found.append(
             Disagreement(
@@ -813,6 +879,27 @@ def unrecorded(shown: CommandFacts, recorded: CommandFacts) -> list[Disagreement
                 kv_words(str(shown.kv_cache_dtype)),
                 "a KV cache dtype it did not record",
                 "kv_cache_dtype",
+            )
+        )
+    return found
+
+
+def _spec_config_disagreements(
+    shown: Sequence[tuple[str, str]], recorded: Sequence[tuple[str, str]], field_name: str
+) -> list[Disagreement]:
+    """Key for key: a key one side sets and the other does not, or sets to another value."""
+    mine, theirs = dict(shown), dict(recorded)
+    found = []
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key) == theirs.get(key):
+            continue
+        sets = f"sets {key} {mine[key]}" if key in mine else f"sets no {key}"
+        found.append(
+            Disagreement(
+                "speculative config",
+                f"{sets} in its speculative config",
+                f"with {key} {theirs[key]}" if key in theirs else f"without {key}",
+                field_name,
             )
         )
     return found

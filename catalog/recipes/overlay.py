@@ -23,6 +23,7 @@ from catalog.model.base import Slug, StrictModel
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.model_facts import ModelFacts
 from catalog.recipes.recipe import Configuration, HardwareOverride, Recipe, Variant
+from catalog.recipes.vllm_serve_options import SPECULATIVE_CONFIG_KEYS
 from catalog.store.documents import Loc, dotted, line_of, read_document, validate_as
 
 
@@ -95,6 +96,17 @@ def load_overlay(path: Path, recipes: dict[str, Recipe], hardware: Iterable[Hard
             raise _error(
                 "a speculative config names its method", path, text, "configurations", name, "speculative_config"
             )
+        for key in config.speculative_config or {}:
+            if key.replace("-", "_") not in SPECULATIVE_CONFIG_KEYS:
+                raise _error(
+                    f"{key!r} is no key of vLLM's SpeculativeConfig: vLLM would refuse the command",
+                    path,
+                    text,
+                    "configurations",
+                    name,
+                    "speculative_config",
+                    key,
+                )
     overrides = dict(recipe.hardware_overrides)
     for key, extra in overlay.hardware_overrides.items():
         base = overrides.get(key, HardwareOverride())

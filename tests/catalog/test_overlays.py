@@ -118,6 +118,11 @@ def _tree(tmp_path: Path) -> Path:
             "b99",
         ),
         (("  xpu:\n", "  tpu:\n"), "hardware_overrides.tpu", "names no card"),
+        (  # vllm/config/speculative.py:386, a pydantic dataclass that forbids other keys (vllm/config/utils.py:70)
+            ("num_speculative_tokens: 3}", "num_speculative_tokens: 3, draft: org/x}"),
+            "configurations.b70-fp8-mtp3-fp8-head.speculative_config.draft",
+            "no key of vLLM's SpeculativeConfig",
+        ),
         (("recipe: qwen3.5-9b", "recipe: qwen3.5-27b"), "recipe", "must match the file name"),
     ],
 )
