@@ -186,7 +186,8 @@ def test_the_committed_demo_and_imports_pass_and_an_import_lists_what_its_source
     """The demo's n-gram arm runs its recipe's window (prompt_lookup_max 3, min 2); an imported arm
     without a command is not refused for a setting its configuration adds, which its closest
     command lists as a difference instead."""
-    catalog = load_catalog(REPO / "data", REPO / "packets")
+    catalog = load_catalog(REPO / "data", REPO / "packets")  # raises on any refusal
+    assert any(name.startswith("demo-") for name in catalog.packets)
     packet = catalog.packets["qwen3.5-9b-fp8-dynamic-c48f580e"]
     recipe = catalog.recipes["qwen3.5-9b"]
     name = "b70-fp8-mtp3-int4-head"
