@@ -29,7 +29,8 @@ from catalog.model.packet import (
 )
 from catalog.packets.seal import Sealed, seal, write_packet
 from catalog.packets.signing import HostKey
-from catalog.recipes.command_facts import KV_CACHE_DTYPE_FLAG, command_facts, graph_capture_words, option_value
+from catalog.recipes.command_facts import KV_CACHE_DTYPE_FLAG, command_facts, option_value
+from catalog.recipes.recorded import graph_capture_words
 from runner.attempt import arm_cards, finished_attempt, run_attempt
 from runner.energy.packet import judged
 from runner.identity import scrub_argv, scrub_env

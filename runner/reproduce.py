@@ -37,8 +37,9 @@ from catalog.errors import UserError
 from catalog.model.packet import Arm, Packet, RuntimeIdentity
 from catalog.model.secrets import REDACTED
 from catalog.numbers import fmt
-from catalog.recipes.command_facts import command_facts, disagreements, recorded_facts
+from catalog.recipes.command_facts import command_facts
 from catalog.recipes.compose import LaunchCommand
+from catalog.recipes.recorded import disagreements, recorded_facts
 from catalog.recipes.shown import composed_for_arm, unrunnable_image
 from catalog.store.repository import Catalog
 from runner.identity import local_runtime_identity

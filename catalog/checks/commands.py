@@ -43,16 +43,10 @@ from dataclasses import replace
 from catalog.checks.consistency import Problem
 from catalog.checks.workload import model_context_problems
 from catalog.model.packet import Arm, Packet
-from catalog.recipes.command_facts import (
-    HF_OVERRIDES_FLAG,
-    Disagreement,
-    command_facts,
-    disagreements,
-    option_value,
-    recorded_facts,
-)
+from catalog.recipes.command_facts import HF_OVERRIDES_FLAG, command_facts, option_value
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.recorded import Disagreement, disagreements, recorded_facts
 from catalog.recipes.served_model import recorded_commands, same_overrides, served_model
 from catalog.recipes.shown import (
     arm_configuration,

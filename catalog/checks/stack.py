@@ -8,7 +8,7 @@ say what another stack does)."""
 from __future__ import annotations
 
 from catalog.model.packet import Packet
-from catalog.recipes.command_facts import disagreements, recorded_facts, recorded_image, same_image
+from catalog.recipes.recorded import disagreements, recorded_facts, recorded_image, same_image
 
 DIFFERENT_STACK = "different stack"
 

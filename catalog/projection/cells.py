@@ -17,9 +17,9 @@ from catalog.projection.precision import (
     packet_scheme,
     variant_kv_cache_dtype,
 )
-from catalog.recipes.command_facts import recorded_kv_cache_dtype
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
+from catalog.recipes.recorded import recorded_kv_cache_dtype
 
 ALLREDUCE_LATENCY_US = 10.0
 ALLREDUCE_LATENCY_SOURCE = (

@@ -21,15 +21,7 @@ from functools import lru_cache
 from typing import Generic, Literal, TypeVar
 
 from catalog.model.packet import Arm, Packet
-from catalog.recipes.command_facts import (
-    CommandFacts,
-    Disagreement,
-    Image,
-    command_facts,
-    disagreements,
-    recorded_facts,
-    unrecorded,
-)
+from catalog.recipes.command_facts import CommandFacts, Image, command_facts
 from catalog.recipes.compose import (
     SPECULATIVE_CONFIG_FLAG,
     LaunchCommand,
@@ -41,6 +33,7 @@ from catalog.recipes.compose import (
 from catalog.recipes.docker_run import DockerRun
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Configuration, Recipe
+from catalog.recipes.recorded import Disagreement, disagreements, recorded_facts, unrecorded
 
 _SHELL_SAFE_HOME = "$HOME/"
 T = TypeVar("T")

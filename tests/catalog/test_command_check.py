@@ -15,16 +15,9 @@ import yaml
 from builder.build import Options, build
 from catalog.errors import CatalogError, CatalogErrors
 from catalog.packets.seal import write_packet
-from catalog.recipes.command_facts import (
-    CommandFacts,
-    Image,
-    command_facts,
-    disagreements,
-    graph_capture_words,
-    recorded_eager,
-    unrecorded,
-)
+from catalog.recipes.command_facts import CommandFacts, Image, command_facts
 from catalog.recipes.docker_run import DockerRun
+from catalog.recipes.recorded import disagreements, graph_capture_words, recorded_eager, unrecorded
 from catalog.store.repository import load_catalog
 from tests.catalog.factories import SPEC_ARM, measured_draft, sealed, signed_data
 

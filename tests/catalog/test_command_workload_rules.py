@@ -19,13 +19,8 @@ from collections.abc import Callable
 from catalog.checks.commands import command_problems
 from catalog.checks.workload import model_context, model_context_problems, server_context, workload_problems
 from catalog.model.packet import Packet
-from catalog.recipes.command_facts import (
-    Weights,
-    command_facts,
-    disagreements,
-    recorded_facts,
-    vllm_length,
-)
+from catalog.recipes.command_facts import Weights, command_facts, vllm_length
+from catalog.recipes.recorded import disagreements, recorded_facts
 from tests.catalog.factories import ORACLE_ARM, catalog_recipe, measured_packet
 from tests.catalog.test_consistency import Draft, edited
 

@@ -12,8 +12,9 @@ import pytest
 
 from catalog.checks.commands import command_problems
 from catalog.model.packet import Ladder, Packet
-from catalog.recipes.command_facts import command_facts, disagreements
+from catalog.recipes.command_facts import command_facts
 from catalog.recipes.compose import merge_args
+from catalog.recipes.recorded import disagreements
 from testkit.samples import ORACLE_ARM, SPEC_ARM, make_load_sweep, measured_parts
 from tests.catalog.factories import seal_parts
 

@@ -20,7 +20,8 @@ import pytest
 
 from catalog.checks.commands import command_problems
 from catalog.model.packet import Packet
-from catalog.recipes.command_facts import INFERRED_METHOD, command_facts, disagreements, recorded_facts
+from catalog.recipes.command_facts import INFERRED_METHOD, command_facts
+from catalog.recipes.recorded import disagreements, recorded_facts
 from tests.catalog.factories import ORACLE_ARM, SPEC_ARM, catalog_recipe
 from tests.catalog.test_consistency import Draft, edited
 from tests.catalog.test_identity import DIGEST, PINNED, campaign, identity

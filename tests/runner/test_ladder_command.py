@@ -13,8 +13,9 @@ import pytest
 
 from catalog.checks.commands import command_problems
 from catalog.model.packet import Packet
-from catalog.recipes.command_facts import command_facts, disagreements
+from catalog.recipes.command_facts import command_facts
 from catalog.recipes.compose import merge_args
+from catalog.recipes.recorded import disagreements
 from catalog.store.repository import load_catalog
 from runner.measure import Places, RuntimeChoice, measure
 from runner.plan import LADDER_MAX_SEQS, CampaignRequest
