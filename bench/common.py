@@ -12,8 +12,11 @@ import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from statistics import median
 from typing import IO, Any
 
+from catalog.model.delivery import TOKENS_PER_READ_BOUND
+from catalog.model.metrics import DECODE_WINDOW, MIN_COMPLETION_TOKENS
 from runner.server import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +33,20 @@ def ensure_demo_model(log: Log) -> Path:
     from runner.measure import ensure_demo_model as generate
 
     return generate(VLLM_PYTHON, DEMO_MODEL, log)
+
+
+NO_DECODE_RATE = (
+    f"no decode rate: a completion under {MIN_COMPLETION_TOKENS} tokens, or tokens 1..{DECODE_WINDOW} of one read "
+    f"in bursts (over {TOKENS_PER_READ_BOUND} tokens a read: the span timed the delivery, not the server; "
+    "catalog.model.metrics.no_rate_because)"
+)
+
+
+def median_or_none(values: Sequence[float | None]) -> float | None:
+    """The median, or None (a missing figure, said with NO_DECODE_RATE or its own reason) when
+    there are no values or any is missing: a figure that cannot be computed never crashes a run."""
+    known = [v for v in values if v is not None]
+    return float(median(known)) if known and len(known) == len(values) else None
 
 
 def load_average() -> list[float]:

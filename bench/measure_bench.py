@@ -30,7 +30,18 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench.common import DEMO_MODEL, OUT, REPO, VLLM_PYTHON, Log, Worker, load_average, peer_worker
+from bench.common import (
+    DEMO_MODEL,
+    NO_DECODE_RATE,
+    OUT,
+    REPO,
+    VLLM_PYTHON,
+    Log,
+    Worker,
+    load_average,
+    median_or_none,
+    peer_worker,
+)
 from bench.results import Benchmark, Figure
 from catalog.model.metrics import decode_rate, server_decode_rate
 from catalog.recipes.suite import Suite, SuitePrompt
@@ -197,12 +208,6 @@ async def _warm_up(base_url: str, model: str) -> None:
         await stream_completion(base_url, model, "Warm up.", 16, SEED, http=http)
 
 
-NO_DECODE_RATE = (
-    "no decode rate: a completion under 101 tokens, or tokens 1..100 of one arrived in a single read "
-    "(catalog.model.metrics.decode_rate)"
-)
-
-
 def round_line(pairs: list[dict[str, Any]], round_index: int, rounds: int) -> str:
     """One round's progress line; a figure that cannot be computed is said, never formatted."""
     mine = [p for p in pairs if p["round"] == round_index]
@@ -210,12 +215,6 @@ def round_line(pairs: list[dict[str, Any]], round_index: int, rounds: int) -> st
     peer_tpot = median(p["peer"]["tpot_ms"] for p in mine)
     said = f"ours {ours:.1f} tok/s decode" if ours is not None else f"ours: {NO_DECODE_RATE}"
     return f"measurement: round {round_index + 1}/{rounds}: {said}, peer 1/TPOT {1000 / peer_tpot:.1f} tok/s"
-
-
-def _median_or_none(values: list[float | None]) -> float | None:
-    """The median, or None (a missing figure) when any value is missing."""
-    known = [v for v in values if v is not None]
-    return float(median(known)) if known and len(known) == len(values) else None
 
 
 def _benchmark(
@@ -242,11 +241,11 @@ def _benchmark(
     def mid(key: str) -> float:
         return float(median(r[key] for r in per_round))
 
-    ours_decode, peer_tpot = _median_or_none([r["ours_decode_tok_s"] for r in per_round]), mid("peer_tpot_ms")
+    ours_decode, peer_tpot = median_or_none([r["ours_decode_tok_s"] for r in per_round]), mid("peer_tpot_ms")
     peer_rate = 1000.0 / peer_tpot
     rated = [p for p in pairs if p["ours"]["decode_tok_s"] is not None]
-    paired = _median_or_none([p["ours"]["decode_tok_s"] * p["peer"]["tpot_ms"] / 1000 for p in rated])
-    definitions = _median_or_none([p["ours"]["decode_tok_s"] * p["ours"]["tpot_ms"] / 1000 for p in rated])
+    paired = median_or_none([p["ours"]["decode_tok_s"] * p["peer"]["tpot_ms"] / 1000 for p in rated])
+    definitions = median_or_none([p["ours"]["decode_tok_s"] * p["ours"]["tpot_ms"] / 1000 for p in rated])
     unrated = len(pairs) - len(rated)
     skipped = f"; {unrated} prompt(s) left out: {NO_DECODE_RATE}" if unrated else ""
     first_round = [p for p in pairs if p["round"] == 0]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.measure_bench import NO_DECODE_RATE, _benchmark, round_line
+from bench.common import NO_DECODE_RATE
+from bench.measure_bench import _benchmark, round_line
 from catalog.model.metrics import decode_rate
 from testkit.samples import make_rows
 
