@@ -25,6 +25,7 @@ the target is the ratio of the full verification to the sum of the floor's parts
 
 from __future__ import annotations
 
+import argparse
 import binascii
 import hashlib
 import json
@@ -319,9 +320,21 @@ def run(quick: bool, log: Log) -> list[Benchmark]:
     ]
 
 
-def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
-    print(json.dumps(measure(runs)))
+def _runs(text: str) -> int:
+    """RUNS on the command line: a whole number, at least 1 (the figures are medians of the runs)."""
+    try:
+        runs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"RUNS must be a whole number, not {text!r}") from None
+    if runs < 1:
+        raise argparse.ArgumentTypeError(f"RUNS must be at least 1 (the figures are medians of the runs), not {runs}")
+    return runs
+
+
+def main(argv: list[str] | None = None) -> None:
+    top = argparse.ArgumentParser(prog="python -m bench.packet_cost", description=__doc__.splitlines()[0])
+    top.add_argument("runs", metavar="RUNS", nargs="?", type=_runs, default=RUNS, help=f"rounds (default {RUNS})")
+    print(json.dumps(measure(top.parse_args(argv).runs)))
 
 
 if __name__ == "__main__":
