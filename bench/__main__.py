@@ -3,7 +3,9 @@ the table, and (full runs) regenerate docs/performance.md.
 
 A full run writes bench/results.json and docs/performance.md. A quick run (`--quick`, the
 smallest sizes, one round) writes bench/out/results-quick.json unless --results says otherwise,
-so the committed figures always come from a full run.
+so the committed figures always come from a full run. With --only, the selected groups' figures
+replace theirs in the results file and every other group's are kept, each with the run that
+measured it (Results.merged_into): a run of one group never wipes the others.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ from pathlib import Path
 
 from bench import browser_bench, builder_bench, client_bench, load_sweep_bench, measure_bench, report
 from bench.common import OUT, REPO, VLLM_PYTHON, close_peer_worker, ensure_demo_model, load_average
-from bench.results import Benchmark, Host, Results
+from bench.results import GROUPS, NOT_SELECTED, Benchmark, Host, Results
 
-GROUPS = ("measurement", "client", "load", "builder", "browser")  # the vLLM start overlaps the catalog generation
 RESULTS = REPO / "bench" / "results.json"
 QUICK_RESULTS = OUT / "results-quick.json"
 DOCS = REPO / "docs" / "performance.md"
@@ -79,6 +80,16 @@ def main(argv: list[str] | None = None) -> int:
         host=host(),
     )
     target = options.results or (QUICK_RESULTS if options.quick else RESULTS)
+    earlier = Results.read(target) if set(wanted) != set(GROUPS) and target.exists() else None
+    if earlier is not None and earlier.quick != options.quick:
+        kind = "quick" if earlier.quick else "full"
+        print(f"error: {target} holds a {kind} run; --only merges into it, so name another --results", file=sys.stderr)
+        return 2
+
+    def write() -> Results:
+        written = results if earlier is None else results.merged_into(earlier)
+        written.write(target)
+        return written
 
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f} s] {message}", flush=True)
@@ -101,26 +112,27 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for group in GROUPS:
         if group not in wanted:
-            results.skipped.append(f"{group}: not selected (--only)")
+            results.skip(group, NOT_SELECTED)
             continue
         if group == "measurement" and options.skip_vllm_server:
-            results.skipped.append("measurement: --skip-vllm-server")
+            results.skip(group, "--skip-vllm-server")
             continue
         try:
             results.benchmarks.extend(runners[group](options.quick, log))
         except Exception as error:  # one broken benchmark must not lose the others' results
             traceback.print_exc()
             failed.append(group)
-            results.skipped.append(f"{group}: failed: {type(error).__name__}: {error}"[:500])
+            results.skip(group, f"failed: {type(error).__name__}: {error}")
         results.host.load_average_end = load_average()
         results.duration_s = round(time.perf_counter() - started, 1)
-        results.write(target)  # after every group, so an interrupted run keeps what it measured
+        write()  # after every group, so an interrupted run keeps what it measured
+    written = write()  # and the groups not run after the last one
     close_peer_worker()
-    report.print_table(results)
+    report.print_table(written)
     print(f"results: {target}")
     docs = options.docs or (None if options.quick or options.no_docs else DOCS)
     if docs is not None:
-        docs.write_text(report.markdown(results), encoding="utf-8")
+        docs.write_text(report.markdown(written), encoding="utf-8")
         print(f"report: {docs}")
     return 1 if failed else 0
 

@@ -57,6 +57,15 @@ def verdict(figure: Figure) -> str:
     return "met" if figure.met else "MISSED"
 
 
+def kept(results: Results) -> list[str]:
+    """One line for each earlier run whose figures the results keep (`python -m bench --only`)."""
+    return [
+        f"{', '.join(run.groups)}: kept from the run of {run.created:%Y-%m-%d %H:%M} UTC (`{run.command}`), "
+        f"load average at start {run.host.load_average_start}, at end {run.host.load_average_end}"
+        for run in results.earlier_runs
+    ]
+
+
 def print_table(results: Results, console: Console | None = None) -> None:
     console = console or Console(width=160)
     table = Table(
@@ -87,6 +96,8 @@ def print_table(results: Results, console: Console | None = None) -> None:
     )
     for skipped in results.skipped:
         console.print(f"[yellow]skipped[/yellow] {skipped}")
+    for line in kept(results):
+        console.print(f"[cyan]earlier[/cyan] {line}")
 
 
 def _md_table(bench: Benchmark) -> list[str]:
@@ -125,7 +136,9 @@ def markdown(results: Results) -> str:
     ]
     for skipped in results.skipped:
         out.append(f"- skipped: {skipped}")
-    if results.skipped:
+    for line in kept(results):
+        out.append(f"- {line}")
+    if results.skipped or results.earlier_runs:
         out.append("")
     group = None
     for bench in results.benchmarks:
