@@ -16,8 +16,8 @@ from typing import Literal
 from pydantic import ValidationError
 
 from catalog.errors import UserError
+from catalog.model.campaign import cell_id
 from catalog.model.packet import CampaignRef, Packet
-from catalog.packets.canonical import canonical_sha256
 from catalog.store.repository import Catalog
 from runner.fleet.plan_file import CampaignPlan, Exclusion, MatrixEntry, PlanFile
 from runner.measure import plan_request
@@ -89,7 +89,7 @@ _FIELD_KEYS = {"MODEL": "model", "VARIANT": "variants", "HW": "hardware", "TP": 
 
 
 def cell_key(request: CampaignRequest, runtime: str) -> str:
-    return canonical_sha256({"request": request.model_dump(mode="json"), "runtime": runtime})[:12]
+    return cell_id({"request": request.model_dump(mode="json"), "runtime": runtime})
 
 
 def _excluded(exclusions: Iterable[Exclusion], model: str, variant: str, hardware: str, tp: int) -> bool:
