@@ -382,9 +382,9 @@ def resolve(catalog: Catalog, request: CampaignRequest, data: Path) -> tuple[Rec
     return recipe, hardware, suite, canaries, recipe_path
 
 
-def plan_request(catalog: Catalog, request: CampaignRequest, docker: bool, data: Path) -> list[str]:
-    """`make measure` before it installs or starts anything: the request resolves, the runtime is
-    one the hardware has, and each arm's command composes. Lines to print."""
+def planned_arms(catalog: Catalog, request: CampaignRequest, docker: bool, data: Path) -> list[ArmPlan]:
+    """The arms `measure` would run, before it installs or starts anything: the request resolves,
+    the runtime is one the hardware has, and each arm's command composes."""
     recipe, hardware, _, _, recipe_path = resolve(catalog, request, data)
     arms = plan_arms(request, recipe, hardware, str(recipe_path))
     if docker and arms[0].command.docker_image is None:
@@ -392,6 +392,13 @@ def plan_request(catalog: Catalog, request: CampaignRequest, docker: bool, data:
             f"RUNTIME=docker, but neither the recipe nor {hardware.id} names a docker image: use RUNTIME=local",
             field="RUNTIME",
         )
+    return arms
+
+
+def plan_request(catalog: Catalog, request: CampaignRequest, docker: bool, data: Path) -> list[str]:
+    """`make measure` before it installs or starts anything (`planned_arms`). Lines to print."""
+    arms = planned_arms(catalog, request, docker, data)
+    hardware = resolve(catalog, request, data)[1]
     lines = [f"{request.model} {request.variant} on {hardware.name}: {len(arms)} arm(s)"]
     lines += [f"{arm.id}: {arm.command.redacted().shell()}" for arm in arms]
     if request.load is not None:

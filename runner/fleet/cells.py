@@ -1,8 +1,10 @@
 """A plan's cells: the matrix expanded, each cell checked against data/ before anything is dispatched.
 
 A cell is one runner campaign (one packet per repeat): a model, variant, card and TP, with the
-plan's depths as its arms. Its key is a hash of what it measures, so the same cell in an edited
-plan keeps its key, and a re-run finds the repeats already in packets/ by it (CampaignRef).
+plan's depths as its arms. Its key is the id of what its packet will record of it
+(catalog/model/campaign.py), so the same cell in an edited plan keeps its key, a re-run finds the
+repeats already in packets/ by it (CampaignRef), and a packet counts as a repeat of the cell only
+when its own contents are that cell.
 """
 
 from __future__ import annotations
@@ -16,21 +18,28 @@ from typing import Literal
 from pydantic import ValidationError
 
 from catalog.errors import UserError
-from catalog.model.campaign import cell_id
+from catalog.model.campaign import CellArm, CellFacts, LoadFacts, cell_id, measured_cell
 from catalog.model.packet import CampaignRef, Packet
 from catalog.store.repository import Catalog
+from runner.campaign import arm_tp
 from runner.fleet.plan_file import CampaignPlan, Exclusion, MatrixEntry, PlanFile
-from runner.measure import plan_request
-from runner.plan import CampaignRequest, LoadSweepOptions
+from runner.measure import planned_arms
+from runner.plan import ArmPlan, CampaignRequest, LoadSweepOptions
 
 # Every measuring host advertises one of this resource and every cell needs it: a host measures
 # one cell at a time (a second job on the host would share its cards, PCIe and CPU).
 HOST_RESOURCE = "measuring_host"
 
 
+def request_label(r: CampaignRequest) -> str:
+    depths = ",".join(map(str, r.depths))
+    config = f" {r.configuration}" if r.configuration else ""
+    return f"{r.model} {r.variant} {r.hardware} tp{r.tp} depths {depths}{config}"
+
+
 @dataclass(frozen=True)
 class Cell:
-    key: str  # 12 hex digits of the hash of what it measures (CampaignRef.cell)
+    key: str  # CampaignRef.cell: the id of what its packet will record (catalog/model/campaign.py)
     request: CampaignRequest
     runtime: Literal["local", "docker"]
     timeout_s: float
@@ -42,10 +51,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        r = self.request
-        depths = ",".join(map(str, r.depths))
-        config = f" {r.configuration}" if r.configuration else ""
-        return f"{r.model} {r.variant} {r.hardware} tp{r.tp} depths {depths}{config}"
+        return request_label(self.request)
 
     def resources(self) -> dict[str, float]:
         """What a host must advertise to run it: its cards, and the host to itself."""
@@ -88,8 +94,26 @@ class Impossible:
 _FIELD_KEYS = {"MODEL": "model", "VARIANT": "variants", "HW": "hardware", "TP": "tp", "CONFIG": "configuration"}
 
 
-def cell_key(request: CampaignRequest, runtime: str) -> str:
-    return cell_id({"request": request.model_dump(mode="json"), "runtime": runtime})
+def cell_key(request: CampaignRequest, runtime: Literal["local", "docker"], arms: list[ArmPlan]) -> str:
+    """The id of the cell its packet will prove it measured (catalog/model/campaign.py `packet_cell`):
+    each fact as runner/campaign.py and runner/ladders.py will record it."""
+    load = (request.load or LoadSweepOptions()) if "load" in request.ladders else None
+    facts = CellFacts(
+        model=request.model,
+        variant=request.variant,
+        hardware=request.hardware or "",
+        runtime=runtime,
+        arms=[CellArm(tp=arm_tp(a), depth=a.spec_depth, method=a.spec_method, draft_head=a.draft_head) for a in arms],
+        ladders=list(request.ladders),
+        suite=request.suite,
+        canaries=request.canaries,
+        max_tokens=request.max_tokens,
+        seed=request.seed,
+        concurrency=request.concurrency_levels if "concurrency" in request.ladders else None,
+        # every load option but the closed-loop users; a new option fails here until it is decided on
+        load=None if load is None else LoadFacts.model_validate(load.model_dump(exclude={"users"})),
+    )
+    return cell_id(facts)
 
 
 def _excluded(exclusions: Iterable[Exclusion], model: str, variant: str, hardware: str, tp: int) -> bool:
@@ -126,12 +150,12 @@ def _requests(plan: CampaignPlan, entry: MatrixEntry) -> list[CampaignRequest]:
     return found
 
 
-def why_impossible(catalog: Catalog, request: CampaignRequest, runtime: str, data: Path) -> tuple[str, str] | None:
-    """Why no host could measure this cell, from data/ alone (each host's preflight checks its
-    own cards, weights and vLLM when the cell runs there), with the matrix key at fault; None
-    when it is runnable."""
+def plan_cell(catalog: Catalog, request: CampaignRequest, runtime: str, data: Path) -> list[ArmPlan] | tuple[str, str]:
+    """The arms a host will measure for this cell; or why no host could, from data/ alone (each
+    host's preflight checks its own cards, weights and vLLM when the cell runs there), with the
+    matrix key at fault."""
     try:
-        plan_request(catalog, request, runtime == "docker", data)  # resolves and composes every arm
+        arms = planned_arms(catalog, request, runtime == "docker", data)
     except UserError as error:
         key = _FIELD_KEYS.get(error.field or "", "depths" if error.field == "features" else "model")
         return (f"{error.field}: {error.message}" if error.field else error.message), key
@@ -149,7 +173,7 @@ def why_impossible(catalog: Catalog, request: CampaignRequest, runtime: str, dat
             f"variant {request.variant!r} needs about {variant.vram_minimum_gb:g} GB; "
             f"{request.tp} x {hardware.name} have {have:g} GB (variants.vram_minimum_gb)"
         ), "tp"
-    return None
+    return arms
 
 
 def _loc(entry: MatrixEntry, index: int, key: str, request: CampaignRequest) -> tuple[str | int, ...]:
@@ -166,7 +190,8 @@ def expand(planned: PlanFile, catalog: Catalog, data: Path) -> tuple[list[Cell],
     plan = planned.plan
     cells: list[Cell] = []
     impossible: list[Impossible] = []
-    seen: set[str] = set()
+    asked: set[str] = set()
+    by_key: dict[str, Cell] = {}
     for index, entry in enumerate(plan.matrix):
         try:
             requests = _requests(plan, entry)
@@ -174,17 +199,32 @@ def expand(planned: PlanFile, catalog: Catalog, data: Path) -> tuple[list[Cell],
             impossible.append(Impossible(f"matrix[{index}] {entry.model}", ("matrix", index), error.errors()[0]["msg"]))
             continue
         for request in requests:
-            key = cell_key(request, plan.runtime)
-            cell = Cell(key, request, plan.runtime, entry.timeout_s or plan.timeout_s, index)
-            if key in seen:
+            asking = request.model_dump_json()
+            if asking in asked:
                 continue  # two blocks naming one cell measure it once
-            seen.add(key)
-            found = why_impossible(catalog, request, plan.runtime, data)
-            if found is None:
-                cells.append(cell)
-            else:
+            asked.add(asking)
+            found = plan_cell(catalog, request, plan.runtime, data)
+            if isinstance(found, tuple):
                 reason, key = found
-                impossible.append(Impossible(cell.label, _loc(entry, index, key, request), reason))
+                impossible.append(Impossible(request_label(request), _loc(entry, index, key, request), reason))
+                continue
+            cell = Cell(
+                cell_key(request, plan.runtime, found), request, plan.runtime, entry.timeout_s or plan.timeout_s, index
+            )
+            twin = by_key.setdefault(cell.key, cell)
+            if twin is cell:
+                cells.append(cell)
+                continue
+            impossible.append(
+                Impossible(
+                    cell.label,
+                    ("matrix", index, "configuration") if request.configuration else ("matrix", index),
+                    f"its packets could not be told from those of {twin.label}: they differ only in what a packet "
+                    "does not record (a configuration is told by its speculative method and draft head: "
+                    "catalog/model/campaign.py); give the configuration a draft_head of its own, or measure it in "
+                    "a plan of its own",
+                )
+            )
     return cells, impossible
 
 
@@ -200,10 +240,12 @@ def jobs_of(cells: Iterable[Cell], plan: CampaignPlan, round_name: str | None) -
 
 
 def finished(packets: Mapping[str, Packet], plan: CampaignPlan, round_name: str | None) -> dict[tuple[str, int], str]:
-    """The jobs of this plan and round already in packets/: (cell, repeat) -> packet id."""
+    """The jobs of this plan and round already in packets/: (cell, repeat) -> packet id. A packet is
+    one only where the cell it claims is the one its contents describe (catalog/model/campaign.py),
+    as verification holds every packet to: one that claims another cell never makes a re-run skip it."""
     done: dict[tuple[str, int], str] = {}
     for packet_id, packet in sorted(packets.items()):
         ref = packet.campaign
-        if ref is not None and ref.name == plan.name and ref.round == round_name:
+        if ref is not None and ref.name == plan.name and ref.round == round_name and ref.cell == measured_cell(packet):
             done.setdefault((ref.cell, ref.repeat), packet_id)
     return done

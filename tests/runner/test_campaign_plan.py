@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from catalog.errors import CatalogError, CatalogErrors, UserError
+from catalog.model.campaign import measured_cell
 from catalog.model.packet import CampaignRef
 from catalog.store.repository import load_catalog
 from runner.cli import run
@@ -180,10 +181,25 @@ def test_campaign_plan_prints_every_cell_and_its_commands(
     assert any(line.startswith("    tp2-mtp3: ") and "--tensor-parallel-size 2" in line for line in out)
 
 
+# Its first cell is the campaign testkit's measured_parts records: Qwen3.5 9B on one B70, the
+# oracle and MTP depth 2, no ladders, the default workload, the local runtime.
+RERUN = """\
+name: nightly
+repeats: 2
+matrix:
+  - model: qwen3.5-9b
+    hardware: [arc_pro_b70]
+    depths: [2]
+  - model: demo
+    hardware: [cpu_generic]
+"""
+
+
 def test_a_rerun_finds_the_jobs_already_in_packets(tmp_path: Path, data: Path) -> None:
-    planned = load_plan(write(tmp_path, NIGHTLY))
+    planned = load_plan(write(tmp_path, RERUN))
     cells, _ = expand(planned, catalog_of(data, tmp_path), data)
     key = cells[0].key
+    assert key == measured_cell(measured_parts())  # the cell the head plans is the one its packet proves
     for ref in (
         CampaignRef(name="nightly", round="2026-12-04", cell=key, repeat=2, repeats=2),
         CampaignRef(name="nightly", round="2026-12-03", cell=key, repeat=1, repeats=2),  # another round
@@ -195,6 +211,47 @@ def test_a_rerun_finds_the_jobs_already_in_packets(tmp_path: Path, data: Path) -
     done = finished(catalog.packets, planned.plan, "2026-12-04")
     assert list(done) == [(key, 2)]
     assert finished(catalog.packets, planned.plan, None) == {}
+
+
+def test_a_packet_claiming_a_cell_it_did_not_measure_never_makes_a_rerun_skip_it(tmp_path: Path, data: Path) -> None:
+    """Signed by a listed key, the Qwen campaign claims the demo cell: finished() counts only the honest one."""
+    planned = load_plan(write(tmp_path, RERUN))
+    qwen, demo = expand(planned, catalog_of(data, tmp_path), data)[0]
+    honest = seal_parts(
+        measured_parts().model_copy(
+            update={"campaign": CampaignRef(name="nightly", cell=qwen.key, repeat=1, repeats=2)}
+        )
+    )
+    claim = CampaignRef(name="nightly", cell=demo.key, repeat=1, repeats=2)
+    forged = seal_parts(measured_parts(ms_per_token=26.0).model_copy(update={"campaign": claim}))
+    assert forged.packet.signed
+    packets = {sealed.packet.id: sealed.packet for sealed in (honest, forged)}
+    assert finished(packets, planned.plan, None) == {(qwen.key, 1): honest.packet.id}
+
+
+def test_two_cells_no_packet_could_tell_apart_are_refused(tmp_path: Path, data: Path) -> None:
+    """An overlay configuration with the recipe's own speculative method and no draft head of its
+    own: its packets and the recipe's cell's would record the same arms, so one cell's packets would
+    count as the other's."""
+    overlay = data / "overlays" / "qwen3.5-9b.yaml"
+    text = overlay.read_text(encoding="utf-8").replace(
+        "configurations:\n",
+        "configurations:\n  b70-default-mtp-env:\n    label: MTP with a switch\n    variant: default\n"
+        "    hardware: arc_pro_b70\n    speculative_config: {method: mtp, num_speculative_tokens: 2}\n"
+        "    env: {VLLM_SOME_SWITCH: '1'}\n",
+        1,
+    )
+    overlay.write_text(text, encoding="utf-8")
+    plan = RERUN + "  - model: qwen3.5-9b\n    hardware: [arc_pro_b70]\n    depths: [2]\n"
+    plan += "    configuration: b70-default-mtp-env\n"
+    cells, impossible = expand(load_plan(write(tmp_path, plan)), catalog_of(data, tmp_path), data)
+    assert [c.label for c in cells] == [
+        "qwen3.5-9b default arc_pro_b70 tp1 depths 0,2",
+        "demo default cpu_generic tp1 depths 0",
+    ]
+    (refused,) = impossible
+    assert refused.loc == ("matrix", 2, "configuration")
+    assert refused.reason.startswith("its packets could not be told from those of qwen3.5-9b default arc_pro_b70")
 
 
 def test_the_example_plan_in_the_repository_is_valid(tmp_path: Path, data: Path) -> None:
