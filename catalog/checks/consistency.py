@@ -9,8 +9,8 @@ speculative counters beyond the tokens they counted, rows in an import, and a "r
 is a copy of the original or ran on another card. What a packet claims
 about the world has a module per class, run from here (docs/packets.md lists them): its model's
 facts (facts.py), physics both ways (physics.py), its servers' independence (independence.py),
-its workload (workload.py, load_sweep.py), its identity (identity.py), its dates (dates.py) and
-its size (bounds.py).
+its workload (workload.py, load_sweep.py), its identity (identity.py), its dates (dates.py), its
+size (bounds.py) and its fleet campaign cell (campaign.py).
 
 Each check returns `(field, message)` problems, like `catalog.checks.evidence`; the loader turns them
 into `CatalogError`s naming the file. API:
@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from catalog.checks.bounds import text_bound_problems
+from catalog.checks.campaign import campaign_problems
 from catalog.checks.dates import date_problems, model_date_problems
 from catalog.checks.energy import board_power_problems, energy_problems
 from catalog.checks.facts import facts_problems, file_facts_problems
@@ -90,6 +91,7 @@ def packet_problems(packet: Packet, now: datetime) -> list[Problem]:
         *copy_problems(packet),
         *workload_problems(packet),
         *text_bound_problems(packet),
+        *campaign_problems(packet),
     ]
 
 

@@ -718,14 +718,16 @@ class Ladder(StrictModel):
 
 class CampaignRef(StrictModel):
     """The cell of a fleet campaign (runner/fleet) this packet measured: a re-run of the plan finds
-    the cells already done by it, and pages count a cell's repeats as designed to be independent."""
+    the cells already done by it, and pages count a cell's repeats as designed to be independent.
+    Its cell is the one the packet's own contents describe (catalog/checks/campaign.py)."""
 
     name: Slug = Field(description="The campaign plan's name (campaigns/<name>.yaml).")
     round: Slug | None = Field(
         default=None, description="Which run of the plan (e.g. a date): a new round measures every cell again."
     )
     cell: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{12}$")] = Field(
-        description="The cell: 12 hex digits of the hash of the configuration it measures."
+        description="The cell: 12 hex digits of the hash of the configuration it measures, as the packet "
+        "records it (catalog/model/campaign.py)."
     )
     repeat: int = Field(ge=1, description="Which independent repeat of the cell this is (1 to repeats).")
     repeats: int = Field(ge=1, description="How many independent repeats the plan asks of the cell.")

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from catalog.model.campaign import measured_cell
 from catalog.model.load_sweep import LoadLevel, LoadRequest, LoadSweep
 from catalog.model.metrics import compare_rows, server_decode_rate, server_ttft_ms
 from catalog.model.packet import PacketParts, PromptRow
@@ -276,6 +277,17 @@ def docker_story(document: Document) -> None:
             server["server_version"] = runtime["version"]
 
 
+def campaign_cell(document: Document) -> dict[str, Any]:
+    """A fleet campaign's ref naming the cell the document measured (catalog/model/campaign.py)."""
+    cell = measured_cell(PacketParts.model_validate(draft_of(document)))
+    return {"name": "b70-qwen", "round": "2026-11", "cell": cell, "repeat": 1, "repeats": 2}
+
+
+def claims_another_card_s_cell(document: Document) -> None:
+    """Qwen3.5 9B measured on an Arc Pro B70 claims the plan's B60 cell: a re-run would skip it."""
+    document["campaign"] = campaign_cell(measured_parts(hardware="arc_pro_b60").model_dump(mode="json"))
+
+
 def digest_contradicts(document: Document) -> None:
     docker_story(document)
     document["identity"]["runtime"]["image_digest"] = OTHER
@@ -375,6 +387,7 @@ ATTACKS: list[tuple[str, str, str | None, Callable[[Document], None], str]] = [
     ("6 identity", "a server whose /version is another vLLM", None, another_server_version, "server_version"),
     ("6 identity", "a campaign dated before its model existed", None, before_the_model_existed, "existed"),
     ("6 identity", "a vLLM older than the recipe needs", None, older_vllm_than_the_recipe_needs, "older than"),
+    ("6 identity", "a campaign cell measured on another card", None, claims_another_card_s_cell, "campaign.cell"),
     ("7 dates", "an import without its source's publication date", IMPORTED_4B, no_publication_date, "published"),
     ("7 dates", "a campaign without its creation date", None, no_creation_date, "created"),
     ("8 bounds", "a title of 380 characters", None, long_title, "title"),
@@ -442,12 +455,13 @@ CONTROLS: dict[str, list[str | None]] = {
 @pytest.mark.parametrize("kind", list(CONTROLS))
 def test_the_same_key_publishes_an_honest_packet(lab: Path, kind: str, options: tuple[str, ...]) -> None:
     """The control: the class's starting packets sealed honestly by the lab's key (a campaign with
-    the docker story the runner records, for class 6) are accepted, so each refusal above is the
-    content's."""
+    the docker story and the fleet campaign cell the runner records, for class 6) are accepted, so
+    each refusal above is the content's."""
     for start in CONTROLS[kind]:
         document = base(lab, start) if start else campaign()
         if kind == "6 identity":
             docker_story(document)
+            document["campaign"] = campaign_cell(document)
         lab_seal(lab, document)
     accepted(lab, options)
 

@@ -22,10 +22,10 @@ from bs4 import BeautifulSoup
 from testkit.samples import measured_parts
 from tests.adversarial.support import REPO
 from tests.adversarial.test_forgery import SIGNED, commands
-from tests.adversarial.test_listed_key import campaign, lab, lab_seal  # noqa: F401 (lab: a fixture)
+from tests.adversarial.test_listed_key import campaign, campaign_cell, lab, lab_seal  # noqa: F401 (lab: a fixture)
 from tests.adversarial.test_listed_key_round2_grade import extra_key, seal_with
 
-REF = {"name": "b70-qwen", "round": "2026-11", "cell": "0123456789ab", "repeat": 1, "repeats": 3}
+REF = {**campaign_cell(campaign()), "repeats": 3}  # the cell both packets measured (catalog/model/campaign.py)
 FAMILY = Path("site") / "models" / "qwen3.5-9b" / "index.html"
 
 

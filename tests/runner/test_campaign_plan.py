@@ -12,6 +12,7 @@ import yaml
 from catalog.errors import CatalogError, CatalogErrors, UserError
 from catalog.model.campaign import measured_cell
 from catalog.model.packet import CampaignRef
+from catalog.packets.seal import write_packet
 from catalog.store.repository import load_catalog
 from runner.cli import run
 from runner.fleet.cells import HOST_RESOURCE, expand, finished, jobs_of
@@ -214,7 +215,8 @@ def test_a_rerun_finds_the_jobs_already_in_packets(tmp_path: Path, data: Path) -
 
 
 def test_a_packet_claiming_a_cell_it_did_not_measure_never_makes_a_rerun_skip_it(tmp_path: Path, data: Path) -> None:
-    """Signed by a listed key, the Qwen campaign claims the demo cell: finished() counts only the honest one."""
+    """Signed by a listed key, the Qwen campaign claims the demo cell: the plan refuses to load it,
+    naming the file and campaign.cell, and finished(), handed it anyway, counts only the honest one."""
     planned = load_plan(write(tmp_path, RERUN))
     qwen, demo = expand(planned, catalog_of(data, tmp_path), data)[0]
     honest = seal_parts(
@@ -227,6 +229,10 @@ def test_a_packet_claiming_a_cell_it_did_not_measure_never_makes_a_rerun_skip_it
     assert forged.packet.signed
     packets = {sealed.packet.id: sealed.packet for sealed in (honest, forged)}
     assert finished(packets, planned.plan, None) == {(qwen.key, 1): honest.packet.id}
+    path = write_packet(forged, tmp_path / "packets")
+    with pytest.raises(CatalogError) as caught:
+        run(["--data", str(data), "--packets", str(tmp_path / "packets"), "campaign", "plan", str(planned.path)])
+    assert (caught.value.file, caught.value.field) == (str(path), "campaign.cell")
 
 
 def test_two_cells_no_packet_could_tell_apart_are_refused(tmp_path: Path, data: Path) -> None:

@@ -28,6 +28,7 @@ matrix:
     hardware: [cpu_generic]
   - model: qwen3.5-9b
     hardware: [arc_pro_b70]
+    depths: [2]
 """
 
 
