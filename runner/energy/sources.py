@@ -1,8 +1,8 @@
 """Where a card's power and energy counter are read from, and how each tool's output is parsed.
 
 Intel (platform xpu):
-- power: `xpu-smi dump -d N --metrics 1 --loop-ms MS` (xpu-smi 2.x, intel/xpumanager
-  `core/ial/cmn/cmd_dump.cpp`: 2.x takes `--metrics/--interval/--number/--loop-ms`; 1.x's
+- power: `xpu-smi dump -d N --metrics 1 --loop-ms MS` (xpu-smi 2.x, intel/xpumanager v2.0.0
+  `ial/cmn/cmd_dump.cpp`: 2.x takes `--metrics/--interval/--number/--loop-ms`; 1.x's
   `-m/-i/-n` exit 1 there). Metric 1 is `power.draw`, the *card* power domain, in W with two
   decimals. Rows are `Timestamp, DeviceId, power.draw (W)` then `09:20:42.004, 0, 31.86`: the
   timestamp is UTC `HH:MM:SS.mmm` (`std::format` of `system_clock::now()`; 1.x printed local time

@@ -7,7 +7,7 @@ CLOCK_MONOTONIC reading, which every process on the host shares), and the trace 
 
 - `xpu-smi dump -d N --metrics 1 --loop-ms MS`: the 2.x CSV rows (`Timestamp, DeviceId,
   power.draw (W)`, then `HH:MM:SS.mmm, N, P.PP` in UTC, one row per MS, the first one MS after
-  start), as intel/xpumanager `core/ial/cmn/cmd_dump.cpp` prints them with stdin not a terminal;
+  start), as intel/xpumanager `ial/cmn/cmd_dump.cpp` prints them with stdin not a terminal;
   each row's value and timestamp are read at the same moment, as the tool samples. 1.x options
   (`-m`, `-i`, `-n`) exit 1 with CLI11's message, as 2.x does. With $FAKE_HWMON, the trace's
   counter is written to `$FAKE_HWMON/energy1_input` (µJ) every 50 ms. The xe driver computes that
