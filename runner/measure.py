@@ -146,9 +146,9 @@ def measure(
 
 def campaign_meter(hardware: Hardware, checked: Checked, arms: list[ArmPlan], progress: Progress) -> Meter:
     """The energy meter of every card the campaign's largest arm uses (runner/energy/): a CPU
-    host has none, and its packet says so."""
+    host or a MIG slice has none, and its packet says so."""
     cards = max(arm_tp(arm) for arm in arms)
-    used = [CardAddress(d.index, d.bus_id) for d in checked.devices.devices[:cards]]
+    used = [CardAddress.of(d) for d in checked.devices.devices[:cards]]
     return energy_meter(hardware.platform, used, progress)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from catalog.model.arrays import to_int64, to_uint32
 from catalog.model.energy import US, CardTrace, EnergyBounds, EnergySetup, EnergyWindow, Tokens, judge_window
+from runner.cards import Device
 from runner.energy import sources
 from runner.energy.sources import Nvml, Reading
 from runner.server import stop_process
@@ -255,10 +256,29 @@ Meter = EnergyMeter | NoEnergy
 
 @dataclass(frozen=True)
 class CardAddress:
-    """A card the servers will use, as preflight read it from the vendor tool."""
+    """A card the servers will use, as preflight read it from the vendor tool (a MIG slice: its
+    parent GPU's index and address, and its profile)."""
 
     index: int
     bus_id: str | None
+    mig_profile: str | None = None
+
+    @classmethod
+    def of(cls, device: Device) -> CardAddress:
+        return cls(device.index, device.bus_id, device.mig_profile)
+
+
+def mig_slice_reason(cards: Sequence[CardAddress]) -> str | None:
+    """Why a server on a MIG slice has no energy figure: NVML reads power and energy per physical
+    GPU, and MIG has no per-slice power (arXiv 2501.17752, "On the Partitioning of GPU Power among
+    Multi-Instances"), so every slice's work, other tenants' included, would be charged to it."""
+    slices = [f"{card.mig_profile} on device {card.index}" for card in cards if card.mig_profile]
+    if not slices:
+        return None
+    return (
+        f"no card energy source: MIG slice ({', '.join(slices)}): NVML's board power and energy counter "
+        "cover the whole GPU, every slice's work included, not the slice"
+    )
 
 
 def energy_meter(
@@ -269,13 +289,22 @@ def energy_meter(
     nvml: Nvml | None = None,
     sysfs: Path | None = None,
 ) -> Meter:
-    """The meter for this host's cards: xpu-smi and hwmon on Intel, NVML (or nvidia-smi) on NVIDIA."""
+    """The meter for this host's cards: xpu-smi and hwmon on Intel, NVML (or nvidia-smi) on NVIDIA;
+    or none, and the progress output says why."""
     interval = interval_ms or INTERVAL_MS
+    mig = mig_slice_reason(cards)
+    meter: Meter
     if platform == "cpu" or not cards:
-        return NoEnergy(NO_CARD)
-    if platform == "xpu":
-        return _xpu_meter(cards, progress, interval, sysfs)
-    return _cuda_meter(cards, progress, interval, nvml if nvml is not None else sources.load_nvml())
+        meter = NoEnergy(NO_CARD)
+    elif mig is not None:
+        meter = NoEnergy(mig)
+    elif platform == "xpu":
+        meter = _xpu_meter(cards, progress, interval, sysfs)
+    else:
+        meter = _cuda_meter(cards, progress, interval, nvml if nvml is not None else sources.load_nvml())
+    if isinstance(meter, NoEnergy):
+        progress(f"energy not measured: {meter.reason}")
+    return meter
 
 
 def _xpu_meter(cards: Sequence[CardAddress], progress: Progress, interval: int, sysfs: Path | None) -> Meter:

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from catalog.model.energy import Tokens
+from runner import nvidia_smi
 from runner.energy import meter as meter_module
 from runner.energy import sources
 from runner.energy.meter import NO_CARD, READ_BOUND_S, Card, CardAddress, EnergyMeter, NoEnergy, energy_meter
@@ -124,6 +125,50 @@ def test_a_cpu_host_has_no_card_energy_source_and_says_so() -> None:
     assert meter.window(0.0, 1.0, 1, Tokens(1, 2)) is None
     setup = meter.setup()
     assert setup.absent == NO_CARD and setup.sources == [] and setup.idle is None
+
+
+def test_a_server_on_a_mig_slice_gets_no_energy_figure_and_the_output_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The recorded H100 split in MIG slices (tests/runner/smi/h100-mig): a slice is its parent GPU's
+    index to NVML, whose board power covers every slice (other tenants' work included); two slices
+    of one GPU would read that one GPU twice. NVML is not read, the packet says why."""
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SMI_BOX", str(HERE / "smi" / "h100-mig"))
+    devices, _, slices = nvidia_smi.read_devices()
+    for mask, named in (
+        ("MIG-00000002", "1g.10gb on device 0"),
+        ("MIG-00000000,MIG-00000001", "3g.40gb on device 0, 2g.20gb on device 0"),
+    ):
+        lines: list[str] = []
+        used = [CardAddress.of(device) for device in nvidia_smi.visible(devices, slices, mask)]
+        meter = energy_meter("cuda", used, lines.append, nvml=UnreadNvml())
+        assert isinstance(meter, NoEnergy)
+        reason = meter.setup().absent
+        assert reason == (
+            f"no card energy source: MIG slice ({named}): NVML's board power and energy counter cover the "
+            "whole GPU, every slice's work included, not the slice"
+        )
+        assert lines == [f"energy not measured: {reason}"]
+
+
+class UnreadNvml:
+    """An NVML the meter must not read."""
+
+    def nvmlInit(self) -> None:
+        raise AssertionError("NVML read")
+
+    def nvmlShutdown(self) -> None:
+        raise AssertionError("NVML read")
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> object:
+        raise AssertionError("NVML read")
+
+    def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
+        raise AssertionError("NVML read")
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: object) -> int:
+        raise AssertionError("NVML read")
 
 
 # --- the meter against the stand-ins -------------------------------------------------------------
