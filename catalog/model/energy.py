@@ -75,8 +75,9 @@ class EnergyBounds(StrictModel):
 
 class CardTrace(StrictModel):
     """One card's samples around one window: times are microseconds from the window's start on the
-    client's clock (negative before it), power in milliwatts, the counter in microjoules as read
-    (its origin is the counter's own: driver load)."""
+    client's clock (negative before it), power in milliwatts (each value the mean over an interval,
+    timed at its middle), the counter in microjoules as read (its origin is the counter's own:
+    driver load)."""
 
     device: int = Field(ge=0, description="The card's index in the vendor tool (xpu-smi, nvidia-smi / NVML).")
     bus_id: str | None = Field(default=None, description="The card's PCI address.")
@@ -84,7 +85,10 @@ class CardTrace(StrictModel):
     counter_source: str | None = Field(
         default=None, description="What the cumulative energy counter was read from; null when the card has none."
     )
-    power_t_us: Int64Array = Field(description="Time of each power sample, µs from the window's start, base64 int64.")
+    power_t_us: Int64Array = Field(
+        description="Time of each power sample, µs from the window's start, base64 int64: the middle of the "
+        "interval whose mean power it is (the tool's row or read time less half that interval)."
+    )
     power_mw: UInt32Array = Field(description="Each power sample, milliwatts, base64 uint32.")
     counter_t_us: Int64Array = Field(
         default_factory=_empty, description="Time of each counter reading, µs from the window's start, base64 int64."

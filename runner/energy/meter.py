@@ -2,11 +2,13 @@
 starts (the idle baseline) to the end, on the clock the requests are timed with.
 
 Samples carry time.perf_counter() seconds, the clock of every request time (CLOCK_MONOTONIC on
-Linux). A reading this process takes itself (hwmon, NVML) is stamped at the middle of the read, and
-dropped when the read took longer than READ_BOUND_S (its moment is then unknown); a
-tool's row (xpu-smi dump, nvidia-smi -lms) is stamped with the tool's own timestamp, moved onto the
-same clock by the wall-clock offset at the moment the row arrives: a tool that writes its rows in
-bursts (a pipe is block-buffered) still gives each sample its own time.
+Linux). A reading this process takes itself (hwmon, NVML) was taken at the middle of the read, and
+is dropped when the read took longer than READ_BOUND_S (its moment is then unknown); a tool's row
+(xpu-smi dump, nvidia-smi -lms) at the tool's own timestamp, moved onto the same clock by the
+wall-clock offset at the moment the row arrives: a tool that writes its rows in bursts (a pipe is
+block-buffered) still gives each sample its own time. A counter reading is stamped at that moment;
+a power value, the mean over an interval ending there (sources.py), at that interval's middle
+(Card.add_power).
 
 A measured window (a strict suite, a concurrency level, a load level) is cut from the samples
 afterwards: those within it and, on each side, enough to interpolate its edges; it is then judged
@@ -60,12 +62,19 @@ class Card:
     bus_id: str | None
     power_source: str
     counter_source: str | None
+    power_window_s: float = 0.0  # how long each power value averages over, ending when it is read
     power: list[tuple[float, int]] = field(default_factory=list)
     counter: list[tuple[float, int]] = field(default_factory=list)
 
     def add(self, series: list[tuple[float, int]], at: float, value: int) -> None:
         if not series or at > series[-1][0]:  # a row stamped no later than the last adds nothing
             series.append((at, value))
+
+    def add_power(self, read_at: float, milliwatts: int) -> None:
+        """A power value read at `read_at`: the mean over the power_window_s before it, stamped at
+        that interval's middle (the moment whose power it equals when power changes linearly;
+        stamped when read, it would lag the card by half the interval)."""
+        self.add(self.power, read_at - self.power_window_s / 2, milliwatts)
 
     def trace(self, start: float, end: float, margin: float) -> CardTrace:
         def cut(series: list[tuple[float, int]]) -> tuple[list[int], list[int]]:
@@ -155,7 +164,7 @@ class EnergyMeter:
             arrived, now_wall = time.perf_counter(), time.time()
             card = self._by_device.get(reading.device)
             if card is not None:
-                card.add(card.power, arrived - (now_wall - reading.wall.timestamp()), reading.value)
+                card.add_power(arrived - (now_wall - reading.wall.timestamp()), reading.value)
         if not self._stop.is_set():
             self.progress(f"energy: `{' '.join(argv)}` stopped (exit {process.wait()}): later windows will show a gap")
 
@@ -314,7 +323,8 @@ def _xpu_meter(cards: Sequence[CardAddress], progress: Progress, interval: int, 
     polls: list[Poll] = []
     for address in cards:
         energy_file = sources.hwmon_energy_file(address.bus_id, sysfs)
-        card = Card(address.index, address.bus_id, sources.XPU_POWER, sources.HWMON_COUNTER if energy_file else None)
+        counter = sources.HWMON_COUNTER if energy_file else None
+        card = Card(address.index, address.bus_id, sources.XPU_POWER, counter, sources.xpu_power_window_s(interval))
         recorded.append(card)
         if energy_file is None:
             progress(
@@ -354,10 +364,11 @@ def _cuda_meter(cards: Sequence[CardAddress], progress: Progress, interval: int,
             "nvidia-smi and every window will be invalid (counter missing); "
             "`pip install -r requirements/runner-cuda.txt` (nvidia-ml-py) fixes it"
         )
-        recorded = [Card(a.index, a.bus_id, sources.NVIDIA_SMI_POWER, None) for a in cards]
+        recorded = [Card(a.index, a.bus_id, sources.NVIDIA_SMI_POWER, None, sources.NVML_POWER_WINDOW_S) for a in cards]
         argv = sources.nvidia_smi_argv([a.index for a in cards], interval)
         return EnergyMeter(recorded, [(argv, sources.parse_nvidia_smi)], [], interval, progress)
-    recorded = [Card(a.index, a.bus_id, sources.NVML_POWER, sources.NVML_COUNTER) for a in cards]
+    window = sources.NVML_POWER_WINDOW_S
+    recorded = [Card(a.index, a.bus_id, sources.NVML_POWER, sources.NVML_COUNTER, window) for a in cards]
     handles = [nvml.nvmlDeviceGetHandleByIndex(card.device) for card in recorded]
 
     def poll() -> None:
@@ -369,7 +380,7 @@ def _cuda_meter(cards: Sequence[CardAddress], progress: Progress, interval: int,
                 at = read_moment(before, time.perf_counter())
                 if at is None:
                     continue
-                card.add(card.power, at, int(milliwatts))
+                card.add_power(at, int(milliwatts))
                 card.add(card.counter, at, int(millijoules) * 1000)
 
     return EnergyMeter(recorded, [], [poll], interval, progress)

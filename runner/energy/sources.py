@@ -27,6 +27,19 @@ NVIDIA (platform cuda):
   average over 1 s on Ampere or newer, `--help-query-gpu`), timestamps `YYYY/MM/DD HH:MM:SS.mmm`
   in local time. Every window is then invalid: "counter missing".
 
+Every power value is a mean over an interval that ends when it is read or printed, not the power
+at that moment (the meter stamps it at the interval's middle, `power_window_s`):
+- xpu-smi 2.x `power.draw` is (E_after - E_before) / (t_after - t_before) of the card's energy
+  (v2.0.0 `ial/cmn/metrics/power.cpp:48-51,160-182`), E_before being the previous loop's E_after
+  (`ial/cmn/metrics_registry.cpp:193-201`), one loop a period (`ial/cmn/cmd_dump.cpp:784-802`);
+  the row's timestamp is taken when it is printed (`cmd_dump.cpp:582-609`): the loop period.
+- NVML's board power, and nvidia-smi's `power.draw` that reads it: "On Ampere (except GA100) or
+  newer GPUs, the API returns power averaged over 1 sec interval. On GA100 and older
+  architectures, instantaneous power is returned" (nvmlDeviceGetPowerUsage in nvml.h and the NVML
+  API reference, as https://nvidia.github.io/cuda-python/pr-preview/pr-2903/cuda-bindings/latest/
+  module/generated/cuda.bindings.nvml.device_get_power_usage.html quotes it). The catalog's NVIDIA
+  cards (data/hardware.yaml: H100, H200) are Hopper: 1 s.
+
 The recorded outputs these parsers are tested on are in tests/runner/power/ (with their sources).
 """
 
@@ -49,6 +62,14 @@ NVML_COUNTER = "NVML nvmlDeviceGetTotalEnergyConsumption (board, mJ)"
 NVIDIA_SMI_POWER = "nvidia-smi power.draw (board, W)"
 
 _XPU_POWER_COLUMNS = ("power.draw", "GPU Power")  # 2.x field name, 1.x label
+
+NVML_POWER_WINDOW_S = 1.0
+"""How long NVML's board power averages over, ending when it is read (Ampere, GA100 excepted, or newer)."""
+
+
+def xpu_power_window_s(interval_ms: int) -> float:
+    """How long xpu-smi's `power.draw` averages over, ending when its row is printed: the loop period."""
+    return interval_ms / 1000.0
 
 
 @dataclass(frozen=True)

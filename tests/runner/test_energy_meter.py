@@ -217,6 +217,7 @@ def test_a_loaded_b70_gives_a_valid_window_whose_power_agrees_with_its_counter(
     assert 150.0 < window.figures.avg_w < 230.0  # ramping to about 220 W
     assert window.figures.counter_j == pytest.approx(window.figures.energy_j, rel=0.1)
     assert meter.sources == [sources.XPU_POWER, sources.HWMON_COUNTER]
+    assert meter.cards[0].power_window_s == 0.2  # each row the mean over one loop
     card = window.cards[0]
     assert card.power_t_us[0] < 0 < window.duration_us < card.power_t_us[-1]  # the edges are bracketed
 
@@ -284,6 +285,7 @@ def test_nvml_gives_power_and_the_energy_counter_of_each_card(monkeypatch: pytes
         time.sleep(1.6)
         window = meter.window(started + 0.3, started + 1.3, 1, Tokens(100, 300))
     assert meter.sources == [sources.NVML_POWER, sources.NVML_COUNTER]
+    assert meter.cards[0].power_window_s == sources.NVML_POWER_WINDOW_S
     assert window.invalid == [] and window.figures is not None
     assert window.figures.avg_w == pytest.approx(632.0, abs=5.0)
     assert window.figures.counter_j == pytest.approx(window.figures.energy_j, rel=0.05)
@@ -306,4 +308,5 @@ def test_without_nvidia_ml_py_power_comes_from_nvidia_smi_and_the_counter_is_mis
         window = meter.window(started + 0.3, started + 1.0, 1, Tokens(10, 20))
     assert window is not None
     assert meter.sources == [sources.NVIDIA_SMI_POWER]
+    assert meter.cards[0].power_window_s == sources.NVML_POWER_WINDOW_S  # power.draw reads NVML
     assert window.invalid == ["counter missing: device 0 has no cumulative energy counter to check its power against"]
