@@ -7,14 +7,20 @@ CLOCK_MONOTONIC reading, which every process on the host shares), and the trace 
 
 - `xpu-smi dump -d N --metrics 1 --loop-ms MS`: the 2.x CSV rows (`Timestamp, DeviceId,
   power.draw (W)`, then `HH:MM:SS.mmm, N, P.PP` in UTC, one row per MS, the first one MS after
-  start), as intel/xpumanager `ial/cmn/cmd_dump.cpp` prints them with stdin not a terminal;
-  each row's value and timestamp are read at the same moment, as the tool samples. 1.x options
+  start), as intel/xpumanager `ial/cmn/cmd_dump.cpp` prints them with stdin not a terminal. Each
+  row's value is the trace's mean power since the previous row (the first: since start), stamped
+  when printed, as xpu-smi 2.x computes `power.draw` from two energy readings a loop apart
+  (v2.0.0 `ial/cmn/metrics/power.cpp:160-182`, `ial/cmn/metrics_registry.cpp:193-201`; the
+  timestamp at `cmd_dump.cpp:609`). The mean is of the trace's power column, so a trace whose
+  counter disagrees with its power still shows it. 1.x options
   (`-m`, `-i`, `-n`) exit 1 with CLI11's message, as 2.x does. With $FAKE_HWMON, the trace's
   counter is written to `$FAKE_HWMON/energy1_input` (µJ) every 50 ms. The xe driver computes that
   attribute when it is read; a file rewritten by this process lags it by as long as this process is
   descheduled, so a reader that must be exact on a loaded host computes it itself (`hwmon_uj`).
 - `nvidia-smi --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits --id=N -lms=MS`:
-  `YYYY/MM/DD HH:MM:SS.mmm, N, P.PP` (local time), one row per MS.
+  `YYYY/MM/DD HH:MM:SS.mmm, N, P.PP` (local time), one row per MS, each the mean power over the
+  NVML_WINDOW_S before it (NVML's board power on Ampere, GA100 excepted, or newer; the NVML
+  stand-in answers the same).
 Standard library only: the fake tools run it with the system python3.
 """
 
@@ -30,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 Row = tuple[float, float | None, float | None]  # t_s, power W (None: gap), counter J (None: gap)
+
+NVML_WINDOW_S = 1.0  # runner/energy/sources.py cites it
 
 
 def load(path: str) -> tuple[list[Row], float, float]:
@@ -92,6 +100,29 @@ class Trace:
     def power_w(self, elapsed: float) -> float:
         return self._interpolate(self._position(elapsed)[0], 1)
 
+    def _power_integral(self, t: float) -> float:
+        """J of the power column from the trace's first row to t (linear between rows, flat beyond them)."""
+        points = [(row[0], float(row[1] or 0.0)) for row in self.numeric]
+        total = points[0][1] * min(t - points[0][0], 0.0)
+        for (t0, p0), (t1, p1) in itertools.pairwise(points):
+            if t <= t0:
+                break
+            if t1 > t0:
+                upto = min(t, t1)
+                p_upto = p0 + (p1 - p0) * (upto - t0) / (t1 - t0)
+                total += (upto - t0) * (p0 + p_upto) / 2
+        return total + points[-1][1] * max(t - points[-1][0], 0.0)
+
+    def mean_power_w(self, since: float, until: float) -> float:
+        """The mean of the power column over [since, until] (elapsed seconds), repeats included."""
+        per_repeat = self._power_integral(self.end) - self._power_integral(self.repeat)
+
+        def integral(elapsed: float) -> float:
+            t, repeats = self._position(elapsed)
+            return self._power_integral(t) + repeats * per_repeat
+
+        return (integral(until) - integral(since)) / (until - since) if until > since else self.power_w(until)
+
     def counter_j(self, elapsed: float) -> float:
         t, repeats = self._position(elapsed)
         per_repeat = self._interpolate(self.end, 2) - self._interpolate(self.repeat, 2)
@@ -144,9 +175,12 @@ def xpu_smi(args: list[str], trace: Trace) -> None:
     interval = _option(args, "--interval")
     seconds = int(loop_ms) / 1000.0 if loop_ms else float(interval or 1)
     print("Timestamp, DeviceId, power.draw (W)", flush=True)
+    previous = [0.0]  # the elapsed time of the previous row: its energy reading begins this row's interval
 
     def row(elapsed: float, now: datetime) -> str:
-        return f"{now:%H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {trace.power_w(elapsed):.2f}"
+        watts = trace.mean_power_w(previous[0], elapsed)
+        previous[0] = elapsed
+        return f"{now:%H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {watts:.2f}"
 
     _loop(trace, seconds, row)
 
@@ -157,7 +191,8 @@ def nvidia_smi(args: list[str], trace: Trace) -> None:
 
     def row(elapsed: float, utc: datetime) -> str:
         now = utc.astimezone()
-        return f"{now:%Y/%m/%d %H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {trace.power_w(elapsed):.2f}"
+        watts = trace.mean_power_w(elapsed - NVML_WINDOW_S, elapsed)
+        return f"{now:%Y/%m/%d %H:%M:%S}.{now.microsecond // 1000:03d}, {device}, {watts:.2f}"
 
     _loop(trace, int(loop_ms) / 1000.0, row)
 
