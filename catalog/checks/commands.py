@@ -44,6 +44,7 @@ from catalog.checks.consistency import Problem
 from catalog.checks.workload import model_context_problems
 from catalog.model.packet import Arm, Packet
 from catalog.recipes.command_facts import HF_OVERRIDES_FLAG, command_facts, option_value
+from catalog.recipes.compose import split_joined
 from catalog.recipes.hardware import Hardware
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.recorded import Disagreement, disagreements, recorded_facts
@@ -137,7 +138,11 @@ def _overrides_problems(packet: Packet, recipe: Recipe | None) -> list[Problem]:
     (YaRN's rope scaling), which the recipe page shows and explains."""
     if recipe is None:
         return []
-    known = [value for feature in recipe.features.values() if (value := option_value(feature.args, HF_OVERRIDES_FLAG))]
+    known = [
+        value
+        for feature in recipe.features.values()
+        if (value := option_value(split_joined(feature.args), HF_OVERRIDES_FLAG))
+    ]
     problems: list[Problem] = []
     for where, argv, _ in recorded_commands(packet):
         overrides = served_model(argv).hf_overrides if argv else None

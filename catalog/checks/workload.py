@@ -30,8 +30,15 @@ from collections.abc import Callable, Sequence
 
 from catalog.checks.load_sweep import _oracle_of
 from catalog.model.packet import LADDER_MOST_USERS, Arm, Packet
-from catalog.recipes.command_facts import MAX_MODEL_LEN_FLAG, command_facts, option_value, vllm_args, vllm_length
-from catalog.recipes.compose import flag_groups
+from catalog.recipes.command_facts import (
+    MAX_MODEL_LEN_FLAG,
+    command_facts,
+    option_groups,
+    option_value,
+    vllm_args,
+    vllm_length,
+)
+from catalog.recipes.compose import flag_groups, split_joined
 from catalog.recipes.recipe import Recipe
 from catalog.recipes.suite import Suite
 
@@ -159,10 +166,13 @@ def model_context(recipe: Recipe, arm: Arm) -> tuple[int, str]:
     length = recipe.model.context_length
     words = f"recipe {recipe.meta.slug!r} model.context_length"
     carried = [
-        group for argv in (arm.config.argv, arm.config.launch_argv) if argv for group in flag_groups(vllm_args(argv)[0])
+        group
+        for argv in (arm.config.argv, arm.config.launch_argv)
+        if argv
+        for group in option_groups(vllm_args(argv)[0])
     ]
     for name, feature in recipe.features.items():
-        value = option_value(feature.args, MAX_MODEL_LEN_FLAG)  # as vLLM reads it: --max-model-len=128k too
+        value = option_value(split_joined(feature.args), MAX_MODEL_LEN_FLAG)  # as vLLM reads it: 128k too
         extended = vllm_length(value) if value is not None else None
         if extended is not None and extended > length and all(g in carried for g in flag_groups(feature.args)):
             length, words = extended, f"recipe {recipe.meta.slug!r} feature {name!r}'s {MAX_MODEL_LEN_FLAG}"

@@ -155,5 +155,6 @@ def variant_kv_cache_dtype(recipe: Recipe, variant: str) -> str | None:
     where they set none."""
     # imported here: catalog.recipes.command_facts reads this module's schemes
     from catalog.recipes.command_facts import KV_CACHE_DTYPE_FLAG, option_value
+    from catalog.recipes.compose import split_joined
 
-    return option_value(recipe.variants[variant].extra_args, KV_CACHE_DTYPE_FLAG)
+    return option_value(split_joined(recipe.variants[variant].extra_args), KV_CACHE_DTYPE_FLAG)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from types import MappingProxyType
 
-from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG, flag_groups
+from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG
 from catalog.recipes.docker_run import DockerRun
 from catalog.recipes.vllm_serve_options import OPTIONS as SERVE_OPTIONS
 from catalog.recipes.vllm_serve_options import SPECULATIVE_CONFIG_KEYS
@@ -242,7 +242,7 @@ def vllm_args(argv: Sequence[str]) -> tuple[list[str], dict[str, str], Image | N
     if "-m" in tokens:
         rest = tokens[tokens.index("-m") + 2 :]
         args: list[str] = []
-        for group in flag_groups(rest):
+        for group in option_groups(rest):
             if group[0] not in ("--model", "--host", "--port", "--served-model-name"):
                 args.extend(group)
         return args, {}, None
@@ -290,6 +290,10 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
     spec_fields: dict[str, str] = {}
     run = DockerRun.parse(argv)
     unread: list[str] = run.unread if run is not None else []
+    if CONFIG_FILE_FLAG in args and CONFIG_FILE_FLAG not in dict(vllm_options(args)):
+        # FlexibleArgumentParser reads a `--config` token wherever it stands, before any dotted flag
+        # takes the next argument as its value (vllm/utils/argparse_utils.py:334)
+        unread.append(f"reads its flags from {CONFIG_FILE_FLAG}, a file the packet does not carry")
     for flag, value in vllm_options(args):
         if flag == CONFIG_FILE_FLAG:
             unread.append(
@@ -425,13 +429,14 @@ def _speculative_config(
 
 def _other_keys(config: Mapping[str, object] | None) -> tuple[tuple[str, str], ...]:
     """The `spec_config` fact: every key but those the arm records itself, its value as JSON (a
-    value of another JSON type, "3" for 3, is another value)."""
+    value of another JSON type, "3" for 3, is another value). A key set to null is left out: it
+    leaves SpeculativeConfig's field at its default (None for the keys a draft is chosen by)."""
     if not config:
         return ()
     return tuple(
         (key, json.dumps(value, sort_keys=True))
         for key, value in sorted(config.items())
-        if key not in SPEC_RECORDED_KEYS
+        if key not in SPEC_RECORDED_KEYS and value is not None
     )
 
 
@@ -481,8 +486,7 @@ def vllm_options(args: Sequence[str]) -> list[tuple[str, str | None]]:
     A flag argparse cannot tell apart from another the facts read comes back as ("?" + the token, the
     flags it may be); others are left out."""
     found: list[tuple[str, str | None]] = []
-    tokens = [token for parts in flag_groups(args) for token in parts]
-    for group in flag_groups(_flexible(tokens)):
+    for group in option_groups(_flexible(args)):
         token = group[0]
         if not _is_option(token):
             continue
@@ -498,8 +502,28 @@ def vllm_options(args: Sequence[str]) -> list[tuple[str, str | None]]:
     return found
 
 
+def option_groups(tokens: Sequence[str]) -> list[list[str]]:
+    """The tokens as argparse groups them: each option with the values that follow it. A token is
+    never split: the runner runs the argv as a list, and argparse reads `"--flag value"` as one value."""
+    groups: list[list[str]] = []
+    for token in tokens:
+        if _is_option(token) or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
 def _is_option(token: str) -> bool:
-    return token.startswith("-") and token not in ("-", "--") and not _NUMBER.fullmatch(token)
+    """Whether argparse reads `token` as an option (Python 3.11 argparse _parse_optional): a token
+    with a space names one only by its name before `=` or as a short option and its attached value
+    (`-qfp8`); otherwise it is a value (`if ' ' in arg_string: return None`), so `--response-role
+    "-sc None"` sets the role and nothing else."""
+    if not token.startswith("-") or token in ("-", "--") or _NUMBER.fullmatch(token):
+        return False
+    if " " not in token.partition("=")[0]:
+        return True
+    return not token.startswith("--") and token[:2] in _SHORT_OPTIONS
 
 
 _NUMBER = re.compile(r"-\d+(\.\d*)?|-\.\d+")

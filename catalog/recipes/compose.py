@@ -192,8 +192,9 @@ def flag_name(token: str) -> str:
     return "--" + name[5:] if name.startswith("--no-") else name
 
 
-def _split_joined(args: Sequence[str]) -> list[str]:
-    """Real recipes sometimes write `"--flag value"` as one token; a shell needs two."""
+def split_joined(args: Sequence[str]) -> list[str]:
+    """Real recipes sometimes write `"--flag value"` as one token; a shell needs two (argparse reads
+    one token with a space as a value). Recipe text only: a recorded argv is read as it ran."""
     out: list[str] = []
     for token in args:
         if _is_flag(token) and " " in token and "=" not in token:
@@ -205,7 +206,7 @@ def _split_joined(args: Sequence[str]) -> list[str]:
 
 def flag_groups(args: Sequence[str]) -> list[list[str]]:
     groups: list[list[str]] = []
-    for token in _split_joined(args):
+    for token in split_joined(args):
         if _is_flag(token) or not groups:
             groups.append([token])
         else:

@@ -203,3 +203,41 @@ def test_the_committed_demo_and_imports_pass_and_an_import_lists_what_its_source
         "the command sets draft_tensor_parallel_size 1 in its speculative config; the arm measured settings it did"
         " not record"
     )
+
+
+def test_a_token_with_a_space_is_a_value_as_argparse_reads_it() -> None:
+    """A reviewer's forgery: `--response-role "-sc None"` is the response role to vLLM (Python 3.11
+    argparse _parse_optional: `if ' ' in arg_string: return None`), not a second `-sc` that wipes the
+    draft the first one names. Read as vLLM reads it, the command drafts with org/other-draft."""
+    facts = command_facts(
+        [
+            *SERVE,
+            "-sc",
+            '{"model": "org/other-draft"}',
+            "--spec-method",
+            "mtp",
+            "--spec-tokens",
+            "2",
+            "--response-role",
+            "-sc None",
+        ]
+    )
+    assert (facts.spec_method, facts.spec_depth, facts.spec_config) == ("mtp", 2, (DRAFT,))
+    # a short option with its value attached keeps argparse's reading: `-q fp8` is -q with " fp8"
+    assert command_facts([*SERVE, "-q fp8"]).quantization == " fp8"
+    assert command_facts([*SERVE, "--max-model-len 4096"]).max_model_len is None  # a value, not the flag
+
+
+def test_a_config_file_taken_as_a_dotted_flags_value_is_still_unread() -> None:
+    """vLLM pulls in a `--config` token wherever it stands before any dotted flag takes the next
+    argument as its value (vllm/utils/argparse_utils.py:334): `--compilation-config.mode --config
+    evil.yaml` reads evil.yaml's flags, which the packet does not carry."""
+    facts = command_facts([*SERVE, "--compilation-config.mode", "--config", "evil.yaml", "3"])
+    assert any("--config" in words for words in facts.unread), facts.unread
+
+
+def test_a_speculative_key_set_to_null_is_its_default() -> None:
+    """`{"model": null}` leaves SpeculativeConfig.model at its default, None
+    (vllm/config/speculative.py:396): the same config as one without the key."""
+    with_null = command_facts([*SERVE, "-sc", '{"method": "mtp", "num_speculative_tokens": 2, "model": null}'])
+    assert with_null.spec_config == () and with_null.unread == ()
