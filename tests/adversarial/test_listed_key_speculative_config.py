@@ -67,6 +67,31 @@ def demo_with_another_window(root: Path) -> Document:
     return document
 
 
+def role_hiding_the_draft(_: Path) -> Document:
+    """A reviewer's forgery: every command ends in `--response-role "-sc None"`, one token that
+    vLLM reads as the role (argparse: a token with a space is a value), while a reader that split
+    it would see a last `-sc None` wiping the MTP arm's draft of another model."""
+    document = campaign()
+    _respec(_spec_arm(document)["argv"], model="org/other-draft")
+    for arm in document["arms"]:
+        for field in ("argv", "launch_argv"):
+            if arm["config"].get(field):
+                arm["config"][field] += ["--response-role", "-sc None"]
+    return document
+
+
+def config_file_as_a_dotted_value(_: Path) -> Document:
+    """A reviewer's forgery: `--compilation-config.mode --config evil.yaml 3` in every command;
+    vLLM reads evil.yaml's flags (any draft, any quantization) before the dotted flag takes a value
+    (vllm/utils/argparse_utils.py:334)."""
+    document = campaign()
+    for arm in document["arms"]:
+        for field in ("argv", "launch_argv"):
+            if arm["config"].get(field):
+                arm["config"][field] += ["--compilation-config.mode", "--config", "evil.yaml", "3"]
+    return document
+
+
 # (the forgery, what the error line holds besides the packet's id: the field and the key)
 FORGERIES: list[tuple[Callable[[Path], Document], str]] = [
     (drafting(model="org/other-draft"), "arms[1].config.argv: arm tp1-mtp2: speculative config: `make measure"),
@@ -76,6 +101,8 @@ FORGERIES: list[tuple[Callable[[Path], Document], str]] = [
     (drafting(draft_model="org/other-draft"), "'draft_model' in its speculative config"),
     (launched_with_another_draft, 'config.launch_argv) sets model "org/other-draft" in its speculative config'),
     (demo_with_another_window, "the arm measured with prompt_lookup_max 1"),
+    (role_hiding_the_draft, 'sets no model in its speculative config; the arm measured with model "org/other-draft"'),
+    (config_file_as_a_dotted_value, "reads its flags from --config, a file the packet does not carry"),
 ]
 
 
