@@ -132,7 +132,8 @@ def entry(result: ArmResult, repeats: FamilyRepeats | None = None) -> CellEntry:
         value = opt_num(result.centre, unit="tok/s") if shows_speed else None
         low = opt_num(min(values)) if shows_speed and len(values) >= 2 else None
         high = opt_num(max(values)) if shows_speed and len(values) >= 2 else None
-        range_title = "the two fresh servers"
+        source = result.packet.provenance.taken_from
+        range_title = f"the two servers {source} printed" if source else "the two fresh servers"
     return CellEntry(
         state=result.state,
         state_label=STATE_LABELS[result.state],

@@ -457,3 +457,15 @@ def test_every_hover_on_an_imported_family_names_its_source(repository_built: Pa
         for hover in hovers:
             assert "from neural.download model catalog, not measured here" in hover, (family, hover)
             assert "(fresh servers)" not in hover, (family, hover)
+
+
+def test_an_imported_scorecard_range_is_its_sources_servers(repository_built: Path) -> None:
+    """A scorecard cell's range (span.range) names what it spans: on the imported families the two
+    servers the source printed, never this runner's fresh servers."""
+    for family in IMPORTED_FAMILIES:
+        titles = [
+            str(span.get("title"))
+            for span in _page(repository_built, f"models/{family}/index.html").select(".scorecard span.range")
+        ]
+        assert titles, family
+        assert all(t == "the two servers neural.download model catalog printed" for t in titles), set(titles)
