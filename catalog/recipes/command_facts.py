@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from types import MappingProxyType
 
-from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG
+from catalog.recipes.compose import SPECULATIVE_CONFIG_FLAG, grouped
 from catalog.recipes.docker_run import DockerRun
 from catalog.recipes.vllm_serve_options import OPTIONS as SERVE_OPTIONS
 from catalog.recipes.vllm_serve_options import SPECULATIVE_CONFIG_KEYS
@@ -290,11 +290,12 @@ def _facts(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> CommandFa
     spec_fields: dict[str, str] = {}
     run = DockerRun.parse(argv)
     unread: list[str] = run.unread if run is not None else []
-    if CONFIG_FILE_FLAG in args and CONFIG_FILE_FLAG not in dict(vllm_options(args)):
+    options = vllm_options(args)
+    if CONFIG_FILE_FLAG in args and CONFIG_FILE_FLAG not in dict(options):
         # FlexibleArgumentParser reads a `--config` token wherever it stands, before any dotted flag
         # takes the next argument as its value (vllm/utils/argparse_utils.py:334)
         unread.append(f"reads its flags from {CONFIG_FILE_FLAG}, a file the packet does not carry")
-    for flag, value in vllm_options(args):
+    for flag, value in options:
         if flag == CONFIG_FILE_FLAG:
             unread.append(
                 f"reads its flags from {CONFIG_FILE_FLAG} {value or ''}".rstrip() + ", a file the packet does not carry"
@@ -505,13 +506,7 @@ def vllm_options(args: Sequence[str]) -> list[tuple[str, str | None]]:
 def option_groups(tokens: Sequence[str]) -> list[list[str]]:
     """The tokens as argparse groups them: each option with the values that follow it. A token is
     never split: the runner runs the argv as a list, and argparse reads `"--flag value"` as one value."""
-    groups: list[list[str]] = []
-    for token in tokens:
-        if _is_option(token) or not groups:
-            groups.append([token])
-        else:
-            groups[-1].append(token)
-    return groups
+    return grouped(tokens, _is_option)
 
 
 def _is_option(token: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from catalog.errors import CatalogError
@@ -204,14 +204,19 @@ def split_joined(args: Sequence[str]) -> list[str]:
     return out
 
 
-def flag_groups(args: Sequence[str]) -> list[list[str]]:
+def grouped(tokens: Sequence[str], is_option: Callable[[str], bool]) -> list[list[str]]:
+    """Each option (as `is_option` tells one) with the tokens that follow it."""
     groups: list[list[str]] = []
-    for token in split_joined(args):
-        if _is_flag(token) or not groups:
+    for token in tokens:
+        if is_option(token) or not groups:
             groups.append([token])
         else:
             groups[-1].append(token)
     return groups
+
+
+def flag_groups(args: Sequence[str]) -> list[list[str]]:
+    return grouped(split_joined(args), _is_flag)
 
 
 def merge_args(args: Sequence[str]) -> list[str]:
